@@ -1,0 +1,142 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// This file is the seam between the transport and whatever implements a server
+// (Lua scripts in package luavm, or plain Go). The transport owns JSON-RPC,
+// sessions, pagination, capability gating, streams and error mapping; a server
+// only answers the callbacks below. Nothing here knows Lua.
+//
+// Errors returned by a Server or a Session:
+//   - a *Error is sent to the client as that JSON-RPC error (code and message);
+//   - an error wrapping context.Canceled or context.DeadlineExceeded means the
+//     call was interrupted (cancel, timeout, shutdown); the transport answers
+//     according to why it cancelled the context;
+//   - any other error is a crash: it is logged and the client sees
+//     -32603 "Internal error". Its text may name files and lines and never
+//     reaches the client.
+
+// Server starts sessions. One Server serves one route.
+type Server interface {
+	// Init runs the server's constructor. In session mode it runs once per
+	// initialize, with the client's initialize params and the new session id.
+	// In stateless mode it runs for every request with params == nil and
+	// sessionID == "" (the Lua contract's init({})). The returned Session is
+	// owned by the caller, which must Close it.
+	Init(ctx context.Context, params json.RawMessage, sessionID string) (Session, *InitResult, error)
+}
+
+// InitResult is what init returned, already encoded.
+type InitResult struct {
+	// ServerInfo is the encoded Implementation object (name, version, title?, ...).
+	ServerInfo json.RawMessage
+	// Capabilities is the encoded capabilities object, sent verbatim.
+	Capabilities json.RawMessage
+	// Has reports which capability keys are present; only presence gates methods.
+	Has Capabilities
+	// Instructions is the optional top-level instructions text ("" = absent).
+	Instructions string
+}
+
+// Capabilities records which server capability keys init advertised.
+type Capabilities struct {
+	Tools, Resources, Prompts, Logging, Completions bool
+}
+
+// Session is one server instance holding state: a session's, or a throw-away
+// one for a stateless request. Its methods are never called concurrently; the
+// transport serialises them. Each method runs under ctx: cancelling it must
+// interrupt the work promptly.
+//
+// State rule (session mode): a call that returns a result, or a *Error produced
+// by the callback's own in-band failure, keeps the state it left; any other
+// error (a crash or an interruption) leaves the state exactly as before the call.
+type Session interface {
+	// Tools returns the tool descriptors in wire form, in callback order.
+	Tools(ctx context.Context) ([]Item, error)
+	// CallTool runs one tool. It returns the encoded CallToolResult
+	// ({"content":[...],"isError":bool,"structuredContent"?:...}).
+	// An unknown tool is ErrUnknownTool(name).
+	CallTool(ctx context.Context, call *Call, name string, args json.RawMessage) (json.RawMessage, error)
+
+	// Resources returns the resource descriptors in wire form (Item.Key = uri).
+	Resources(ctx context.Context) ([]Item, error)
+	// ResourceTemplates returns the template descriptors in wire form
+	// (Item.Key = uriTemplate); an empty list when the server has none.
+	ResourceTemplates(ctx context.Context) ([]Item, error)
+	// ReadResource reads a listed uri, or one that matches a template. It returns
+	// the encoded ReadResourceResult ({"contents":[...]}). A uri that is neither
+	// listed nor matched is ErrResourceNotFound(uri); an in-band failure is a
+	// *Error with code CodeResourceNotFound and the server's message.
+	ReadResource(ctx context.Context, call *Call, uri string) (json.RawMessage, error)
+
+	// Prompts returns the prompt descriptors in wire form (Item.Key = name).
+	Prompts(ctx context.Context) ([]Item, error)
+	// GetPrompt renders one prompt: the encoded GetPromptResult. Unknown prompt:
+	// ErrUnknownPrompt(name); in-band failure: *Error{CodeInvalidParams, msg}.
+	GetPrompt(ctx context.Context, call *Call, name string, args json.RawMessage) (json.RawMessage, error)
+
+	// Complete returns every completion value; the transport caps them at 100.
+	// ref, argument and context are the request's raw params members
+	// (context may be nil).
+	Complete(ctx context.Context, ref, argument, context json.RawMessage) ([]string, error)
+
+	// Channels names the pubsub channels a new session joins (called once,
+	// right after Init, in session mode only).
+	Channels(ctx context.Context) ([]string, error)
+
+	// Snapshot returns an independent Session holding a deep copy of the
+	// current committed state, for a streaming call that must not change the
+	// session's state. It may be called while another call runs on the
+	// session (it then copies the state as it was before that call).
+	// Snapshot is the one method that may run concurrently with the others.
+	Snapshot(ctx context.Context) (Session, error)
+
+	// Close ends the session. In session mode the transport passes the reason
+	// ("normal" for DELETE and idle expiry, "shutdown" on server shutdown) and
+	// the server runs its terminate callback; reason "" means release without
+	// terminate (stateless requests and snapshots). The transport cancels and
+	// waits for every running call before it calls Close, exactly once.
+	Close(reason string)
+}
+
+// Item is one list entry: a key the transport or the server looks up by (tool
+// or prompt name, resource uri, template) and its encoded wire descriptor.
+type Item struct {
+	Key  string
+	JSON json.RawMessage
+}
+
+// Call describes the request a callback is answering, and its line back to the
+// client.
+type Call struct {
+	// SessionID is "" in stateless mode.
+	SessionID string
+	// RequestID is the raw JSON-RPC id of the request.
+	RequestID json.RawMessage
+	// ProgressToken is the raw _meta.progressToken, or nil when there is none.
+	ProgressToken json.RawMessage
+	// Out carries messages related to this call back to the client. Never nil.
+	Out Outbound
+}
+
+// Outbound is the running call's own stream back to the client. Messages sent
+// through it travel on the call's response (upgrading a JSON answer to SSE when
+// needed); they never go to the session's GET channel.
+type Outbound interface {
+	// Progress sends notifications/progress with params (which carry the
+	// progressToken). A no-op unless the call is answered as a stream.
+	Progress(params json.RawMessage) error
+	// Log sends notifications/message {level, data} when level is at or above
+	// the session's minimum level (default "info"); otherwise it drops it.
+	Log(level string, data json.RawMessage) error
+	// Request sends a request to the client (elicitation/create,
+	// sampling/createMessage, roots/list) and waits for its response under
+	// ctx. A client that did not declare the matching capability gets no
+	// request: the error is ErrNoClientCapability. A JSON-RPC error answer
+	// from the client is returned as a *Error.
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+}

@@ -1,0 +1,46 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// JSON-RPC and MCP error codes used by the transport.
+const (
+	CodeParseError       = -32700
+	CodeInvalidRequest   = -32600
+	CodeMethodNotFound   = -32601
+	CodeInvalidParams    = -32602
+	CodeInternalError    = -32603
+	CodeResourceNotFound = -32002
+)
+
+// Error is a JSON-RPC error object. A Session returns one to send exactly that
+// code and message to the client.
+type Error struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// ErrUnknownTool is the error for a tools/call of a name the server does not list.
+func ErrUnknownTool(name string) *Error {
+	return &Error{Code: CodeInvalidParams, Message: "Unknown tool: " + name}
+}
+
+// ErrUnknownPrompt is the error for a prompts/get of a name the server does not list.
+func ErrUnknownPrompt(name string) *Error {
+	return &Error{Code: CodeInvalidParams, Message: "Unknown prompt: " + name}
+}
+
+// ErrResourceNotFound is the error for a resources/read of a uri that is
+// neither listed nor matched by a template.
+func ErrResourceNotFound(uri string) *Error {
+	return &Error{Code: CodeResourceNotFound, Message: "Resource not found: " + uri}
+}
+
+// ErrNoClientCapability is returned by Outbound.Request when the client did not
+// declare the capability the request needs (or cannot receive a stream).
+var ErrNoClientCapability = errors.New("the client did not declare the capability for this request")
