@@ -23,9 +23,10 @@ import (
 type Server interface {
 	// Init runs the server's constructor. In session mode it runs once per
 	// initialize, with the client's initialize params and the new session id.
-	// In stateless mode it runs for every request with params == nil and
-	// sessionID == "" (the Lua contract's init({})). The returned Session is
-	// owned by the caller, which must Close it.
+	// In stateless mode it runs for every request with sessionID == "": with
+	// the client's params for an initialize, and params == nil for any other
+	// request (the Lua contract's init({})). The returned Session is owned by
+	// the caller, which must Close it.
 	Init(ctx context.Context, params json.RawMessage, sessionID string) (Session, *InitResult, error)
 }
 
@@ -139,4 +140,9 @@ type Outbound interface {
 	// request: the error is ErrNoClientCapability. A JSON-RPC error answer
 	// from the client is returned as a *Error.
 	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// CloseStream ends the call's HTTP stream early (2025-11-25 SSE polling):
+	// the client reconnects with GET + Last-Event-ID and receives the rest of
+	// the call's messages, its result included. A no-op when the call is not
+	// answered as a resumable stream.
+	CloseStream() error
 }
