@@ -1,0 +1,306 @@
+package bridge
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// maxKeptBuffer is the largest output buffer a Codec keeps between calls; a
+// rare huge answer should not pin its memory to the state for good.
+const maxKeptBuffer = 64 << 10
+
+// Encode converts v to JSON text. Errors are *EncodeError values naming the
+// path from root, e.g. `result.content[2].data: cannot encode a function`.
+//
+// Tables: one marked as an array (mcp.array, decoded arrays) encodes as an
+// array of its items 1..n, and one marked as an object (mcp.object, decoded
+// objects) as an object whose number keys become strings. An unmarked table
+// is an array when its keys are exactly 1..n, an object when they are all
+// strings, {} when empty, and an error otherwise. Object keys are sorted.
+// Functions, userdata other than mcp.null, threads, channels, NaN, infinities,
+// strings that are not valid UTF-8, cycles and nesting deeper than MaxDepth are
+// errors. Lua nil (only possible at the root) encodes as null.
+func (c *Codec) Encode(v lua.LValue, root string) ([]byte, error) {
+	buf, err := c.AppendEncode(c.buf[:0], v, root)
+	if err != nil {
+		return nil, err
+	}
+	out := bytes.Clone(buf)
+	if cap(buf) <= maxKeptBuffer {
+		c.buf = buf[:0]
+	} else {
+		c.buf = nil
+	}
+	return out, nil
+}
+
+// AppendEncode is Encode appending to dst. On error it returns dst unchanged
+// (same length) and the error.
+func (c *Codec) AppendEncode(dst []byte, v lua.LValue, root string) ([]byte, error) {
+	n := len(dst)
+	out, err := c.appendValue(dst, v, 0)
+	if err != nil {
+		clear(c.seen)
+		c.seen = c.seen[:0]
+		clear(c.ents)
+		c.ents = c.ents[:0]
+		return dst[:n], err.finish(root)
+	}
+	return out, nil
+}
+
+// appendValue appends v; depth counts the tables around it.
+func (c *Codec) appendValue(buf []byte, v lua.LValue, depth int) ([]byte, *pathError) {
+	switch v := v.(type) {
+	case lua.LString:
+		if out, ok := appendString(buf, string(v)); ok {
+			return out, nil
+		}
+		return buf, newPathError("string is not valid UTF-8")
+	case lua.LNumber:
+		return appendNumber(buf, float64(v))
+	case lua.LBool:
+		if v {
+			return append(buf, "true"...), nil
+		}
+		return append(buf, "false"...), nil
+	case *lua.LTable:
+		return c.appendTable(buf, v, depth+1)
+	case *lua.LNilType:
+		return append(buf, "null"...), nil
+	case *lua.LUserData:
+		if v == c.null {
+			return append(buf, "null"...), nil
+		}
+	}
+	return buf, newPathError("cannot encode a %s", typeName(v))
+}
+
+// typeName names a Lua type the way a script author knows it.
+func typeName(v lua.LValue) string {
+	switch v.(type) {
+	case *lua.LState:
+		return "thread (coroutine)"
+	case lua.LChannel:
+		return "channel"
+	}
+	return v.Type().String()
+}
+
+func (c *Codec) appendTable(buf []byte, t *lua.LTable, depth int) ([]byte, *pathError) {
+	for _, s := range c.seen {
+		if s == t {
+			return buf, newPathError("cannot encode a cycle (a table that contains itself)")
+		}
+	}
+	if depth > MaxDepth {
+		return buf, newPathError("nesting deeper than %d levels", MaxDepth)
+	}
+	c.seen = append(c.seen, t)
+	buf, err := c.appendTableBody(buf, t, depth)
+	c.seen[len(c.seen)-1] = nil
+	c.seen = c.seen[:len(c.seen)-1]
+	return buf, err
+}
+
+func (c *Codec) appendTableBody(buf []byte, t *lua.LTable, depth int) ([]byte, *pathError) {
+	m := c.mark(t)
+	n := t.MaxN()
+	base := len(c.ents)
+	c.ents = appendHash(c.ents, t, n)
+	hash := len(c.ents) > base
+	switch {
+	case m == markObject:
+		return c.appendObject(buf, t, n, base, depth, true)
+	case m == markArray && hash:
+		return buf, newPathError("array (mcp.array) has the non-index key %s", keyName(c.ents[base].k))
+	case m == markArray:
+		return c.appendArray(buf, t, n, depth)
+	case n == 0:
+		return c.appendObject(buf, t, 0, base, depth, false)
+	case hash:
+		return buf, newPathError("table mixes list items with the key %s (mark it with mcp.object to encode an object)",
+			keyName(c.ents[base].k))
+	}
+	return c.appendArray(buf, t, n, depth)
+}
+
+// keyName shows a table key in an error message.
+func keyName(k lua.LValue) string {
+	switch k := k.(type) {
+	case lua.LString:
+		return strconv.Quote(string(k))
+	case lua.LNumber:
+		return k.String()
+	}
+	return "of type " + typeName(k)
+}
+
+func (c *Codec) appendArray(buf []byte, t *lua.LTable, n, depth int) ([]byte, *pathError) {
+	buf = append(buf, '[')
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			buf = append(buf, ',')
+		}
+		v := t.RawGetInt(i)
+		if v == lua.LNil {
+			return buf, newPathError("nil inside an array (use mcp.null for a JSON null)").under(lua.LNumber(i))
+		}
+		var err *pathError
+		if buf, err = c.appendValue(buf, v, depth); err != nil {
+			return buf, err.under(lua.LNumber(i))
+		}
+	}
+	return append(buf, ']'), nil
+}
+
+// appendObject writes t as an object. The entries outside the array part are
+// already in c.ents[base:]; the array part 1..n is added here (marked objects
+// only: an unmarked table reaches here with n == 0).
+func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, marked bool) ([]byte, *pathError) {
+	for i := 1; i <= n; i++ {
+		if v := t.RawGetInt(i); v != lua.LNil {
+			c.ents = append(c.ents, entry{k: lua.LNumber(i), v: v})
+		}
+	}
+	ents := c.ents[base:]
+	numbers := false
+	for i := range ents {
+		switch k := ents[i].k.(type) {
+		case lua.LString:
+			ents[i].s = string(k)
+		case lua.LNumber:
+			if !marked {
+				return buf, newPathError("cannot encode a table with the number key %s (mark it with mcp.object to make number keys strings)", k)
+			}
+			if f := float64(k); f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+				return buf, newPathError("cannot use the number key %s as an object key (only integers become strings)", k)
+			}
+			ents[i].s = strconv.FormatInt(int64(k), 10)
+			numbers = true
+		default:
+			return buf, newPathError("cannot encode a table key of type %s", typeName(k))
+		}
+	}
+	if len(ents) > 1 {
+		slices.SortFunc(ents, func(a, b entry) int { return strings.Compare(a.s, b.s) })
+		if numbers {
+			for i := 1; i < len(ents); i++ {
+				if ents[i].s == ents[i-1].s {
+					return buf, newPathError("object has the key %q twice (as a number and as a string)", ents[i].s)
+				}
+			}
+		}
+	}
+	buf = append(buf, '{')
+	for i := range len(ents) {
+		e := c.ents[base+i] // children may grow c.ents: index it afresh
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var ok bool
+		if buf, ok = appendString(buf, e.s); !ok {
+			return buf, newPathError("key is not valid UTF-8").under(e.k)
+		}
+		buf = append(buf, ':')
+		var err *pathError
+		if buf, err = c.appendValue(buf, e.v, depth); err != nil {
+			return buf, err.under(e.k)
+		}
+	}
+	clear(c.ents[base:])
+	c.ents = c.ents[:base]
+	return append(buf, '}'), nil
+}
+
+// appendString appends s as a JSON string. It reports false if s is not valid
+// UTF-8. Control characters, U+2028 and U+2029 are escaped; HTML characters
+// are not.
+func appendString(buf []byte, s string) ([]byte, bool) {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				buf = append(buf, '\\', b)
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return buf, false
+		}
+		if r == '\u2028' || r == '\u2029' {
+			// Valid JSON, but not valid JavaScript source before ES2019.
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			start = i + size
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"'), true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendNumber writes f much as JavaScript (and encoding/json) would: integral
+// values below 1e21 as plain integers (with their exact digits, so that
+// 2^63 is 9223372036854775808), others in the shortest form that reads back
+// as f, with an exponent only below 1e-6 or from 1e21 up. -0 is 0.
+func appendNumber(buf []byte, f float64) ([]byte, *pathError) {
+	switch {
+	case f != f:
+		return buf, newPathError("cannot encode NaN")
+	case math.IsInf(f, 1):
+		return buf, newPathError("cannot encode inf")
+	case math.IsInf(f, -1):
+		return buf, newPathError("cannot encode -inf")
+	case f == 0:
+		return append(buf, '0'), nil
+	}
+	abs := math.Abs(f)
+	if f == math.Trunc(f) && abs < 1e21 {
+		if abs < 1<<63 {
+			return strconv.AppendInt(buf, int64(f), 10), nil
+		}
+		return strconv.AppendFloat(buf, f, 'f', 0, 64), nil // exact digits
+	}
+	if abs >= 1e-6 && abs < 1e21 {
+		return strconv.AppendFloat(buf, f, 'f', -1, 64), nil
+	}
+	buf = strconv.AppendFloat(buf, f, 'e', -1, 64)
+	// strconv pads the exponent to two digits (1e-07); JavaScript does not.
+	if n := len(buf); n >= 4 && buf[n-4] == 'e' && buf[n-3] == '-' && buf[n-2] == '0' {
+		buf[n-2] = buf[n-1]
+		buf = buf[:n-1]
+	}
+	return buf, nil
+}

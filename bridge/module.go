@@ -1,0 +1,481 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Pushes is where mcp.notify, mcp.broadcast, mcp.resource_updated and
+// mcp.log(session_id, ...) go (the transport's Hub). Params and data arrive
+// already encoded and valid; nil params means none.
+type Pushes interface {
+	Notify(sessionID, method string, params json.RawMessage)
+	Broadcast(channel, method string, params json.RawMessage)
+	ResourceUpdated(uri string)
+	Log(sessionID, level string, data json.RawMessage)
+}
+
+// CallLine is the running call's own stream back to the client (the
+// transport's Outbound).
+type CallLine interface {
+	Progress(params json.RawMessage) error
+	Log(level string, data json.RawMessage) error
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	CloseStream() error
+}
+
+// CallInfo describes the call a ctx table stands for.
+type CallInfo struct {
+	SessionID     string
+	RequestID     json.RawMessage
+	ProgressToken json.RawMessage // nil = none
+	Line          CallLine
+}
+
+// Module is the `mcp` Lua module of one LState.
+type Module struct {
+	c      *Codec
+	pushes Pushes
+	logger *slog.Logger
+	table  *lua.LTable
+	calls  map[*lua.LTable]*CallInfo // live ctx tables
+	buf    []byte                    // scratch for notification params
+}
+
+// NewModule builds the `mcp` module for c's state. pushes may be nil (pushes
+// are then dropped); logger may be nil.
+func NewModule(c *Codec, pushes Pushes, logger *slog.Logger) *Module {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Module{c: c, pushes: pushes, logger: logger, calls: make(map[*lua.LTable]*CallInfo)}
+	L := c.l
+	t := L.CreateTable(0, 20)
+	t.RawSetString("null", c.null)
+	for name, fn := range map[string]lua.LGFunction{
+		"array":            m.array,
+		"object":           m.object,
+		"json_encode":      m.jsonEncode,
+		"json_decode":      m.jsonDecode,
+		"progress":         m.progress,
+		"notify":           m.notify,
+		"broadcast":        m.broadcast,
+		"resource_updated": m.resourceUpdated,
+		"log":              m.log,
+		"sleep":            m.sleep,
+		"elicit":           m.elicit,
+		"sample":           m.sample,
+		"list_roots":       m.listRoots,
+		"close_stream":     m.closeStream,
+	} {
+		t.RawSetString(name, L.NewFunction(fn))
+	}
+	m.table = t
+	return m
+}
+
+// Loader pushes the module table; register it as package.preload["mcp"].
+func (m *Module) Loader(L *lua.LState) int {
+	L.Push(m.table)
+	return 1
+}
+
+// Table returns the module table.
+func (m *Module) Table() *lua.LTable { return m.table }
+
+// BeginCall returns a fresh ctx table {session_id, request_id, progress_token}
+// for the call info describes; it stays live until EndCall.
+func (m *Module) BeginCall(info *CallInfo) *lua.LTable {
+	ctx := m.c.l.CreateTable(0, 3)
+	if info.SessionID != "" {
+		ctx.RawSetString("session_id", lua.LString(info.SessionID))
+	}
+	if v := m.decodeID(info.RequestID); v != nil {
+		ctx.RawSetString("request_id", v)
+	}
+	if v := m.decodeID(info.ProgressToken); v != nil {
+		ctx.RawSetString("progress_token", v)
+	}
+	m.calls[ctx] = info
+	return ctx
+}
+
+// decodeID decodes a request id or progress token (a string or a number);
+// nil when absent or malformed (the transport validates them).
+func (m *Module) decodeID(raw json.RawMessage) lua.LValue {
+	if len(raw) == 0 {
+		return nil
+	}
+	v, err := m.c.Decode(raw)
+	if err != nil || m.c.IsNull(v) {
+		return nil
+	}
+	return v
+}
+
+// EndCall makes ctx inert: the mcp functions given it do nothing from now on
+// (requests to the client fail in-band).
+func (m *Module) EndCall(ctx *lua.LTable) {
+	delete(m.calls, ctx)
+}
+
+// live returns the call behind the ctx argument at index n, or nil when it is
+// not a live call. A non-table argument is an error.
+func (m *Module) live(L *lua.LState, n int) *CallInfo {
+	return m.calls[L.CheckTable(n)]
+}
+
+// raise stops the calling Lua code with msg, prefixed by its position.
+func raise(L *lua.LState, msg string) {
+	L.RaiseError("%s", msg)
+}
+
+// --- values -----------------------------------------------------------------
+
+func (m *Module) array(L *lua.LState) int {
+	L.Push(m.c.MarkArray(m.optTable(L)))
+	return 1
+}
+
+func (m *Module) object(L *lua.LState) int {
+	L.Push(m.c.MarkObject(m.optTable(L)))
+	return 1
+}
+
+// optTable returns the table argument 1, or a new table when there is none.
+func (m *Module) optTable(L *lua.LState) *lua.LTable {
+	if L.Get(1) == lua.LNil {
+		return L.CreateTable(0, 0)
+	}
+	return L.CheckTable(1)
+}
+
+func (m *Module) jsonEncode(L *lua.LState) int {
+	buf, err := m.c.AppendEncode(m.buf[:0], L.Get(1), "value")
+	if err != nil {
+		raise(L, "mcp.json_encode: "+err.Error())
+	}
+	L.Push(lua.LString(buf))
+	m.keep(buf)
+	return 1
+}
+
+func (m *Module) jsonDecode(L *lua.LState) int {
+	s := L.CheckString(1)
+	v, err := m.c.Decode([]byte(s))
+	if err != nil {
+		raise(L, "mcp.json_decode: "+err.Error())
+	}
+	L.Push(v)
+	return 1
+}
+
+// keep retains buf as scratch unless it grew too large.
+func (m *Module) keep(buf []byte) {
+	if cap(buf) <= maxKeptBuffer {
+		m.buf = buf[:0]
+	}
+}
+
+// encodeArg encodes argument n (a table, or nil for none) under root. It
+// raises on a value that has no JSON form, so bad JSON never leaves the VM.
+func (m *Module) encodeArg(L *lua.LState, fname string, n int, root string) json.RawMessage {
+	v := L.Get(n)
+	if v == lua.LNil {
+		return nil
+	}
+	if _, ok := v.(*lua.LTable); !ok {
+		L.ArgError(n, root+" must be a table or nil, got "+typeName(v))
+	}
+	out, err := m.c.Encode(v, root)
+	if err != nil {
+		raise(L, fname+": "+err.Error())
+	}
+	return out
+}
+
+// --- pushes -----------------------------------------------------------------
+
+// target returns the string argument n; ok is false for nil (a stateless
+// ctx.session_id), which makes the push a no-op.
+func target(L *lua.LState, n int) (s string, ok bool) {
+	if L.Get(n) == lua.LNil {
+		return "", false
+	}
+	return L.CheckString(n), true
+}
+
+func (m *Module) notify(L *lua.LState) int {
+	sid, ok := target(L, 1)
+	method := L.CheckString(2)
+	params := m.encodeArg(L, "mcp.notify", 3, "params")
+	if ok && m.pushes != nil {
+		m.pushes.Notify(sid, method, params)
+	}
+	return 0
+}
+
+func (m *Module) broadcast(L *lua.LState) int {
+	channel := L.CheckString(1)
+	method := L.CheckString(2)
+	params := m.encodeArg(L, "mcp.broadcast", 3, "params")
+	if m.pushes != nil {
+		m.pushes.Broadcast(channel, method, params)
+	}
+	return 0
+}
+
+func (m *Module) resourceUpdated(L *lua.LState) int {
+	uri := L.CheckString(1)
+	if m.pushes != nil {
+		m.pushes.ResourceUpdated(uri)
+	}
+	return 0
+}
+
+// logLevels are the MCP (syslog) severities, lowest first.
+var logLevels = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func validLevel(level string) bool {
+	for _, l := range logLevels {
+		if l == level {
+			return true
+		}
+	}
+	return false
+}
+
+// log is mcp.log(session_id | ctx, level, data). Arguments are checked before
+// anything else, so a bad level or data fails the same way whether or not the
+// message would be delivered.
+func (m *Module) log(L *lua.LState) int {
+	level := L.CheckString(2)
+	if !validLevel(level) {
+		L.ArgError(2, "invalid log level \""+level+"\" (want one of "+strings.Join(logLevels[:], ", ")+")")
+	}
+	data, err := m.c.Encode(L.Get(3), "data")
+	if err != nil {
+		raise(L, "mcp.log: "+err.Error())
+	}
+	switch to := L.Get(1).(type) {
+	case lua.LString:
+		if m.pushes != nil {
+			m.pushes.Log(string(to), level, data)
+		}
+	case *lua.LTable:
+		if info := m.calls[to]; info != nil && info.Line != nil {
+			if err := info.Line.Log(level, data); err != nil {
+				m.logger.Debug("mcp.log: message not sent", "err", err)
+			}
+		}
+	case *lua.LNilType:
+		// A stateless call has no session to log to.
+	default:
+		L.ArgError(1, "session id or ctx expected, got "+typeName(to))
+	}
+	return 0
+}
+
+// progress is mcp.progress(ctx, progress [, {total=, message=}]).
+func (m *Module) progress(L *lua.LState) int {
+	info := m.live(L, 1)
+	p := L.CheckNumber(2)
+	opts := L.OptTable(3, nil)
+	total, message := lua.LValue(lua.LNil), lua.LValue(lua.LNil)
+	if opts != nil {
+		total, message = opts.RawGetString("total"), opts.RawGetString("message")
+	}
+	if _, ok := total.(lua.LNumber); !ok && total != lua.LNil {
+		L.ArgError(3, "total must be a number, got "+typeName(total))
+	}
+	if _, ok := message.(lua.LString); !ok && message != lua.LNil {
+		L.ArgError(3, "message must be a string, got "+typeName(message))
+	}
+
+	buf := append(m.buf[:0], `{"progressToken":`...)
+	if info != nil {
+		buf = append(buf, info.ProgressToken...)
+	} else {
+		buf = append(buf, '0') // placeholder: the arguments are checked all the same
+	}
+	buf = append(buf, `,"progress":`...)
+	var perr *pathError
+	if buf, perr = appendNumber(buf, float64(p)); perr != nil {
+		raise(L, "mcp.progress: "+perr.finish("progress").Error())
+	}
+	if total != lua.LNil {
+		buf = append(buf, `,"total":`...)
+		if buf, perr = appendNumber(buf, float64(total.(lua.LNumber))); perr != nil {
+			raise(L, "mcp.progress: "+perr.finish("total").Error())
+		}
+	}
+	if message != lua.LNil {
+		buf = append(buf, `,"message":`...)
+		var ok bool
+		if buf, ok = appendString(buf, string(message.(lua.LString))); !ok {
+			raise(L, "mcp.progress: message: string is not valid UTF-8")
+		}
+	}
+	buf = append(buf, '}')
+	m.keep(buf)
+
+	if info == nil || len(info.ProgressToken) == 0 || info.Line == nil {
+		return 0
+	}
+	if err := info.Line.Progress(json.RawMessage(append([]byte(nil), buf...))); err != nil {
+		m.logger.Debug("mcp.progress: notification not sent", "err", err)
+	}
+	return 0
+}
+
+// --- waiting ----------------------------------------------------------------
+
+// sleep is mcp.sleep(ms). It ends early, raising an error, when the state's
+// context ends, so that a cancelled or timed-out call stops at once.
+func (m *Module) sleep(L *lua.LState) int {
+	ms := float64(L.CheckNumber(1))
+	if ms != ms {
+		L.ArgError(1, "ms must be a number, got NaN")
+	}
+	var d time.Duration
+	switch {
+	case ms <= 0:
+	case ms >= float64(math.MaxInt64/int64(time.Millisecond)):
+		d = math.MaxInt64
+	default:
+		d = time.Duration(ms * float64(time.Millisecond))
+	}
+	ctx := L.Context()
+	if ctx == nil {
+		time.Sleep(d)
+		return 0
+	}
+	if err := ctx.Err(); err != nil {
+		raise(L, "mcp.sleep: "+err.Error())
+	}
+	if d <= 0 {
+		return 0
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		raise(L, "mcp.sleep: "+ctx.Err().Error())
+	}
+	return 0
+}
+
+// --- requests to the client -------------------------------------------------
+
+// Top-level snake_case keys of request params and their wire names; other
+// keys, and everything nested, pass verbatim.
+var (
+	elicitKeys = map[string]string{
+		"requested_schema": "requestedSchema",
+		"elicitation_id":   "elicitationId",
+	}
+	sampleKeys = map[string]string{
+		"max_tokens":        "maxTokens",
+		"system_prompt":     "systemPrompt",
+		"model_preferences": "modelPreferences",
+		"stop_sequences":    "stopSequences",
+		"include_context":   "includeContext",
+		"tool_choice":       "toolChoice",
+	}
+)
+
+func (m *Module) elicit(L *lua.LState) int {
+	return m.request(L, "elicitation/create", elicitKeys)
+}
+
+func (m *Module) sample(L *lua.LState) int {
+	return m.request(L, "sampling/createMessage", sampleKeys)
+}
+
+func (m *Module) listRoots(L *lua.LState) int {
+	return m.request(L, "roots/list", nil)
+}
+
+// closeStream ends the call's HTTP stream early (SSE polling); the client
+// resumes it with GET + Last-Event-ID. A no-op on a stale ctx.
+func (m *Module) closeStream(L *lua.LState) int {
+	info := m.live(L, 1)
+	if info == nil || info.Line == nil {
+		return 0
+	}
+	if err := info.Line.CloseStream(); err != nil {
+		m.logger.Warn("mcp.close_stream failed", "err", err)
+	}
+	return 0
+}
+
+// request sends method to the client on the call's stream and returns the
+// decoded result, or nil and a message when the request fails (so the script
+// can answer with an in-band error). A cancelled call raises instead.
+func (m *Module) request(L *lua.LState, method string, keys map[string]string) int {
+	info := m.live(L, 1)
+	var params json.RawMessage
+	if keys != nil {
+		params = m.requestParams(L, method, keys)
+	}
+	if info == nil || info.Line == nil {
+		return fail(L, method+": ctx is not a running call")
+	}
+	ctx := L.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := info.Line.Request(ctx, method, params)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		raise(L, method+": "+ctxErr.Error())
+	}
+	if err != nil {
+		return fail(L, method+": "+err.Error())
+	}
+	v, err := m.c.Decode(res)
+	if err != nil {
+		return fail(L, method+": undecodable answer from the client: "+err.Error())
+	}
+	L.Push(v)
+	return 1
+}
+
+func fail(L *lua.LState, msg string) int {
+	L.Push(lua.LNil)
+	L.Push(lua.LString(msg))
+	return 2
+}
+
+// requestParams encodes argument 2 as an object, renaming its top-level
+// snake_case keys.
+func (m *Module) requestParams(L *lua.LState, method string, keys map[string]string) json.RawMessage {
+	src := L.CheckTable(2)
+	t := m.c.MarkObject(L.CreateTable(0, 4))
+	var dup string
+	src.ForEach(func(k, v lua.LValue) {
+		if s, ok := k.(lua.LString); ok {
+			if wire, ok := keys[string(s)]; ok {
+				if src.RawGetString(wire) != lua.LNil {
+					dup = string(s) + " and " + wire
+				}
+				k = lua.LString(wire)
+			}
+		}
+		t.RawSet(k, v)
+	})
+	if dup != "" {
+		raise(L, method+": params: both "+dup+" are set")
+	}
+	out, err := m.c.Encode(t, "params")
+	if err != nil {
+		raise(L, method+": "+err.Error())
+	}
+	return out
+}

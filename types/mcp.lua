@@ -1,0 +1,116 @@
+---@meta mcp
+-- LuaLS (lua-language-server) type stubs for luamcp scripts.
+-- Point your editor at this folder (see the README, "Editor support"); nothing here runs.
+
+---@class mcp.Null
+---The JSON null sentinel: compare with `v == mcp.null`.
+
+---@class mcp.Context
+---@field session_id string? the session's Mcp-Session-Id; nil in stateless mode
+---@field request_id string|integer the JSON-RPC id of the request being answered
+---@field progress_token string|integer|nil the client's _meta.progressToken, or nil
+
+---@alias mcp.LogLevel "debug"|"info"|"notice"|"warning"|"error"|"critical"|"alert"|"emergency"
+
+---@class mcp.ProgressOptions
+---@field total number? the total the progress counts up to
+---@field message string? a human-readable status line
+
+---@class mcp.ElicitRequest
+---@field message string what to ask the user
+---@field requested_schema table a flat JSON Schema object of primitive properties
+
+---@class mcp.SampleRequest
+---@field messages table[] {role=, content={type="text", text=...}} entries
+---@field max_tokens integer
+---@field system_prompt string?
+---@field model_preferences table?
+---@field temperature number?
+---@field stop_sequences string[]?
+
+---@class mcp
+---@field null mcp.Null JSON null
+local mcp = {}
+
+---Sends notifications/progress on the call's SSE stream. A no-op when the call has no progress
+---token or is answered as plain JSON, so a tool can call it unconditionally.
+---@param ctx mcp.Context
+---@param progress number must increase from call to call
+---@param opts mcp.ProgressOptions?
+function mcp.progress(ctx, progress, opts) end
+
+---Pushes one notification to one session's GET channel (buffered for replay when none is open).
+---@param session_id string
+---@param method string e.g. "notifications/tools/list_changed"
+---@param params table?
+function mcp.notify(session_id, method, params) end
+
+---Pushes one notification to every session whose `channels(state)` named `channel`.
+---@param channel string
+---@param method string
+---@param params table?
+function mcp.broadcast(channel, method, params) end
+
+---Sends notifications/resources/updated {uri} to every session subscribed to `uri`.
+---@param uri string
+function mcp.resource_updated(uri) end
+
+---Sends notifications/message {level, data}: with a session id, on that session's GET channel;
+---with a ctx, on the running call's own stream. Dropped below the session's level (default info).
+---@param target string|mcp.Context
+---@param level mcp.LogLevel
+---@param data any JSON-encodable
+function mcp.log(target, level, data) end
+
+---Waits `ms` milliseconds; cancellation and timeouts interrupt it (the Lua code stops).
+---@param ms number
+function mcp.sleep(ms) end
+
+---Asks the user through the client (elicitation/create).
+---@param ctx mcp.Context
+---@param request mcp.ElicitRequest
+---@return table? result {action="accept"|"decline"|"cancel", content=?}
+---@return string? err why no result (e.g. the client did not declare elicitation)
+function mcp.elicit(ctx, request) end
+
+---Asks the client's model for a completion (sampling/createMessage).
+---@param ctx mcp.Context
+---@param request mcp.SampleRequest
+---@return table? result the client's answer as sent: {role=, content=, model=, stopReason=?}
+---@return string? err
+function mcp.sample(ctx, request) end
+
+---Asks the client for its roots (roots/list).
+---@param ctx mcp.Context
+---@return table? result {roots={{uri=, name=?}, ...}}
+---@return string? err
+function mcp.list_roots(ctx) end
+
+---Ends the call's HTTP stream early; the client resumes with GET + Last-Event-ID and receives the
+---rest of the call's messages there (2025-11-25 SSE polling). A no-op on a plain JSON answer.
+---@param ctx mcp.Context
+function mcp.close_stream(ctx) end
+
+---Marks `t` (or a new table) to encode as a JSON array, even when empty.
+---@generic T: table
+---@param t T?
+---@return T
+function mcp.array(t) end
+
+---Marks `t` (or a new table) to encode as a JSON object, even when empty.
+---@generic T: table
+---@param t T?
+---@return T
+function mcp.object(t) end
+
+---Encodes a Lua value as JSON text, by the same rules as results. Raises on cycles, functions, NaN.
+---@param v any
+---@return string
+function mcp.json_encode(v) end
+
+---Decodes JSON text; null becomes mcp.null, arrays and objects keep their markers.
+---@param s string
+---@return any
+function mcp.json_decode(s) end
+
+return mcp
