@@ -1,0 +1,124 @@
+package scenario
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/luamcp/luamcp/bench/internal/client"
+	"github.com/luamcp/luamcp/bench/internal/load"
+	"github.com/luamcp/luamcp/bench/internal/spec"
+)
+
+// openClients starts n clients on route, each initialized (with a session
+// when session is set). On error it closes what it opened.
+func openClients(t *Target, s Scale, route string, n int, session bool) ([]*client.Client, error) {
+	cs := make([]*client.Client, n)
+	for i := range cs {
+		cs[i] = client.New(t.Addr, route, s.Timeout)
+	}
+	err := load.FirstError(load.Parallel(s.Conc, n, func(i int) error { return cs[i].Initialize(session) }))
+	if err != nil {
+		closeClients(s, cs, session)
+		return nil, err
+	}
+	return cs, nil
+}
+
+// closeClients ends the clients' sessions (when session is set) and closes
+// their connections.
+func closeClients(s Scale, cs []*client.Client, session bool) error {
+	errs := load.Parallel(s.Conc, len(cs), func(i int) error {
+		defer cs[i].Close()
+		if session && cs[i].SessionID != "" {
+			return cs[i].Delete()
+		}
+		return nil
+	})
+	return load.FirstError(errs)
+}
+
+// calls is the echo tools/call scenario: conc clients, each on its own
+// connection (and session, in session mode), calling as fast as answers come.
+func calls(conc int, session bool) func(context.Context, *Target, Scale, *Result) {
+	return func(ctx context.Context, t *Target, s Scale, r *Result) {
+		route := spec.PathStateless
+		if session {
+			route = spec.PathEcho
+		}
+		cs, err := openClients(t, s, route, conc, session)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		ops := make([]load.Op, conc)
+		for i, c := range cs {
+			prefix := "c" + strconv.Itoa(i) + "-"
+			text := []byte(prefix)
+			n := 0
+			ops[i] = func() error {
+				n++
+				text = strconv.AppendInt(text[:len(prefix)], int64(n), 10)
+				return c.Echo(text)
+			}
+		}
+		m := &cpuMeter{pid: t.PID}
+		lr := load.Run(ctx, load.Config{Concurrency: conc, Warmup: s.Warmup, Duration: s.Duration, Probe: m.probe}, ops)
+		timed(r, lr, m, "calls/s")
+		if err := closeClients(s, cs, session); err != nil {
+			r.fail(err)
+		}
+	}
+}
+
+// listConc is the number of concurrent listings: a full listing is twenty
+// requests, so a few clients keep a server busy.
+func listConc(s Scale) int { return min(s.Conc, 4) }
+
+// list pages through the 1,000 tools, listConc clients at a time.
+func list(ctx context.Context, t *Target, s Scale, r *Result) {
+	cs, err := openClients(t, s, spec.PathTools, listConc(s), true)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	pages := make([]int, len(cs)) // per worker: pages of its last listing
+	ops := make([]load.Op, len(cs))
+	for i, c := range cs {
+		ops[i] = func() (err error) {
+			pages[i], err = c.ListTools(spec.ToolCount, spec.ToolName)
+			return err
+		}
+	}
+	m := &cpuMeter{pid: t.PID}
+	lr := load.Run(ctx, load.Config{Concurrency: len(cs), Warmup: s.Warmup, Duration: s.Duration, Probe: m.probe}, ops)
+	timed(r, lr, m, "lists/s")
+	r.add("pages", "", float64(pages[0]), false)
+	if err := closeClients(s, cs, true); err != nil {
+		r.fail(err)
+	}
+}
+
+// progress calls the progress tool, s.Conc sessions at a time; every call
+// streams its notifications and result over SSE.
+func progress(ctx context.Context, t *Target, s Scale, r *Result) {
+	cs, err := openClients(t, s, spec.PathProgress, s.Conc, true)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	ops := make([]load.Op, len(cs))
+	for i, c := range cs {
+		prefix := "p" + strconv.Itoa(i) + "-"
+		n := 0
+		ops[i] = func() error {
+			n++
+			return c.Progress(prefix+strconv.Itoa(n), spec.ProgressSteps)
+		}
+	}
+	m := &cpuMeter{pid: t.PID}
+	lr := load.Run(ctx, load.Config{Concurrency: len(cs), Warmup: s.Warmup, Duration: s.Duration, Probe: m.probe}, ops)
+	timed(r, lr, m, "calls/s")
+	if err := closeClients(s, cs, true); err != nil {
+		r.fail(err)
+	}
+}

@@ -1,0 +1,141 @@
+// Package serve runs one benchmark server process: it mounts the server's
+// routes and the debug endpoint on 127.0.0.1, reports readiness on stdout and
+// serves until SIGINT or SIGTERM.
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/luamcp/luamcp/bench/internal/spec"
+)
+
+// Flags are the command-line settings every server binary takes.
+type Flags struct {
+	// Addr is the listen address; port 0 picks a free port.
+	Addr string
+	// TTL is the idle TTL of sessions on spec.PathChurn.
+	TTL time.Duration
+}
+
+// RegisterFlags defines the common flags on fs.
+func RegisterFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{}
+	fs.StringVar(&f.Addr, "addr", "127.0.0.1:0", "listen address")
+	fs.DurationVar(&f.TTL, "ttl", 30*time.Second, "idle session TTL of "+spec.PathChurn)
+	return f
+}
+
+// Server is what a binary hands to Run.
+type Server struct {
+	// Name identifies the implementation in reports.
+	Name string
+	// Routes maps exact paths (spec.Path*) to their handlers. The path "/"
+	// is a catch-all.
+	Routes map[string]http.Handler
+	// ChurnSessions reports live sessions on spec.PathChurn; nil when unknown.
+	ChurnSessions func() int
+	// Close, when set, runs after the HTTP server has stopped.
+	Close func(ctx context.Context) error
+}
+
+// Logger is the logger servers use: warnings and errors only, on stderr, so
+// logging costs nothing on the measured path.
+func Logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// Run serves s on addr until the process is told to stop.
+func Run(s Server, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	var routes []string
+	for path, h := range s.Routes {
+		mux.Handle(path, h)
+		if path != "/" {
+			routes = append(routes, path)
+		}
+	}
+	slices.Sort(routes)
+	mux.HandleFunc(spec.PathStats, func(w http.ResponseWriter, r *http.Request) {
+		writeStats(w, s.ChurnSessions)
+	})
+	// Profiles of the server under load: go tool pprof http://<addr>/debug/pprof/heap
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	ready, err := json.Marshal(spec.Ready{Server: s.Name, Addr: ln.Addr().String(), Routes: routes})
+	if err != nil {
+		return fmt.Errorf("encode ready line: %w", err)
+	}
+	fmt.Printf("%s%s\n", spec.ReadyPrefix, ready)
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-stop:
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	// Long-lived SSE streams keep Shutdown waiting; Close cuts them.
+	if err := srv.Shutdown(ctx); err != nil {
+		srv.Close()
+	}
+	if s.Close != nil {
+		if err := s.Close(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("close: %w", err)
+		}
+	}
+	return nil
+}
+
+// Main runs s and exits non-zero on error; it is the whole main of a binary
+// once its flags are parsed.
+func Main(s Server, addr string) {
+	if err := Run(s, addr); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", s.Name, err)
+		os.Exit(1)
+	}
+}
+
+func writeStats(w http.ResponseWriter, churnSessions func() int) {
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st := spec.Stats{
+		Goroutines:    runtime.NumGoroutine(),
+		HeapAlloc:     ms.HeapAlloc,
+		HeapInuse:     ms.HeapInuse,
+		Sys:           ms.Sys,
+		ChurnSessions: -1,
+	}
+	if churnSessions != nil {
+		st.ChurnSessions = churnSessions()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(st)
+}

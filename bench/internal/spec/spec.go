@@ -1,0 +1,77 @@
+// Package spec is the contract between the benchmark harness and the servers
+// it measures: the routes every server mounts, the tools they serve, and the
+// lines and documents a server process reports about itself.
+package spec
+
+import "fmt"
+
+// Routes. A server mounts the ones it can serve; a scenario whose route a
+// server does not mount is reported as n/a for that server.
+const (
+	// PathEcho serves the echo tool in session mode.
+	PathEcho = "/mcp/echo"
+	// PathStateless serves the echo tool in stateless mode.
+	PathStateless = "/mcp/echo_stateless"
+	// PathChurn serves the echo tool in session mode with an idle TTL given
+	// by the server's -ttl flag, so abandoned sessions get reaped during a run.
+	PathChurn = "/mcp/churn"
+	// PathTools serves ToolCount tools, listed PageSize at a time (session mode).
+	PathTools = "/mcp/tools1000"
+	// PathProgress serves the progress tool (session mode, SSE answers).
+	PathProgress = "/mcp/progress"
+	// PathBroadcast serves the broadcast tool (session mode): every session
+	// joins BroadcastChannel and receives what the tool pushes on its GET stream.
+	PathBroadcast = "/mcp/broadcast"
+	// PathStats is the debug endpoint answering a Stats document.
+	PathStats = "/debug/stats"
+)
+
+// Routes lists every route, in the order scenarios use them.
+var Routes = []string{PathEcho, PathStateless, PathChurn, PathTools, PathProgress, PathBroadcast}
+
+// Tool shapes shared by every server.
+const (
+	// EchoTool returns its "text" argument as one text block.
+	EchoTool = "echo"
+	// ProgressTool sends ProgressSteps notifications/progress (progress 1..N,
+	// total N) to the call's progress token, then returns the text "done".
+	ProgressTool = "progress"
+	// ProgressSteps is the number of progress notifications per call.
+	ProgressSteps = 10
+	// BroadcastTool pushes notifications/message {level: "info", data:
+	// {marker: <its "marker" argument>}} to every session of the route, then
+	// returns the text "ok".
+	BroadcastTool = "broadcast"
+	// BroadcastChannel is the pubsub channel broadcast sessions join.
+	BroadcastChannel = "news"
+	// ToolCount is the number of tools on PathTools.
+	ToolCount = 1000
+	// PageSize is the page size of tools/list on PathTools.
+	PageSize = 50
+)
+
+// ToolName is the name of tool i (1-based) on PathTools: tool0001..tool1000.
+func ToolName(i int) string { return fmt.Sprintf("tool%04d", i) }
+
+// ReadyPrefix starts the one line a server prints on stdout once it listens;
+// the rest of the line is a JSON Ready document.
+const ReadyPrefix = "BENCH-READY "
+
+// Ready describes a listening server.
+type Ready struct {
+	Server string   `json:"server"`
+	Addr   string   `json:"addr"`
+	Routes []string `json:"routes"`
+}
+
+// Stats is the document PathStats answers. The server releases free memory
+// to the OS before it measures, so the figures are live memory.
+type Stats struct {
+	Goroutines int    `json:"goroutines"`
+	HeapAlloc  uint64 `json:"heap_alloc"`
+	HeapInuse  uint64 `json:"heap_inuse"`
+	Sys        uint64 `json:"sys"`
+	// ChurnSessions is the number of live sessions on PathChurn, or -1 when
+	// the server cannot tell.
+	ChurnSessions int `json:"churn_sessions"`
+}

@@ -1,0 +1,102 @@
+package luavm
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// BenchmarkCallToolEcho is a warm tools/call through a session-mode Session:
+// tools() to check the name, the state backup, handle_tool, the result.
+func BenchmarkCallToolEcho(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		params string
+	}{
+		{"state=small", `{}`},
+		{"state=10k", `{"size":10000}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, _ := load(b, "echo.lua", nil)
+			ss, _, err := s.Init(context.Background(), json.RawMessage(bc.params), "sid")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ss.Close("")
+			ctx := context.Background()
+			c := testCall("sid")
+			args := json.RawMessage(`{"text":"hello"}`)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ss.CallTool(ctx, c, "echo", args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStatelessRequest is one stateless tools/call: Init on a borrowed
+// state, the call, Close.
+func BenchmarkStatelessRequest(b *testing.B) {
+	s, _ := load(b, "echo.lua", nil)
+	ctx := context.Background()
+	c := testCall("")
+	args := json.RawMessage(`{"text":"hello"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		ss, _, err := s.Init(ctx, nil, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ss.CallTool(ctx, c, "echo", args); err != nil {
+			b.Fatal(err)
+		}
+		ss.Close("")
+	}
+}
+
+// BenchmarkNewVM builds a sandboxed state and runs the script's chunk: what
+// the pool filler does for every fresh state.
+func BenchmarkNewVM(b *testing.B) {
+	s, _ := load(b, "full.lua", nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := s.newVM(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v.close()
+	}
+}
+
+// BenchmarkCloneState is the rollback backup taken before every session-mode
+// call, for a state of 10,000 entries.
+func BenchmarkCloneState(b *testing.B) {
+	for _, bc := range []struct{ name, code string }{
+		{"flat10k", `local t = {} for i = 1, 10000 do t["k" .. i] = i end return t`},
+		{"tables10k", `local t = {} for i = 1, 10000 do t["k" .. i] = { id = i, name = "item " .. i } end return t`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, _ := load(b, "echo.lua", nil)
+			v, err := s.newVM(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer v.close()
+			if err := v.L.DoString(bc.code); err != nil {
+				b.Fatal(err)
+			}
+			state := v.L.Get(-1).(*lua.LTable)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.codec.Clone(state); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,170 @@
+package luavm
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A pool keeps warm states of one script, so that initialize and stateless
+// requests do not wait for a state to be built and its chunk run.
+//
+// It has two lanes. fresh holds states that have only run the chunk; one
+// goroutine keeps it full. A session takes a fresh state and owns it for
+// life: it is closed afterwards, never returned. spare holds states given back
+// by short borrowers (stateless requests, snapshots, auth checks, Describe)
+// whose work ended cleanly; they are warm but not pristine, so only other short
+// borrowers take them.
+type pool struct {
+	s     *Script
+	fresh chan *vm
+	spare chan *vm
+	want  chan struct{} // wakes the filler after a fresh state was taken
+	stop  chan struct{}
+	done  chan struct{}
+	ctx   context.Context // cancelled by close: bounds the filler's builds
+	quit  context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+}
+
+func newPool(s *Script, size int) *pool {
+	ctx, quit := context.WithCancel(context.Background())
+	return &pool{
+		s:     s,
+		fresh: make(chan *vm, size),
+		spare: make(chan *vm, size),
+		want:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+		ctx:   ctx,
+		quit:  quit,
+	}
+}
+
+// start launches the filler, after seeding the pool with v (may be nil).
+func (p *pool) start(v *vm) {
+	if v != nil {
+		p.put(p.fresh, v)
+	}
+	go p.fill()
+}
+
+// fill builds fresh states until the lane is full, then waits for a taker.
+// A failing build (a chunk that fails now but loaded before) is logged and
+// retried with backoff.
+func (p *pool) fill() {
+	defer close(p.done)
+	backoff := 50 * time.Millisecond
+	for {
+		for len(p.fresh) < cap(p.fresh) {
+			v, err := p.s.newVM(p.ctx)
+			if err != nil {
+				if p.ctx.Err() != nil {
+					return
+				}
+				p.s.logger.Error("building a warm Lua state failed", "error", err)
+				select {
+				case <-p.stop:
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 5*time.Second)
+				continue
+			}
+			backoff = 50 * time.Millisecond
+			// Only this goroutine sends to fresh, so there is room.
+			if !p.put(p.fresh, v) {
+				return
+			}
+		}
+		select {
+		case <-p.want:
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+// put adds v to lane, or closes it when the pool is closed or the lane full.
+func (p *pool) put(lane chan *vm, v *vm) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		v.close()
+		return false
+	}
+	select {
+	case lane <- v:
+	default:
+		v.close()
+	}
+	return true
+}
+
+// get returns a fresh state: a warm one, or one built now.
+func (p *pool) get(ctx context.Context) (*vm, error) {
+	select {
+	case v := <-p.fresh:
+		p.wake()
+		return v, nil
+	default:
+	}
+	p.wake()
+	return p.s.newVM(ctx)
+}
+
+// getSpare returns a state for a short borrower: a spare one if any, else a
+// fresh one.
+func (p *pool) getSpare(ctx context.Context) (*vm, error) {
+	select {
+	case v := <-p.spare:
+		return v, nil
+	default:
+	}
+	return p.get(ctx)
+}
+
+// release takes back a borrowed state: kept as a spare if its work ended
+// cleanly, closed otherwise.
+func (p *pool) release(v *vm) {
+	if v.broken || v.closed {
+		v.close()
+		return
+	}
+	p.put(p.spare, v)
+}
+
+func (p *pool) wake() {
+	select {
+	case p.want <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the filler and closes every pooled state. States lent out are
+// closed when they come back.
+func (p *pool) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	close(p.stop)
+	p.quit()
+	<-p.done
+	for _, lane := range []chan *vm{p.fresh, p.spare} {
+		for {
+			select {
+			case v := <-lane:
+				v.close()
+				continue
+			default:
+			}
+			break
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package luavm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/luamcp/luamcp/bridge"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// wireNames are the snake_case keys renamed to the wire's camelCase, at the
+// top level of descriptors and results only (script-api.md "Callbacks").
+var wireNames = map[string]lua.LValue{
+	"input_schema":       lua.LString("inputSchema"),
+	"output_schema":      lua.LString("outputSchema"),
+	"mime_type":          lua.LString("mimeType"),
+	"uri_template":       lua.LString("uriTemplate"),
+	"structured_content": lua.LString("structuredContent"),
+	"website_url":        lua.LString("websiteUrl"),
+}
+
+// field is one top-level key of an object being written.
+type field struct {
+	name string     // key on the wire
+	wire lua.LValue // the same, as a Lua string (boxed once)
+	key  string     // key in Lua, for error paths
+	val  lua.LValue
+}
+
+// appendFields appends the entries of t as JSON object members ("k":v,...,
+// without braces), keys renamed by wireNames and sorted. Keys for which skip
+// reports true are left out. root names t in errors.
+func (v *vm) appendFields(buf []byte, t *lua.LTable, root string, skip func(string) bool) ([]byte, error) {
+	fields := v.fields[:0]
+	var bad lua.LValue
+	t.ForEach(func(k, val lua.LValue) {
+		ks, ok := k.(lua.LString)
+		if !ok {
+			if bad == nil {
+				bad = k
+			}
+			return
+		}
+		if skip != nil && skip(string(ks)) {
+			return
+		}
+		f := field{name: string(ks), wire: k, key: string(ks), val: val}
+		if w, ok := wireNames[f.key]; ok {
+			f.name, f.wire = string(w.(lua.LString)), w
+		}
+		fields = append(fields, f)
+	})
+	defer func() {
+		clear(fields)
+		v.fields = fields[:0]
+	}()
+	if bad != nil {
+		return buf, fmt.Errorf("%s: must be an object with string keys, found the key %s", root, bad)
+	}
+	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.name, b.name) })
+	for i := range fields {
+		f := &fields[i]
+		if i > 0 {
+			if f.name == fields[i-1].name {
+				return buf, fmt.Errorf("%s: has both %s and %s", root, fields[i-1].key, f.key)
+			}
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = v.codec.AppendEncode(buf, f.wire, root); err != nil {
+			return buf, err
+		}
+		buf = append(buf, ':')
+		if buf, err = v.codec.AppendEncode(buf, f.val, ""); err != nil {
+			return buf, under(err, root, f.key)
+		}
+	}
+	return buf, nil
+}
+
+// under prefixes the path of an encoding error with root.key.
+func under(err error, root, key string) error {
+	var eerr *bridge.EncodeError
+	if !errors.As(err, &eerr) {
+		return fmt.Errorf("%s.%s: %w", root, key, err)
+	}
+	path := root + "." + key
+	switch {
+	case eerr.Path == "":
+	case strings.HasPrefix(eerr.Path, "["):
+		path += eerr.Path
+	default:
+		path += "." + eerr.Path
+	}
+	return &bridge.EncodeError{Path: path, Msg: eerr.Msg}
+}
+
+// object encodes t as a JSON object with wireNames applied to its top level.
+func (v *vm) object(t *lua.LTable, root string, skip func(string) bool) (json.RawMessage, error) {
+	buf := append(v.buf[:0], '{')
+	buf, err := v.appendFields(buf, t, root, skip)
+	if err != nil {
+		return nil, err
+	}
+	return v.done(append(buf, '}')), nil
+}
+
+// done returns a copy of buf, the scratch buffer, and keeps buf for reuse
+// unless it grew large.
+func (v *vm) done(buf []byte) json.RawMessage {
+	out := bytes.Clone(buf)
+	if cap(buf) <= 64<<10 {
+		v.buf = buf[:0]
+	} else {
+		v.buf = nil
+	}
+	return out
+}
+
+func skipIsError(k string) bool { return k == "isError" || k == "is_error" }
+
+// toolResult encodes what handle_tool produced (script-api.md "Results"):
+// a string (or number) is one text block; a table with content is sent with
+// its other keys (structured_content becomes structuredContent); nothing at
+// all is an empty content list. isError is set by the outcome, never by the
+// table.
+func (v *vm) toolResult(res lua.LValue, isError bool, root string) (json.RawMessage, error) {
+	buf := v.buf[:0]
+	var err error
+	switch r := res.(type) {
+	case *lua.LNilType:
+		buf = append(buf, `{"content":[]`...)
+	case lua.LString:
+		buf = append(buf, `{"content":[{"type":"text","text":`...)
+		if buf, err = v.codec.AppendEncode(buf, res, root); err != nil {
+			return nil, err
+		}
+		buf = append(buf, "}]"...)
+	case lua.LNumber:
+		buf = append(buf, `{"content":[{"type":"text","text":`...)
+		buf, _ = v.codec.AppendEncode(buf, lua.LString(r.String()), root)
+		buf = append(buf, "}]"...)
+	case *lua.LTable:
+		if _, ok := r.RawGetString("content").(*lua.LTable); !ok {
+			return nil, fmt.Errorf("%s: a table result needs content (a list of content blocks)", root)
+		}
+		buf = append(buf, '{')
+		if buf, err = v.appendFields(buf, r, root, skipIsError); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%s: want a string or a table with content, got %s", root, describe(res))
+	}
+	if isError {
+		buf = append(buf, `,"isError":true}`...)
+	} else {
+		buf = append(buf, `,"isError":false}`...)
+	}
+	return v.done(buf), nil
+}
+
+// resourceResult encodes what read_resource produced: a string becomes
+// {"contents":[{"uri","text","mimeType"?}]}, a table with contents is sent as
+// it is.
+func (v *vm) resourceResult(res lua.LValue, uri string, mime lua.LValue) (json.RawMessage, error) {
+	switch r := res.(type) {
+	case lua.LString:
+		buf := append(v.buf[:0], `{"contents":[{"uri":`...)
+		buf, err := v.codec.AppendEncode(buf, lua.LString(uri), "uri")
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, `,"text":`...)
+		if buf, err = v.codec.AppendEncode(buf, res, "result"); err != nil {
+			return nil, err
+		}
+		if _, ok := mime.(lua.LString); ok {
+			buf = append(buf, `,"mimeType":`...)
+			if buf, err = v.codec.AppendEncode(buf, mime, "mime_type"); err != nil {
+				return nil, err
+			}
+		}
+		return v.done(append(buf, "}]}"...)), nil
+	case *lua.LTable:
+		if _, ok := r.RawGetString("contents").(*lua.LTable); !ok {
+			return nil, errors.New("result: a table result needs contents (a list of resource contents)")
+		}
+		return v.object(r, "result", nil)
+	}
+	return nil, fmt.Errorf("result: want a string or a table with contents, got %s", describe(res))
+}
+
+// promptResult encodes what get_prompt produced: {messages, description?}.
+func (v *vm) promptResult(res lua.LValue) (json.RawMessage, error) {
+	t, ok := res.(*lua.LTable)
+	if !ok {
+		return nil, fmt.Errorf("result: want a table with messages, got %s", describe(res))
+	}
+	if _, ok := t.RawGetString("messages").(*lua.LTable); !ok {
+		return nil, errors.New("result: a prompt needs messages (a list)")
+	}
+	return v.object(t, "result", nil)
+}
+
+// message returns the text of an in-band failure (`nil, message`).
+func message(v lua.LValue) (string, bool) {
+	switch m := v.(type) {
+	case lua.LString:
+		return string(m), true
+	case lua.LNumber:
+		return m.String(), true
+	}
+	return "", false
+}
+
+// list returns the items 1..n of a callback's list result; nil is an empty
+// list.
+func list(v lua.LValue, root string) ([]lua.LValue, error) {
+	switch t := v.(type) {
+	case *lua.LNilType:
+		return nil, nil
+	case *lua.LTable:
+		n := t.Len()
+		items := make([]lua.LValue, n)
+		for i := range n {
+			items[i] = t.RawGetInt(i + 1)
+		}
+		return items, nil
+	}
+	return nil, fmt.Errorf("%s: want a list, got %s", root, describe(v))
+}
+
+// stringsOf returns a callback's list of strings.
+func stringsOf(v lua.LValue, root string) ([]string, error) {
+	items, err := list(v, root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(items))
+	for i, it := range items {
+		s, ok := it.(lua.LString)
+		if !ok {
+			return nil, fmt.Errorf("%s[%d]: want a string, got %s", root, i+1, describe(it))
+		}
+		out[i] = string(s)
+	}
+	return out, nil
+}

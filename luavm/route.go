@@ -1,0 +1,181 @@
+package luavm
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/luamcp/luamcp/mcp"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// parseRoute reads the module's route table into mcp.Options (script-api.md
+// "Route options"). Unset options stay zero, which mcp.Options reads as their
+// defaults; Path defaults to /mcp/<name>.
+func parseRoute(v lua.LValue, name string) (mcp.Options, error) {
+	opts := mcp.Options{Path: "/mcp/" + name}
+	if v == lua.LNil {
+		return opts, nil
+	}
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		return opts, fmt.Errorf("route must be a table, got a %s", v.Type())
+	}
+	var err error
+	t.ForEach(func(k, v lua.LValue) {
+		if err != nil {
+			return
+		}
+		key, ok := k.(lua.LString)
+		if !ok {
+			err = fmt.Errorf("route has a key that is not a string: %s", k)
+			return
+		}
+		err = setOption(&opts, string(key), v)
+	})
+	return opts, err
+}
+
+func setOption(o *mcp.Options, key string, v lua.LValue) error {
+	var err error
+	switch key {
+	case "path":
+		s, ok := v.(lua.LString)
+		if !ok || !strings.HasPrefix(string(s), "/") {
+			return fmt.Errorf("route.path must be a string starting with /")
+		}
+		o.Path = string(s)
+	case "sessions":
+		o.Sessions, err = boolOption(key, v)
+	case "allow_remote_access":
+		o.AllowRemoteAccess, err = boolOption(key, v)
+	case "origins":
+		o.Origins, err = stringList(key, v)
+	case "page_size":
+		o.PageSize, err = intOption(key, v, 1)
+	case "max_sessions":
+		o.MaxSessions, err = intOption(key, v, 1)
+	case "session_max_pending":
+		o.SessionMaxPending, err = intOption(key, v, 1)
+	case "session_buffer_max":
+		o.SessionBufferMax, err = intOption(key, v, 1)
+	case "session_ttl_ms":
+		o.SessionTTL, err = msOption(key, v, 1)
+	case "request_timeout_ms":
+		o.RequestTimeout, err = msOption(key, v, 1)
+	case "session_keepalive_ms":
+		o.SessionKeepAlive, err = msOption(key, v, 0)
+		if err == nil && o.SessionKeepAlive == 0 {
+			o.SessionKeepAlive = -1 // 0 disables; mcp.Options spells that negative
+		}
+	default:
+		return fmt.Errorf("route has an unknown option %q", key)
+	}
+	return err
+}
+
+func boolOption(key string, v lua.LValue) (bool, error) {
+	b, ok := v.(lua.LBool)
+	if !ok {
+		return false, fmt.Errorf("route.%s must be true or false, got a %s", key, v.Type())
+	}
+	return bool(b), nil
+}
+
+func intOption(key string, v lua.LValue, least int) (int, error) {
+	n, ok := v.(lua.LNumber)
+	f := float64(n)
+	if !ok || f != math.Trunc(f) || f < float64(least) || f > math.MaxInt32 {
+		return 0, fmt.Errorf("route.%s must be an integer >= %d, got %s", key, least, describe(v))
+	}
+	return int(f), nil
+}
+
+func msOption(key string, v lua.LValue, least int) (time.Duration, error) {
+	n, ok := v.(lua.LNumber)
+	f := float64(n)
+	if !ok || f != math.Trunc(f) || f < float64(least) || f > float64(math.MaxInt64/int64(time.Millisecond)) {
+		return 0, fmt.Errorf("route.%s must be an integer >= %d (milliseconds), got %s", key, least, describe(v))
+	}
+	return time.Duration(f) * time.Millisecond, nil
+}
+
+func stringList(key string, v lua.LValue) ([]string, error) {
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		return nil, fmt.Errorf("route.%s must be a list of strings, got a %s", key, v.Type())
+	}
+	n, count := t.Len(), 0
+	t.ForEach(func(lua.LValue, lua.LValue) { count++ })
+	if count != n {
+		return nil, fmt.Errorf("route.%s must be a list of strings (it has keys other than 1..n)", key)
+	}
+	list := make([]string, 0, n)
+	for i := 1; i <= n; i++ {
+		s, ok := t.RawGetInt(i).(lua.LString)
+		if !ok {
+			return nil, fmt.Errorf("route.%s[%d] must be a string, got %s", key, i, describe(t.RawGetInt(i)))
+		}
+		list = append(list, string(s))
+	}
+	return list, nil
+}
+
+// describe names a Lua value in an error message.
+func describe(v lua.LValue) string {
+	switch v.(type) {
+	case lua.LNumber:
+		return v.String()
+	case lua.LString:
+		return fmt.Sprintf("%q", string(v.(lua.LString)))
+	}
+	return "a " + v.Type().String()
+}
+
+// authHook is Options.Auth for a module with an auth function: it runs
+// auth(request) on a pooled state. true passes (0); false or nothing rejects
+// with 401; a number in 400..599 rejects with that status. Anything else, and
+// a crash, is logged and answered 500.
+func (s *Script) authHook(ctx context.Context, r *mcp.AuthRequest) int {
+	v, err := s.pool.getSpare(ctx)
+	if err != nil {
+		s.logger.Error("auth: no Lua state", "error", err)
+		return 500
+	}
+	L := v.L
+	req := L.CreateTable(0, 4)
+	req.RawSetString("method", lua.LString(r.Method))
+	req.RawSetString("path", lua.LString(r.Path))
+	req.RawSetString("remote_addr", lua.LString(r.RemoteAddr))
+	headers := L.CreateTable(0, len(r.Headers))
+	for k, val := range r.Headers {
+		headers.RawSetString(k, lua.LString(val))
+	}
+	req.RawSetString("headers", headers)
+
+	run := v.begin(ctx)
+	rets, err := run.call("auth", v.auth, 1, req)
+	run.end()
+	s.pool.release(v)
+	if err != nil {
+		return 500
+	}
+	switch res := rets[0].(type) {
+	case lua.LBool:
+		if res {
+			return 0
+		}
+		return 401
+	case *lua.LNilType:
+		return 401
+	case lua.LNumber:
+		if f := float64(res); f == math.Trunc(f) && f >= 400 && f <= 599 {
+			return int(f)
+		}
+	}
+	s.logger.Error("auth returned an unusable value (want true, false, nil or an HTTP status 400..599)",
+		"callback", "auth", "value", describe(rets[0]))
+	return 500
+}

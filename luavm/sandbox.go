@@ -1,0 +1,261 @@
+package luavm
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Bounds of every state, so that runaway recursion or a flood of values is a
+// Lua error rather than a crash of the process.
+const (
+	callStackSize    = 200      // nested Lua and Go calls
+	registrySize     = 1024     // initial value stack slots (16 KiB)
+	registryMaxSize  = 64 << 10 // value stack slots at most (1 MiB)
+	registryGrowStep = 4096     // gopher-lua grows linearly: few, large steps
+)
+
+// removedGlobals are the base functions a script does not get: file access,
+// the garbage collector, environments, the package system's module(), and
+// gopher-lua's debugging aids.
+var removedGlobals = []string{
+	"dofile", "loadfile", "collectgarbage", "getfenv", "setfenv", "module",
+	"require", "_printregs", "newproxy",
+}
+
+// sandbox opens exactly the libraries of script-api.md "Sandbox": base
+// (trimmed), string, table, math, os.time/clock/date and coroutine, with
+// print, load, loadstring and require replaced, plus the `mcp` module. There
+// is no io, debug or channel library.
+func (v *vm) sandbox() {
+	L := v.L
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath},
+		{lua.OsLibName, lua.OpenOs},
+		{lua.CoroutineLibName, lua.OpenCoroutine},
+	} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	G := L.G.Global
+	for _, name := range removedGlobals {
+		G.RawSetString(name, lua.LNil)
+	}
+
+	fullOS := L.GetGlobal("os").(*lua.LTable)
+	safeOS := L.CreateTable(0, 3)
+	for _, name := range []string{"time", "clock", "date"} {
+		safeOS.RawSetString(name, fullOS.RawGetString(name))
+	}
+	G.RawSetString("os", safeOS)
+
+	guardLibs(L)
+	G.RawSetString("print", L.NewFunction(v.print))
+	G.RawSetString("load", L.NewFunction(v.load))
+	G.RawSetString("loadstring", L.NewFunction(v.loadstring))
+
+	v.loaded = L.CreateTable(0, 8)
+	for _, name := range []string{"string", "table", "math", "os", "coroutine"} {
+		v.loaded.RawSetString(name, G.RawGetString(name))
+	}
+	v.loaded.RawSetString("_G", G)
+	v.loaded.RawSetString("mcp", v.mod.Table())
+	pkg := L.CreateTable(0, 1)
+	pkg.RawSetString("loaded", v.loaded)
+	G.RawSetString("package", pkg)
+	G.RawSetString("require", L.NewFunction(v.require))
+}
+
+// print writes its arguments, tab-separated, to the server log.
+func (v *vm) print(L *lua.LState) int {
+	var b strings.Builder
+	for i := 1; i <= L.GetTop(); i++ {
+		if i > 1 {
+			b.WriteByte('\t')
+		}
+		b.WriteString(L.ToStringMeta(L.Get(i)).String())
+	}
+	v.s.logger.Info("print", "text", b.String())
+	return 0
+}
+
+// load(chunk [, chunkname]) compiles a string, or the pieces a reader function
+// returns, into a function; it returns nil and a message on failure.
+func (v *vm) load(L *lua.LState) int {
+	var src []byte
+	switch chunk := L.Get(1).(type) {
+	case lua.LString:
+		src = []byte(chunk)
+	case *lua.LFunction:
+		for {
+			L.Push(chunk)
+			L.Call(0, 1)
+			piece := L.Get(-1)
+			L.Pop(1)
+			if piece == lua.LNil {
+				break
+			}
+			if !lua.LVCanConvToString(piece) {
+				L.Push(lua.LNil)
+				L.Push(lua.LString("reader function must return a string"))
+				return 2
+			}
+			s := lua.LVAsString(piece)
+			if s == "" {
+				break
+			}
+			if len(src)+len(s) > maxLoadSize {
+				return loadTooLarge(L)
+			}
+			src = append(src, s...)
+		}
+	default:
+		L.ArgError(1, "string or function expected")
+	}
+	return v.compileChunk(L, src, L.OptString(2, "=(load)"))
+}
+
+// loadstring(s [, chunkname]) is load for a string.
+func (v *vm) loadstring(L *lua.LState) int {
+	return v.compileChunk(L, []byte(L.CheckString(1)), L.OptString(2, "=(loadstring)"))
+}
+
+func loadTooLarge(L *lua.LState) int {
+	L.Push(lua.LNil)
+	L.Push(lua.LString(fmt.Sprintf("chunk too large (at most %d KiB)", maxLoadSize>>10)))
+	return 2
+}
+
+func (v *vm) compileChunk(L *lua.LState, src []byte, name string) int {
+	if len(src) > maxLoadSize {
+		return loadTooLarge(L)
+	}
+	// Lua's convention: "=name" and "@name" are shown as name.
+	name = strings.TrimLeft(name, "=@")
+	proto, err := compile(src, name, maxLoadDepth)
+	if err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString(err.Error()))
+		return 2
+	}
+	L.Push(L.NewFunctionFromProto(proto))
+	return 1
+}
+
+// require(name) loads a Lua module from the script folder ("lib.util" is
+// DIR/lib/util.lua, or DIR/lib/util/init.lua), once per state; "mcp" is the
+// mcp module.
+func (v *vm) require(L *lua.LState) int {
+	name := L.CheckString(1)
+	if mod := v.loaded.RawGetString(name); mod != lua.LNil {
+		L.Push(mod)
+		return 1
+	}
+	if v.loading[name] {
+		L.RaiseError("loop or previous error loading module '%s'", name)
+	}
+	proto, err := v.s.modules.get(name)
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	v.loading[name] = true
+	L.Push(L.NewFunctionFromProto(proto))
+	L.Push(lua.LString(name))
+	L.Call(1, 1)
+	delete(v.loading, name)
+	mod := L.Get(-1)
+	L.Pop(1)
+	if mod == lua.LNil {
+		// A module may fill package.loaded itself; otherwise it is true.
+		if mod = v.loaded.RawGetString(name); mod == lua.LNil {
+			mod = lua.LTrue
+		}
+	}
+	v.loaded.RawSetString(name, mod)
+	L.Push(mod)
+	return 1
+}
+
+// modules compiles the Lua modules of one script folder, once each.
+type modules struct {
+	dir string
+
+	mu     sync.Mutex
+	protos map[string]*lua.FunctionProto // by module name
+}
+
+func newModules(dir string) *modules {
+	return &modules{dir: dir, protos: make(map[string]*lua.FunctionProto)}
+}
+
+// get returns the compiled chunk of module name. Names are dot-separated
+// words; the file must lie inside the folder (os.Root refuses "..", absolute
+// paths and symbolic links that lead outside).
+func (m *modules) get(name string) (*lua.FunctionProto, error) {
+	if !validModuleName(name) {
+		return nil, fmt.Errorf("invalid module name %q: modules are named like \"lib.util\" (DIR/lib/util.lua), inside the script folder", name)
+	}
+	m.mu.Lock()
+	proto := m.protos[name]
+	m.mu.Unlock()
+	if proto != nil {
+		return proto, nil
+	}
+	root, err := os.OpenRoot(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("module '%s': cannot open the script folder", name)
+	}
+	defer root.Close()
+	base := strings.ReplaceAll(name, ".", "/")
+	for _, file := range []string{base + ".lua", base + "/init.lua"} {
+		src, err := root.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("module '%s': cannot read %s: %v", name, file, errors.Unwrap(err))
+		}
+		proto, err := compile(src, file, 0)
+		if err != nil {
+			return nil, fmt.Errorf("error loading module '%s': %v", name, err)
+		}
+		m.mu.Lock()
+		m.protos[name] = proto
+		m.mu.Unlock()
+		return proto, nil
+	}
+	return nil, fmt.Errorf("module '%s' not found in the script folder (no %s.lua or %s/init.lua)", name, base, base)
+}
+
+// validModuleName accepts dot-separated words of letters, digits, _ and -.
+func validModuleName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for part := range strings.SplitSeq(name, ".") {
+		if part == "" {
+			return false
+		}
+		for _, c := range part {
+			switch {
+			case c == '_' || c == '-':
+			case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,202 @@
+package luavm
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/luamcp/luamcp/mcp"
+)
+
+func TestSandboxGlobals(t *testing.T) {
+	s, _ := load(t, "sandbox.lua", nil)
+	ss, _ := open(t, s, "")
+	var got map[string]string
+	if err := json.Unmarshal([]byte(text(t, mustCall(t, ss, "probe", `{}`))), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"io": "nil", "debug": "nil", "channel": "nil",
+		"dofile": "nil", "loadfile": "nil", "collectgarbage": "nil", "getfenv": "nil", "setfenv": "nil",
+		"module": "nil", "newproxy": "nil",
+		"os_execute": "nil", "os_exit": "nil", "os_getenv": "nil", "os_remove": "nil",
+		"os_time": "function", "os_clock": "function", "os_date": "function",
+		"string": "table", "table": "table", "math": "table", "coroutine": "table",
+		"load": "function", "loadstring": "function", "pcall": "function",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("type(%s) = %q, want %q", k, got[k], w)
+		}
+	}
+}
+
+func TestRequire(t *testing.T) {
+	s, _ := load(t, "sandbox.lua", nil)
+	ss, _ := open(t, s, "")
+	tests := []struct {
+		name string
+		want string // the result text
+		fail string // part of the in-band error
+	}{
+		{name: "lib.util", want: "hello, lua"},
+		{name: "lib.util", want: "hello, lua"}, // cached in the state
+		{name: "mcp", want: "table"},
+		{name: "string", want: "table"},
+		{name: "../x", fail: `invalid module name "../x"`},
+		{name: "/etc/passwd", fail: `invalid module name "/etc/passwd"`},
+		{name: "lib/util", fail: "invalid module name"},
+		{name: "lib..util", fail: "invalid module name"},
+		{name: "", fail: "invalid module name"},
+		{name: "nope", fail: at(t, "sandbox.lua", "pcall(require") + " module 'nope' not found in the script folder"},
+	}
+	for _, tt := range tests {
+		res := text(t, mustCall(t, ss, "require", `{"name":`+quote(tt.name)+`}`))
+		if tt.fail != "" {
+			contains(t, res, tt.fail)
+			continue
+		}
+		if res != tt.want {
+			t.Errorf("require(%q) = %q, want %q", tt.name, res, tt.want)
+		}
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// A symbolic link out of the script folder is refused.
+func TestRequireSymlinkEscape(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.lua"), []byte(`return "secret"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "lib")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("testdata/sandbox.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sandbox.lua"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := newLogger()
+	s, err := Load(filepath.Join(dir, "sandbox.lua"), Config{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ss, _, err := s.Init(context.Background(), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close("")
+	res := text(t, mustCall(t, ss, "require", `{"name":"lib.secret"}`))
+	if strings.Contains(res, "secret\"") || !strings.Contains(res, "module 'lib.secret'") {
+		t.Errorf("require through a symlink out of the folder: %q", res)
+	}
+}
+
+func TestPrint(t *testing.T) {
+	s, logs := load(t, "sandbox.lua", nil)
+	ss, _ := open(t, s, "")
+	mustCall(t, ss, "print", `{}`)
+	contains(t, logs.String(), `level=INFO msg=print script=sandbox text="hello from\tlua\t42"`)
+}
+
+func TestLoadFunction(t *testing.T) {
+	s, _ := load(t, "sandbox.lua", nil)
+	ss, _ := open(t, s, "")
+	tests := []struct{ code, want string }{
+		{"return 1 + 1", "2"},
+		{"return = 1", "(load):1: syntax error near '='"},
+		{"return io", "nil"},
+		{strings.Repeat("do ", 300) + strings.Repeat("end ", 300), "(load):1: chunk nests deeper than 200 levels"},
+		{"return " + strings.Repeat("{", 300) + strings.Repeat("}", 300), "nests deeper"},
+		{strings.Repeat(" ", maxLoadSize+1), "chunk too large"},
+	}
+	for _, tt := range tests {
+		got := text(t, mustCall(t, ss, "load", `{"code":`+quote(tt.code)+`}`))
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("load(%.20q...) = %q, want %q", tt.code, got, tt.want)
+		}
+	}
+}
+
+// The guarded library functions still do their job.
+func TestLibraryFunctions(t *testing.T) {
+	dir := t.TempDir()
+	script := `
+local checks = {
+  { ("abc"):rep(3), "abcabcabc" },
+  { string.rep("x", 0), "" },
+  { select(1, ("hello world"):gsub("o", "0")), "hell0 w0rld" },
+  { select(2, ("hello world"):gsub("o", "0")), 2 },
+  { (("hello world"):gsub("(%w+)", "<%1>")), "<hello> <world>" },
+  { (("hello world"):gsub("%w+", "%0 %0", 1)), "hello hello world" },
+  { (("abc"):gsub("%w*", "x")), "xx" },
+  { (("abc"):gsub("", "-")), "-a-b-c-" },
+  { (("hello"):gsub("^h", "H")), "Hello" },
+  { (("a=1, b=2"):gsub("(%w+)=(%w+)", "%2=%1")), "1=a, 2=b" },
+  { (("$name is $age"):gsub("%$(%w+)", { name = "Ann", age = 7 })), "Ann is 7" },
+  { (("abc"):gsub("%w", function(c) return c:upper() .. "." end)), "A.B.C." },
+  { (("abc"):gsub("b", false and "" or function() return nil end)), "abc" },
+  { (("x y"):gsub("()", "%1")), "1x2 3y4" },
+  { table.concat({ 1, 2, 3 }, ", "), "1, 2, 3" },
+  { string.format("%5.2f|%-3s|%d", 3.14159, "a", 7), " 3.14|a  |7" },
+  { os.date("!%Y", 0), "1970" },
+}
+local words = {}
+for w in ("one two  three"):gmatch("%a+") do words[#words + 1] = w end
+checks[#checks + 1] = { table.concat(words, ","), "one,two,three" }
+local pairs_ = {}
+for k, v in ("a=1 b=2"):gmatch("(%w)=(%w)") do pairs_[#pairs_ + 1] = k .. v end
+checks[#checks + 1] = { table.concat(pairs_, ","), "a1,b2" }
+local co = coroutine.wrap(function(a) local b = coroutine.yield(a + 1); return b * 2 end)
+checks[#checks + 1] = { co(1), 2 }
+checks[#checks + 1] = { co(5), 10 }
+local ok, err = pcall(co)
+checks[#checks + 1] = { ok, false }
+
+return {
+  init = function() return { name = "libs", version = "1" }, {}, {} end,
+  tools = function() return { { name = "check" } } end,
+  handle_tool = function()
+    for i, c in ipairs(checks) do
+      if c[1] ~= c[2] then
+        return nil, string.format("check %d: got %s, want %s", i, tostring(c[1]), tostring(c[2]))
+      end
+    end
+    return "ok"
+  end,
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "libs.lua"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := newLogger()
+	s, err := Load(filepath.Join(dir, "libs.lua"), Config{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ss, _, err := s.Init(context.Background(), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close("")
+	res, err := ss.CallTool(context.Background(), &mcp.Call{Out: out{}}, "check", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, string(res)); got != "ok" {
+		t.Error(got)
+	}
+}

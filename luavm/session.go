@@ -1,0 +1,673 @@
+package luavm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/luamcp/luamcp/bridge"
+	"github.com/luamcp/luamcp/mcp"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// session implements mcp.Session on one state.
+//
+// State threading (script-api.md "State"): callbacks get the state; the one a
+// callback returns after its result (or after its in-band error) replaces it,
+// and when it returns none the table it was given stays, mutations included.
+// In session mode every call first takes a deep copy (Codec.Clone) of the
+// state: a crash or an interruption puts that copy back, so the state is
+// exactly what it was before the call even if Lua changed it in place. During
+// a call the copy is the committed state that Snapshot reads, since Lua never
+// touches it.
+type session struct {
+	s     *Script
+	v     *vm
+	owned bool // session mode: roll back on crash, run terminate
+	spare bool // a stateless request's borrowed state: given back to the pool if clean
+	has   mcp.Capabilities
+
+	mu     sync.Mutex // guards state and closed against Snapshot
+	state  lua.LValue // the committed state
+	closed bool
+
+	op op // the method in progress; the transport runs one at a time
+}
+
+var _ mcp.Session = (*session)(nil)
+
+// errClosed is returned by a session used after Close.
+var errClosed = errors.New("luavm: session closed")
+
+// Init runs init on a state from the pool. In session mode (sessionID != "")
+// it gets params plus mcp_session_id, on a fresh state the session owns for
+// life; in stateless mode it gets {} on a borrowed state, which Close gives
+// back.
+func (s *Script) Init(ctx context.Context, params json.RawMessage, sessionID string) (mcp.Session, *mcp.InitResult, error) {
+	owned := sessionID != ""
+	var v *vm
+	var err error
+	if owned {
+		v, err = s.pool.get(ctx)
+	} else {
+		v, err = s.pool.getSpare(ctx)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: no Lua state: %w", s.name, err)
+	}
+	ss := &session{s: s, v: v, owned: owned, spare: !owned, state: lua.LNil}
+	res, err := ss.init(ctx, params, sessionID)
+	if err != nil {
+		ss.release()
+		return nil, nil, err
+	}
+	return ss, res, nil
+}
+
+func (ss *session) init(ctx context.Context, params json.RawMessage, sessionID string) (*mcp.InitResult, error) {
+	v := ss.v
+	r := v.begin(ctx)
+	defer r.end()
+	p, err := v.decodeObject(params)
+	if err != nil {
+		return nil, r.crashf("init", "params: %v", err)
+	}
+	if sessionID != "" {
+		p.RawSetString("mcp_session_id", lua.LString(sessionID))
+	}
+	rets, err := r.call("init", v.fns[cbInit], 3, p)
+	if err != nil {
+		return nil, err
+	}
+	res, err := v.initResult(rets[0], rets[1])
+	if err != nil {
+		return nil, r.crashf("init", "%v", err)
+	}
+	if err := v.checkCapabilities(res.Has); err != nil {
+		return nil, r.crashf("init", "%v", err)
+	}
+	ss.has = res.Has
+	ss.state = rets[2]
+	return res, nil
+}
+
+// initResult encodes init's server_info and capabilities.
+func (v *vm) initResult(info, caps lua.LValue) (*mcp.InitResult, error) {
+	t, ok := info.(*lua.LTable)
+	if !ok {
+		return nil, fmt.Errorf("server_info: want a table, got %s", describe(info))
+	}
+	res := &mcp.InitResult{}
+	switch ins := t.RawGetString("instructions").(type) {
+	case *lua.LNilType:
+	case lua.LString:
+		res.Instructions = string(ins)
+	default:
+		return nil, fmt.Errorf("server_info.instructions: want a string, got %s", describe(ins))
+	}
+	var err error
+	if res.ServerInfo, err = v.object(t, "server_info", func(k string) bool { return k == "instructions" }); err != nil {
+		return nil, err
+	}
+	switch c := caps.(type) {
+	case *lua.LNilType:
+		res.Capabilities = json.RawMessage("{}")
+	case *lua.LTable:
+		if res.Capabilities, err = v.codec.Encode(c, "capabilities"); err != nil {
+			return nil, err
+		}
+		present := func(k string) bool { return c.RawGetString(k) != lua.LNil }
+		res.Has = mcp.Capabilities{
+			Tools:       present("tools"),
+			Resources:   present("resources"),
+			Prompts:     present("prompts"),
+			Logging:     present("logging"),
+			Completions: present("completions"),
+		}
+	default:
+		return nil, fmt.Errorf("capabilities: want a table, got %s", describe(caps))
+	}
+	return res, nil
+}
+
+// checkCapabilities enforces "a server that advertises a capability must
+// implement its callbacks".
+func (v *vm) checkCapabilities(has mcp.Capabilities) error {
+	need := func(cap string, cbs ...int) error {
+		for _, cb := range cbs {
+			if !v.has(cb) {
+				return fmt.Errorf("advertises the %s capability, but the server module has no %s function", cap, callbackNames[cb])
+			}
+		}
+		return nil
+	}
+	if has.Resources {
+		if err := need("resources", cbResources, cbReadResource); err != nil {
+			return err
+		}
+	}
+	if has.Prompts {
+		if err := need("prompts", cbPrompts, cbGetPrompt); err != nil {
+			return err
+		}
+	}
+	if has.Completions {
+		return need("completions", cbComplete)
+	}
+	return nil
+}
+
+// decodeObject decodes JSON params into a table; absent or null is {}.
+func (v *vm) decodeObject(raw json.RawMessage) (*lua.LTable, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return v.codec.MarkObject(v.L.NewTable()), nil
+	}
+	val, err := v.codec.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := val.(*lua.LTable)
+	if !ok {
+		return nil, fmt.Errorf("want a JSON object, got %s", describe(val))
+	}
+	return t, nil
+}
+
+// decodeValue decodes an optional JSON value; absent is nil.
+func (v *vm) decodeValue(raw json.RawMessage) (lua.LValue, error) {
+	if len(raw) == 0 {
+		return lua.LNil, nil
+	}
+	return v.codec.Decode(raw)
+}
+
+// op is one Session method in progress.
+type op struct {
+	*run
+	live lua.LValue // the state the callbacks see; what a clean end commits
+}
+
+// begin starts a Session method. In session mode it backs the state up and
+// makes the backup the committed state for the length of the call. A
+// stateless request's session serves one call and is thrown away, so it needs
+// neither the rollback nor the protection from a concurrent Snapshot.
+func (ss *session) begin(ctx context.Context) (*op, error) {
+	if ss.closed {
+		return nil, errClosed
+	}
+	ss.op = op{run: ss.v.begin(ctx), live: ss.state}
+	c := &ss.op
+	if ss.owned {
+		if t, ok := ss.state.(*lua.LTable); ok {
+			backup, err := ss.v.codec.Clone(t)
+			if err != nil {
+				c.end()
+				return nil, fmt.Errorf("%s: backing up the state: %w", ss.s.name, err)
+			}
+			ss.mu.Lock()
+			ss.state = backup
+			ss.mu.Unlock()
+		}
+	}
+	return c, nil
+}
+
+// end finishes a method: unless it crashed or was interrupted, the state the
+// callbacks left becomes the committed state.
+func (ss *session) end(c *op, err error) {
+	c.run.end()
+	live := c.live
+	*c = op{}
+	if err != nil && !inBand(err) {
+		return // the backup stays
+	}
+	ss.mu.Lock()
+	ss.state = live
+	ss.mu.Unlock()
+}
+
+// inBand reports whether err is an answer (a *mcp.Error) rather than a crash.
+func inBand(err error) bool {
+	var merr *mcp.Error
+	return errors.As(err, &merr)
+}
+
+// adopt makes a state a callback returned the new state.
+func (c *op) adopt(state lua.LValue) {
+	if state != lua.LNil {
+		c.live = state
+	}
+}
+
+// list runs a list callback and returns its entries as items keyed by key.
+func (ss *session) list(c *op, cb int, key string) ([]mcp.Item, error) {
+	name := callbackNames[cb]
+	rets, err := c.call(name, ss.v.fns[cb], 1, c.live)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := list(rets[0], name)
+	if err != nil {
+		return nil, c.crashf(name, "%v", err)
+	}
+	items := make([]mcp.Item, len(entries))
+	for i, e := range entries {
+		root := fmt.Sprintf("%s[%d]", name, i+1)
+		t, ok := e.(*lua.LTable)
+		if !ok {
+			return nil, c.crashf(name, "%s: want a table, got %s", root, describe(e))
+		}
+		k, ok := t.RawGetString(key).(lua.LString)
+		if !ok {
+			return nil, c.crashf(name, "%s.%s: want a string, got %s", root, key, describe(t.RawGetString(key)))
+		}
+		data, err := ss.v.object(t, root, nil)
+		if err != nil {
+			return nil, c.crashf(name, "%v", err)
+		}
+		items[i] = mcp.Item{Key: string(k), JSON: data}
+	}
+	return items, nil
+}
+
+// find runs a list callback and returns the entry whose key field is want.
+func (ss *session) find(c *op, cb int, key, want string) (*lua.LTable, error) {
+	name := callbackNames[cb]
+	rets, err := c.call(name, ss.v.fns[cb], 1, c.live)
+	if err != nil {
+		return nil, err
+	}
+	entries, ok := rets[0].(*lua.LTable)
+	if !ok {
+		if _, err := list(rets[0], name); err != nil {
+			return nil, c.crashf(name, "%v", err)
+		}
+		return nil, nil
+	}
+	for i := 1; i <= entries.Len(); i++ {
+		if t, ok := entries.RawGetInt(i).(*lua.LTable); ok {
+			if k, ok := t.RawGetString(key).(lua.LString); ok && string(k) == want {
+				return t, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// listMethod runs one list callback as a whole Session method.
+func (ss *session) listMethod(ctx context.Context, cb int, key string) ([]mcp.Item, error) {
+	if !ss.v.has(cb) {
+		return []mcp.Item{}, nil
+	}
+	c, err := ss.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	items, err := ss.list(c, cb, key)
+	ss.end(c, err)
+	return items, err
+}
+
+func (ss *session) Tools(ctx context.Context) ([]mcp.Item, error) {
+	return ss.listMethod(ctx, cbTools, "name")
+}
+
+func (ss *session) Resources(ctx context.Context) ([]mcp.Item, error) {
+	return ss.listMethod(ctx, cbResources, "uri")
+}
+
+// ResourceTemplates lists resource_templates; a module without it has none.
+func (ss *session) ResourceTemplates(ctx context.Context) ([]mcp.Item, error) {
+	return ss.listMethod(ctx, cbResourceTemplates, "uri_template")
+}
+
+func (ss *session) Prompts(ctx context.Context) ([]mcp.Item, error) {
+	return ss.listMethod(ctx, cbPrompts, "name")
+}
+
+// CallTool runs handle_tool(name, args, ctx, state) for a listed tool. A
+// result, or an in-band error (`nil, err`), is a CallToolResult; returning
+// nothing is an empty success.
+func (ss *session) CallTool(ctx context.Context, call *mcp.Call, name string, args json.RawMessage) (json.RawMessage, error) {
+	c, err := ss.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ss.callTool(c, call, name, args)
+	ss.end(c, err)
+	return out, err
+}
+
+func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMessage) (json.RawMessage, error) {
+	v := ss.v
+	tool, err := ss.find(c, cbTools, "name", name)
+	if err != nil {
+		return nil, err
+	}
+	if tool == nil {
+		return nil, mcp.ErrUnknownTool(name)
+	}
+	argv, err := v.decodeObject(args)
+	if err != nil {
+		return nil, c.crashf("handle_tool", "arguments: %v", err)
+	}
+	ctxT := v.mod.BeginCall(callInfo(call))
+	// The tool's own name value: boxed already.
+	rets, err := c.call("handle_tool", v.fns[cbHandleTool], 3, tool.RawGetString("name"), argv, ctxT, c.live)
+	v.mod.EndCall(ctxT)
+	if err != nil {
+		return nil, err
+	}
+	res, failure, state := outcome(rets)
+	var out json.RawMessage
+	if failure != lua.LNil {
+		out, err = v.toolResult(failure, true, "error")
+	} else {
+		out, err = v.toolResult(res, false, "result")
+	}
+	if err != nil {
+		return nil, c.crashf("handle_tool", "%v", err)
+	}
+	c.adopt(state)
+	return out, nil
+}
+
+// outcome splits `result [, state]` and `nil, failure [, state]`.
+func outcome(rets [3]lua.LValue) (res, failure, state lua.LValue) {
+	if rets[0] != lua.LNil {
+		return rets[0], lua.LNil, rets[1]
+	}
+	return lua.LNil, rets[1], rets[2]
+}
+
+func callInfo(call *mcp.Call) *bridge.CallInfo {
+	if call == nil {
+		return &bridge.CallInfo{Line: noLine{}}
+	}
+	info := &bridge.CallInfo{
+		SessionID:     call.SessionID,
+		RequestID:     call.RequestID,
+		ProgressToken: call.ProgressToken,
+		Line:          call.Out,
+	}
+	if call.Out == nil {
+		info.Line = noLine{}
+	}
+	return info
+}
+
+// noLine is the line of a call that has no way back to the client.
+type noLine struct{}
+
+func (noLine) Progress(json.RawMessage) error    { return nil }
+func (noLine) Log(string, json.RawMessage) error { return nil }
+func (noLine) Request(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, mcp.ErrNoClientCapability
+}
+func (noLine) CloseStream() error { return nil }
+
+// ReadResource runs read_resource(uri, state, vars) for a listed uri (vars
+// {}) or one a template matches (vars from the template); any other uri is
+// not found without a call.
+func (ss *session) ReadResource(ctx context.Context, call *mcp.Call, uri string) (json.RawMessage, error) {
+	c, err := ss.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ss.readResource(c, uri)
+	ss.end(c, err)
+	return out, err
+}
+
+func (ss *session) readResource(c *op, uri string) (json.RawMessage, error) {
+	v := ss.v
+	var entry *lua.LTable
+	var vars map[string]string
+	var err error
+	if v.has(cbResources) {
+		if entry, err = ss.find(c, cbResources, "uri", uri); err != nil {
+			return nil, err
+		}
+	}
+	if entry == nil && v.has(cbResourceTemplates) {
+		if entry, vars, err = ss.matchTemplate(c, uri); err != nil {
+			return nil, err
+		}
+	}
+	if entry == nil {
+		return nil, mcp.ErrResourceNotFound(uri)
+	}
+	if !v.has(cbReadResource) {
+		return nil, c.crashf("read_resource", "the server module has no read_resource function")
+	}
+	varsT := v.L.CreateTable(0, len(vars))
+	for k, val := range vars {
+		varsT.RawSetString(k, lua.LString(val))
+	}
+	rets, err := c.call("read_resource", v.fns[cbReadResource], 3, lua.LString(uri), c.live, varsT)
+	if err != nil {
+		return nil, err
+	}
+	res, failure, state := outcome(rets)
+	if res == lua.LNil {
+		c.adopt(state)
+		if failure == lua.LNil {
+			return nil, mcp.ErrResourceNotFound(uri)
+		}
+		msg, ok := message(failure)
+		if !ok {
+			return nil, c.crashf("read_resource", "error: want a message string, got %s", describe(failure))
+		}
+		return nil, &mcp.Error{Code: mcp.CodeResourceNotFound, Message: msg}
+	}
+	mime := entry.RawGetString("mime_type")
+	if mime == lua.LNil {
+		mime = entry.RawGetString("mimeType")
+	}
+	out, err := v.resourceResult(res, uri, mime)
+	if err != nil {
+		return nil, c.crashf("read_resource", "%v", err)
+	}
+	c.adopt(state)
+	return out, nil
+}
+
+// matchTemplate returns the first template that matches uri, and its
+// variables.
+func (ss *session) matchTemplate(c *op, uri string) (*lua.LTable, map[string]string, error) {
+	const name = "resource_templates"
+	rets, err := c.call(name, ss.v.fns[cbResourceTemplates], 1, c.live)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, err := list(rets[0], name)
+	if err != nil {
+		return nil, nil, c.crashf(name, "%v", err)
+	}
+	for _, e := range entries {
+		t, ok := e.(*lua.LTable)
+		if !ok {
+			continue
+		}
+		tpl, ok := t.RawGetString("uri_template").(lua.LString)
+		if !ok {
+			continue
+		}
+		if vars, ok := mcp.MatchTemplate(string(tpl), uri); ok {
+			return t, vars, nil
+		}
+	}
+	return nil, nil, nil
+}
+
+// GetPrompt runs get_prompt(name, args, state) for a listed prompt.
+func (ss *session) GetPrompt(ctx context.Context, call *mcp.Call, name string, args json.RawMessage) (json.RawMessage, error) {
+	c, err := ss.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ss.getPrompt(c, name, args)
+	ss.end(c, err)
+	return out, err
+}
+
+func (ss *session) getPrompt(c *op, name string, args json.RawMessage) (json.RawMessage, error) {
+	v := ss.v
+	if !v.has(cbPrompts) || !v.has(cbGetPrompt) {
+		return nil, mcp.ErrUnknownPrompt(name)
+	}
+	prompt, err := ss.find(c, cbPrompts, "name", name)
+	if err != nil {
+		return nil, err
+	}
+	if prompt == nil {
+		return nil, mcp.ErrUnknownPrompt(name)
+	}
+	argv, err := v.decodeObject(args)
+	if err != nil {
+		return nil, c.crashf("get_prompt", "arguments: %v", err)
+	}
+	rets, err := c.call("get_prompt", v.fns[cbGetPrompt], 3, lua.LString(name), argv, c.live)
+	if err != nil {
+		return nil, err
+	}
+	res, failure, state := outcome(rets)
+	if res == lua.LNil {
+		c.adopt(state)
+		if failure == lua.LNil {
+			return nil, mcp.ErrUnknownPrompt(name)
+		}
+		msg, ok := message(failure)
+		if !ok {
+			return nil, c.crashf("get_prompt", "error: want a message string, got %s", describe(failure))
+		}
+		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: msg}
+	}
+	out, err := v.promptResult(res)
+	if err != nil {
+		return nil, c.crashf("get_prompt", "%v", err)
+	}
+	c.adopt(state)
+	return out, nil
+}
+
+// Complete runs complete(ref, argument, state, context); it must return a
+// list of strings. A module that advertises completions without complete
+// cannot load, so its absence here is a crash.
+func (ss *session) Complete(ctx context.Context, ref, argument, hint json.RawMessage) ([]string, error) {
+	c, err := ss.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ss.complete(c, ref, argument, hint)
+	ss.end(c, err)
+	return out, err
+}
+
+func (ss *session) complete(c *op, ref, argument, hint json.RawMessage) ([]string, error) {
+	const name = "complete"
+	v := ss.v
+	if !v.has(cbComplete) {
+		return nil, c.crashf(name, "the server module has no complete function")
+	}
+	var args [3]lua.LValue
+	for i, raw := range []json.RawMessage{ref, argument, hint} {
+		val, err := v.decodeValue(raw)
+		if err != nil {
+			return nil, c.crashf(name, "params: %v", err)
+		}
+		args[i] = val
+	}
+	rets, err := c.call(name, v.fns[cbComplete], 2, args[0], args[1], c.live, args[2])
+	if err != nil {
+		return nil, err
+	}
+	if rets[0] == lua.LNil {
+		return nil, c.crashf(name, "result: want a list of strings, got nil")
+	}
+	values, err := stringsOf(rets[0], "result")
+	if err != nil {
+		return nil, c.crashf(name, "%v", err)
+	}
+	c.adopt(rets[1])
+	return values, nil
+}
+
+// Channels runs channels(state): the pubsub channels the session joins.
+func (ss *session) Channels(ctx context.Context) ([]string, error) {
+	const name = "channels"
+	if !ss.v.has(cbChannels) {
+		return nil, nil
+	}
+	c, err := ss.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rets, err := c.call(name, ss.v.fns[cbChannels], 1, c.live)
+	var out []string
+	if err == nil {
+		if out, err = stringsOf(rets[0], "result"); err != nil {
+			err = c.crashf(name, "%v", err)
+		}
+	}
+	ss.end(c, err)
+	return out, err
+}
+
+// Snapshot returns a session on a fresh state holding a deep copy of the
+// committed state. It may run while a call runs on ss: it then copies the
+// backup taken before that call, which Lua never touches. Like a session's,
+// the snapshot's state is closed at the end, never lent again.
+func (ss *session) Snapshot(ctx context.Context) (mcp.Session, error) {
+	nv, err := ss.s.pool.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: snapshot: no Lua state: %w", ss.s.name, err)
+	}
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		nv.close()
+		return nil, errClosed
+	}
+	state, err := ss.v.codec.CopyTo(nv.codec, ss.state)
+	ss.mu.Unlock()
+	if err != nil {
+		nv.close()
+		ss.s.logger.Error("snapshot of the session state failed", "error", err)
+		return nil, fmt.Errorf("%s: snapshot: %w", ss.s.name, err)
+	}
+	return &session{s: ss.s, v: nv, has: ss.has, state: state}, nil
+}
+
+// Close ends the session. In session mode a non-empty reason runs
+// terminate(reason, state) (its errors are logged and ignored). A stateless
+// request's state goes back to the pool if its work ended cleanly; any other
+// is closed.
+func (ss *session) Close(reason string) {
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return
+	}
+	ss.closed = true
+	ss.mu.Unlock()
+	if ss.owned && reason != "" && ss.v.has(cbTerminate) {
+		ctx, cancel := context.WithTimeout(context.Background(), min(terminateTimeout, ss.s.cfg.MaxCall))
+		r := ss.v.begin(ctx)
+		_, _ = r.call("terminate", ss.v.fns[cbTerminate], 0, lua.LString(reason), ss.state)
+		r.end()
+		cancel()
+	}
+	ss.release()
+}
+
+// release disposes of the session's state.
+func (ss *session) release() {
+	if ss.spare {
+		ss.s.pool.release(ss.v)
+		return
+	}
+	ss.v.close()
+}

@@ -1,0 +1,6 @@
+return {
+  auth = true,
+  init = function() return { name = "m", version = "1" }, {}, {} end,
+  tools = function() return {} end,
+  handle_tool = function() end,
+}

@@ -1,0 +1,3 @@
+return {
+  init = function()
+    return {}

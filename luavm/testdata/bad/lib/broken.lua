@@ -1,0 +1,3 @@
+local M = {}
+function M.f(
+return M

@@ -1,0 +1,3 @@
+local t = nil
+local x = t.field
+return {}

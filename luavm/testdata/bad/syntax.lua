@@ -1,0 +1,4 @@
+-- A syntax error on line 3.
+return {
+  init = = 1,
+}

@@ -1,0 +1,74 @@
+-- Misbehaving tools: the VM must stop each of them without harm to the process.
+local mcp = require("mcp")
+
+-- Created while the chunk runs, outside any call: resuming it later must
+-- still honour the call's cancellation.
+local forever = coroutine.create(function()
+  while true do end
+end)
+
+local function recurse(n)
+  return 1 + recurse(n + 1)
+end
+
+return {
+  init = function()
+    return { name = "hostile", version = "1" }, { tools = {} }, {}
+  end,
+
+  tools = function()
+    return { { name = "any" } }
+  end,
+
+  handle_tool = function(name, args)
+    local kind = args.kind
+    if kind == "loop" then
+      while true do end
+    elseif kind == "pcall_loop" then
+      while true do pcall(function() while true do end end) end
+    elseif kind == "coroutine_loop" then
+      local co = coroutine.wrap(function() while true do end end)
+      co()
+    elseif kind == "rep" then
+      return #string.rep("x", 2 ^ 40)
+    elseif kind == "rep_method" then
+      return #(("xy"):rep(2 ^ 31))
+    elseif kind == "recurse" then
+      return recurse(1)
+    elseif kind == "alloc" then
+      local t = {}
+      local i = 0
+      while true do
+        i = i + 1
+        t[i] = string.rep("x", 4096) .. i
+      end
+    elseif kind == "unpack" then
+      return select("#", unpack({}, 1, 1e8))
+    elseif kind == "byte" then
+      return select("#", string.byte(string.rep("x", 1e7), 1, -1))
+    elseif kind == "meta_recursion" then
+      local t = setmetatable({}, { __index = function(t, k) return t[k] end })
+      return t.x
+    elseif kind == "gsub" then
+      local s = string.rep("x", 4096)
+      return #s:gsub(".", string.rep("y", 65536))
+    elseif kind == "gsub_ok" then
+      return (("hello world"):gsub("o", "0"))
+    elseif kind == "concat" then
+      local big = string.rep("x", 2 ^ 24)
+      local t = {}
+      for i = 1, 100 do t[i] = big end
+      return #table.concat(t)
+    elseif kind == "format" then
+      return string.format("%99999d", 1)
+    elseif kind == "load_deep" then
+      local fn, err = load(string.rep("do ", 5000) .. string.rep("end ", 5000))
+      return nil, err
+    elseif kind == "stored_coroutine" then
+      return tostring(coroutine.resume(forever))
+    elseif kind == "sleep" then
+      mcp.sleep(60000)
+    end
+    return "ok"
+  end,
+}

@@ -1,0 +1,279 @@
+package luavm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/luamcp/luamcp/bridge"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// The server module's callbacks.
+const (
+	cbInit = iota
+	cbTools
+	cbHandleTool
+	cbResources
+	cbResourceTemplates
+	cbReadResource
+	cbPrompts
+	cbGetPrompt
+	cbComplete
+	cbChannels
+	cbTerminate
+	numCallbacks
+)
+
+var callbackNames = [numCallbacks]string{
+	"init", "tools", "handle_tool", "resources", "resource_templates", "read_resource",
+	"prompts", "get_prompt", "complete", "channels", "terminate",
+}
+
+// required reports whether every server module must define callback i.
+func required(i int) bool { return i <= cbHandleTool }
+
+// A vm is one sandboxed Lua state that has run the script's chunk: its own
+// globals, `mcp` module and server module. Like the state, it has one owner at
+// a time.
+type vm struct {
+	s      *Script
+	L      *lua.LState
+	codec  *bridge.Codec
+	mod    *bridge.Module
+	module *lua.LTable // the server module the chunk returned
+	fns    [numCallbacks]*lua.LFunction
+	auth   *lua.LFunction
+
+	loaded  *lua.LTable     // package.loaded
+	loading map[string]bool // modules being required, for loop detection
+
+	buf    []byte  // scratch for encoded results
+	fields []field // scratch for top-level object keys
+	run    run     // the run in progress; a state runs one at a time
+
+	// broken is set when a call on the state crashed or was interrupted:
+	// Lua may have been stopped halfway through anything, so the state is
+	// not lent again.
+	broken bool
+	closed bool
+}
+
+// newVM builds a sandboxed state and runs the script's chunk on it, under ctx.
+func (s *Script) newVM(ctx context.Context) (*vm, error) {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:        true,
+		CallStackSize:       callStackSize,
+		RegistrySize:        registrySize,
+		RegistryMaxSize:     registryMaxSize,
+		RegistryGrowStep:    registryGrowStep,
+		MinimizeStackMemory: true,
+	})
+	s.live.Add(1)
+	v := &vm{s: s, L: L, loading: make(map[string]bool)}
+	v.codec = bridge.NewCodec(L)
+	v.mod = bridge.NewModule(v.codec, s.cfg.Pushes, s.logger)
+	v.sandbox()
+
+	run := v.begin(ctx)
+	run.quiet = true
+	rets, err := run.call("main chunk", L.NewFunctionFromProto(s.proto), 1)
+	run.end()
+	if err != nil {
+		v.close()
+		return nil, err
+	}
+	module, ok := rets[0].(*lua.LTable)
+	if !ok {
+		v.close()
+		return nil, s.moduleError("the script must return the server module (a table), got %s", describe(rets[0]))
+	}
+	for i, name := range callbackNames {
+		fn, _ := module.RawGetString(name).(*lua.LFunction)
+		if fn == nil && required(i) {
+			v.close()
+			return nil, s.moduleError("the server module has no %s function", name)
+		}
+		v.fns[i] = fn
+	}
+	v.module = module
+	v.auth, _ = module.RawGetString("auth").(*lua.LFunction)
+	return v, nil
+}
+
+// has reports whether the module defines callback i.
+func (v *vm) has(i int) bool { return v.fns[i] != nil }
+
+func (v *vm) close() {
+	if v.closed {
+		return
+	}
+	v.closed = true
+	v.L.Close()
+	v.s.live.Add(-1)
+}
+
+// A run is one stretch of Lua work on a vm under one context: a Session
+// method, a chunk, an auth check. It bounds the work by the caller's context,
+// Config.MaxCall and the memory watchdog.
+type run struct {
+	v      *vm
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	watch  watched
+	quiet  bool // do not log failures (Load reports them itself)
+}
+
+// maxCallError is the cause given to calls that outlive Config.MaxCall.
+type maxCallError time.Duration
+
+func (e maxCallError) Error() string {
+	return fmt.Sprintf("callback exceeded the maximum call time (%s)", time.Duration(e))
+}
+
+// begin starts a run on v; it must be ended before the next one begins.
+func (v *vm) begin(ctx context.Context) *run {
+	cctx, cancel := context.WithCancelCause(ctx)
+	limit := v.s.cfg.MaxCall
+	v.run = run{v: v, parent: ctx, ctx: cctx, cancel: cancel}
+	r := &v.run
+	r.timer = time.AfterFunc(limit, func() { cancel(maxCallError(limit)) })
+	r.watch.cancel = cancel
+	v.s.watch.add(&r.watch)
+	v.L.SetContext(cctx)
+	return r
+}
+
+func (r *run) end() {
+	r.v.L.RemoveContext()
+	r.v.L.SetTop(0)
+	r.timer.Stop()
+	r.v.s.watch.remove(&r.watch)
+	r.cancel(nil)
+	*r = run{v: r.v}
+}
+
+// call runs fn(args...) and returns its first nret (at most 3) results; the
+// missing ones are nil. name is the callback's name, for errors and logs.
+func (r *run) call(name string, fn *lua.LFunction, nret int, args ...lua.LValue) ([3]lua.LValue, error) {
+	var rets [3]lua.LValue
+	L := r.v.L
+	L.Push(fn)
+	for _, a := range args {
+		L.Push(a)
+	}
+	if err := L.PCall(len(args), nret, nil); err != nil {
+		return rets, r.fail(name, err)
+	}
+	for i := range nret {
+		rets[i] = L.Get(i - nret)
+	}
+	L.Pop(nret)
+	for i := nret; i < len(rets); i++ {
+		rets[i] = lua.LNil
+	}
+	return rets, nil
+}
+
+// fail turns a failed call into the error the transport expects: one wrapping
+// the context's error when the caller cancelled it, a crash otherwise. A crash
+// is logged with its position and traceback.
+func (r *run) fail(name string, err error) error {
+	v := r.v
+	v.broken = true
+	if perr := r.parent.Err(); perr != nil {
+		v.s.logger.Debug("Lua call interrupted", "callback", name, "cause", context.Cause(r.parent))
+		return fmt.Errorf("%s: %s interrupted: %w", v.s.name, name, perr)
+	}
+	msg, trace := v.errorText(err)
+	if r.ctx.Err() != nil {
+		// Cancelled here: the time limit or the memory watchdog.
+		msg = position(msg) + context.Cause(r.ctx).Error()
+	}
+	return r.crash(name, msg, trace)
+}
+
+// crash logs a failed callback and returns the error that stands for it.
+func (r *run) crash(name, msg, trace string) error {
+	v := r.v
+	v.broken = true
+	if !r.quiet {
+		attrs := []any{"callback", name, "error", msg}
+		if trace != "" {
+			attrs = append(attrs, "traceback", trace)
+		}
+		v.s.logger.Error("Lua callback failed", attrs...)
+	}
+	if r.quiet {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s: %s: %s", v.s.name, name, msg)
+}
+
+// crashf reports a callback whose result breaks the contract.
+func (r *run) crashf(name, format string, args ...any) error {
+	return r.crash(name, fmt.Sprintf(format, args...), "")
+}
+
+// errorText returns the message and traceback of a Lua error. A table raised
+// with error{...} is shown as JSON when it has a JSON form.
+func (v *vm) errorText(err error) (msg, trace string) {
+	var aerr *lua.ApiError
+	if !errors.As(err, &aerr) {
+		return err.Error(), ""
+	}
+	trace = aerr.StackTrace
+	switch obj := aerr.Object.(type) {
+	case lua.LString:
+		msg = string(obj)
+	case *lua.LTable:
+		if b, jerr := v.codec.Encode(obj, "error"); jerr == nil {
+			msg = "error object " + string(b)
+		} else {
+			msg = "error object " + obj.String()
+		}
+	default:
+		if obj == nil {
+			msg = err.Error()
+		} else {
+			msg = "error object " + obj.String()
+		}
+	}
+	if position(msg) == "" {
+		if at := tracePosition(trace); at != "" {
+			msg = at + " " + msg
+		}
+	}
+	return msg, trace
+}
+
+// position returns the "file:line: " prefix of a Lua error message, or "".
+func position(msg string) string {
+	colon := strings.IndexByte(msg, ':')
+	if colon <= 0 || strings.ContainsAny(msg[:colon], " \t\n") {
+		return ""
+	}
+	i := colon + 1
+	for i < len(msg) && msg[i] >= '0' && msg[i] <= '9' {
+		i++
+	}
+	if i == colon+1 || i+1 >= len(msg) || msg[i] != ':' || msg[i+1] != ' ' {
+		return ""
+	}
+	return msg[:i+2]
+}
+
+// tracePosition returns the first "file:line:" of a Lua traceback.
+func tracePosition(trace string) string {
+	for line := range strings.SplitSeq(trace, "\n") {
+		line = strings.TrimSpace(line)
+		if p := position(line); p != "" && !strings.HasPrefix(line, "[G]") {
+			return strings.TrimSuffix(p, " ")
+		}
+	}
+	return ""
+}
