@@ -1,0 +1,361 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync/atomic"
+)
+
+// This file maps one JSON-RPC request to a Session call and encodes its
+// answer. It knows nothing of sessions, queues or HTTP: a request runs
+// against a scope, so the same code serves session mode, stateless mode and
+// (later) a per-request stateless protocol.
+
+// Protocol versions.
+const (
+	latestVersion = "2025-11-25"
+	// defaultHeaderVersion is what a request without MCP-Protocol-Version
+	// speaks.
+	defaultHeaderVersion = "2025-03-26"
+)
+
+// supportedVersion reports whether v is a protocol version luamcp speaks.
+func supportedVersion(v string) bool {
+	switch v {
+	case "2025-11-25", "2025-06-18", "2025-03-26":
+		return true
+	}
+	return false
+}
+
+// negotiateVersion picks the version of a new session from initialize params:
+// the client's when supported, else the latest.
+func negotiateVersion(params []byte) string {
+	if v, ok := stringMember(params, "protocolVersion"); ok && supportedVersion(v) {
+		switch v { // constants, so the session holds no copy of the body
+		case "2025-06-18":
+			return "2025-06-18"
+		case "2025-03-26":
+			return "2025-03-26"
+		}
+	}
+	return latestVersion
+}
+
+// scope is what a request runs against.
+type scope struct {
+	sess Session
+	has  Capabilities
+	// level is the session's minimum log level; nil in stateless mode, where
+	// logging/setLevel has no lasting effect.
+	level *atomic.Int32
+}
+
+// errInterrupted reports that the call was interrupted (its context ended):
+// the caller decides what, if anything, the client gets.
+var errInterrupted = errors.New("mcp: call interrupted")
+
+var (
+	emptyObject = []byte("{}")
+	emptyArgs   = json.RawMessage("{}")
+)
+
+// Messages of the parameter errors (behaviour.md §4).
+const (
+	msgMethodNotFound  = "Method not found"
+	msgMissingTool     = "Invalid params: missing tool name"
+	msgMissingURI      = "Invalid params: missing resource uri"
+	msgMissingPrompt   = "Invalid params: missing prompt name"
+	msgMissingLevel    = "Invalid params: missing level"
+	msgMissingRef      = "Invalid params: missing ref or argument"
+	msgBadRef          = "Invalid completion ref or argument"
+	msgInvalidCursor   = "Invalid cursor"
+	msgInternalError   = "Internal error"
+	maxCompletionValue = 100
+)
+
+// dispatch runs request m against sc and appends the JSON-RPC response to dst.
+// It returns errInterrupted, and appends nothing, when ctx ended the call.
+// initialize is not handled here (it creates the scope).
+func (h *Handler) dispatch(ctx context.Context, sc *scope, m *message, call *Call, dst []byte) ([]byte, error) {
+	id, params := m.id, m.params
+	switch m.method {
+	case "ping":
+		return appendResult(dst, id, emptyObject), nil
+
+	case "tools/list":
+		return h.list(ctx, dst, m, "tools", sc.sess.Tools)
+
+	case "tools/call":
+		name, ok := stringMember(params, "name")
+		if !ok {
+			return appendError(dst, id, CodeInvalidParams, msgMissingTool, nil), nil
+		}
+		res, err := sc.sess.CallTool(ctx, call, name, argsOf(params))
+		return h.result(ctx, dst, m, res, err)
+
+	case "resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe":
+		if !sc.has.Resources {
+			break
+		}
+		switch m.method {
+		case "resources/list":
+			return h.list(ctx, dst, m, "resources", sc.sess.Resources)
+		case "resources/templates/list":
+			return h.list(ctx, dst, m, "resourceTemplates", sc.sess.ResourceTemplates)
+		}
+		uri, ok := stringMember(params, "uri")
+		if !ok {
+			return appendError(dst, id, CodeInvalidParams, msgMissingURI, nil), nil
+		}
+		if m.method != "resources/read" {
+			// Stateless: accepted, nowhere to deliver. Session mode answers
+			// these before the queue (session.subscribe).
+			return appendResult(dst, id, emptyObject), nil
+		}
+		res, err := sc.sess.ReadResource(ctx, call, uri)
+		return h.result(ctx, dst, m, res, err)
+
+	case "prompts/list", "prompts/get":
+		if !sc.has.Prompts {
+			break
+		}
+		if m.method == "prompts/list" {
+			return h.list(ctx, dst, m, "prompts", sc.sess.Prompts)
+		}
+		name, ok := stringMember(params, "name")
+		if !ok {
+			return appendError(dst, id, CodeInvalidParams, msgMissingPrompt, nil), nil
+		}
+		res, err := sc.sess.GetPrompt(ctx, call, name, argsOf(params))
+		return h.result(ctx, dst, m, res, err)
+
+	case "logging/setLevel":
+		if !sc.has.Logging {
+			break
+		}
+		level, ok := stringMember(params, "level")
+		if !ok {
+			return appendError(dst, id, CodeInvalidParams, msgMissingLevel, nil), nil
+		}
+		sev := levelSeverity(level)
+		if sev < 0 {
+			return appendError(dst, id, CodeInvalidParams, "Invalid log level: "+level, nil), nil
+		}
+		if sc.level != nil {
+			sc.level.Store(int32(sev))
+		}
+		return appendResult(dst, id, emptyObject), nil
+
+	case "completion/complete":
+		if !sc.has.Completions {
+			break
+		}
+		return h.complete(ctx, sc, dst, m)
+	}
+	return appendError(dst, id, CodeMethodNotFound, msgMethodNotFound, nil), nil
+}
+
+// argsOf returns params.arguments, or {} when it is absent or null.
+func argsOf(params []byte) json.RawMessage {
+	if v, ok := member(params, "arguments"); ok && kindOf(v) != 'n' {
+		return v
+	}
+	return emptyArgs
+}
+
+// result appends the answer of a Session call that returned res, err.
+func (h *Handler) result(ctx context.Context, dst []byte, m *message, res []byte, err error) ([]byte, error) {
+	if err != nil {
+		return h.failure(ctx, dst, m, err)
+	}
+	if !json.Valid(res) {
+		h.log.Error("mcp: the server returned a result that is not valid JSON", "method", m.method)
+		return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
+	}
+	return appendResult(dst, m.id, res), nil
+}
+
+// failure maps a Session error: a *Error is sent as is, an interruption is
+// reported to the caller, anything else is a logged crash.
+func (h *Handler) failure(ctx context.Context, dst []byte, m *message, err error) ([]byte, error) {
+	var e *Error
+	if errors.As(err, &e) {
+		return appendErrorValue(dst, m.id, e), nil
+	}
+	if ctx.Err() != nil {
+		return dst, errInterrupted
+	}
+	h.log.Error("mcp: call failed", "method", m.method, "err", err)
+	return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
+}
+
+// list answers a */list request with one page of items under key.
+func (h *Handler) list(ctx context.Context, dst []byte, m *message, key string, items func(context.Context) ([]Item, error)) ([]byte, error) {
+	offset, ok := parseCursor(m.params)
+	if !ok {
+		return appendError(dst, m.id, CodeInvalidParams, msgInvalidCursor, nil), nil
+	}
+	all, err := items(ctx)
+	if err != nil {
+		return h.failure(ctx, dst, m, err)
+	}
+	size := h.opts.PageSize
+	start, end := min(offset, len(all)), min(offset+size, len(all))
+	for _, it := range all[start:end] {
+		if !json.Valid(it.JSON) {
+			h.log.Error("mcp: the server listed an item that is not valid JSON", "method", m.method, "key", it.Key)
+			return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
+		}
+	}
+	dst = appendResult(dst, m.id, nil)
+	dst = dst[:len(dst)-1] // reopen the envelope after "result":
+	dst = append(dst, `{"`...)
+	dst = append(dst, key...)
+	dst = append(dst, `":[`...)
+	for i, it := range all[start:end] {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, it.JSON...)
+	}
+	dst = append(dst, ']')
+	if offset+size < len(all) {
+		dst = append(dst, `,"nextCursor":"`...)
+		dst = appendCursor(dst, offset+size)
+		dst = append(dst, '"')
+	}
+	return append(dst, "}}"...), nil
+}
+
+// appendCursor appends the cursor of offset: base64 of its decimal text.
+func appendCursor(dst []byte, offset int) []byte {
+	var num [20]byte
+	digits := strconv.AppendInt(num[:0], int64(offset), 10)
+	return base64.StdEncoding.AppendEncode(dst, digits)
+}
+
+// parseCursor reads params.cursor. An absent (or null) cursor is offset 0; a
+// cursor that is not a string holding base64 of a decimal integer >= 0 is
+// invalid.
+func parseCursor(params []byte) (int, bool) {
+	v, ok := member(params, "cursor")
+	if !ok || kindOf(v) == 'n' {
+		return 0, true
+	}
+	s, ok := jsonString(v)
+	if !ok {
+		return 0, false
+	}
+	var buf [32]byte
+	if base64.StdEncoding.DecodedLen(len(s)) > len(buf) {
+		return 0, false
+	}
+	n, err := base64.StdEncoding.Decode(buf[:], []byte(s))
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	offset := 0
+	for _, c := range buf[:n] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		offset = offset*10 + int(c-'0')
+		if offset > 1<<40 {
+			return 0, false
+		}
+	}
+	return offset, true
+}
+
+// complete answers completion/complete: the values capped at 100, hasMore
+// and total.
+func (h *Handler) complete(ctx context.Context, sc *scope, dst []byte, m *message) ([]byte, error) {
+	ref, okRef := member(m.params, "ref")
+	arg, okArg := member(m.params, "argument")
+	if !okRef || !okArg {
+		return appendError(dst, m.id, CodeInvalidParams, msgMissingRef, nil), nil
+	}
+	if !validRef(ref) || !validArgument(arg) {
+		return appendError(dst, m.id, CodeInvalidParams, msgBadRef, nil), nil
+	}
+	cctx, _ := member(m.params, "context")
+	values, err := sc.sess.Complete(ctx, ref, arg, cctx)
+	if err != nil {
+		return h.failure(ctx, dst, m, err)
+	}
+	total := len(values)
+	if len(values) > maxCompletionValue {
+		values = values[:maxCompletionValue]
+	}
+	dst = appendResult(dst, m.id, nil)
+	dst = dst[:len(dst)-1]
+	dst = append(dst, `{"completion":{"values":[`...)
+	for i, v := range values {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, v)
+	}
+	dst = append(dst, `],"total":`...)
+	dst = strconv.AppendInt(dst, int64(total), 10)
+	dst = append(dst, `,"hasMore":`...)
+	dst = strconv.AppendBool(dst, total > maxCompletionValue)
+	return append(dst, "}}}"...), nil
+}
+
+// validRef accepts {type:"ref/prompt",name} and {type:"ref/resource",uri}.
+func validRef(ref []byte) bool {
+	typ, ok := stringMember(ref, "type")
+	if !ok {
+		return false
+	}
+	switch typ {
+	case "ref/prompt":
+		_, ok = stringMember(ref, "name")
+	case "ref/resource":
+		_, ok = stringMember(ref, "uri")
+	default:
+		ok = false
+	}
+	return ok
+}
+
+// validArgument accepts {name, value} with both strings.
+func validArgument(arg []byte) bool {
+	_, okName := stringMember(arg, "name")
+	_, okValue := stringMember(arg, "value")
+	return okName && okValue
+}
+
+// appendInitResult appends the initialize response.
+func (h *Handler) appendInitResult(dst, id []byte, version string, ir *InitResult) []byte {
+	caps, info := []byte(ir.Capabilities), []byte(ir.ServerInfo)
+	if caps == nil {
+		caps = emptyObject
+	}
+	if info == nil {
+		info = emptyObject
+	}
+	if !json.Valid(caps) || !json.Valid(info) {
+		h.log.Error("mcp: init returned capabilities or server info that are not valid JSON")
+		return appendError(dst, id, CodeInternalError, msgInternalError, nil)
+	}
+	dst = appendResult(dst, id, nil)
+	dst = dst[:len(dst)-1]
+	dst = append(dst, `{"protocolVersion":`...)
+	dst = appendString(dst, version)
+	dst = append(dst, `,"capabilities":`...)
+	dst = append(dst, caps...)
+	dst = append(dst, `,"serverInfo":`...)
+	dst = append(dst, info...)
+	if ir.Instructions != "" {
+		dst = append(dst, `,"instructions":`...)
+		dst = appendString(dst, ir.Instructions)
+	}
+	return append(dst, "}}"...)
+}

@@ -1,0 +1,865 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handler serves one MCP route: JSON-RPC over Streamable HTTP (POST, and GET
+// and DELETE in session mode).
+type Handler struct {
+	srv     Server
+	opts    Options
+	hub     *Hub
+	log     *slog.Logger
+	allow   []string
+	origins map[string]struct{}
+	reg     *registry
+
+	// Requests to clients in stateless mode wait here (per route).
+	pending   pendingTable
+	reqPrefix string
+	reqSeq    atomic.Uint64
+
+	closing      context.Context // cancelled by Shutdown
+	closeRoute   context.CancelFunc
+	shutdownOnce sync.Once
+
+	// In-flight stateless calls, which Shutdown stops and waits for.
+	statelessMu    sync.Mutex
+	statelessCalls map[*job]context.CancelFunc
+	statelessWG    sync.WaitGroup
+}
+
+// NewHandler returns the handler of one route served by srv. A nil hub gets
+// a private one; a nil logger means slog.Default().
+func NewHandler(srv Server, opts Options, hub *Hub, logger *slog.Logger) *Handler {
+	opts = opts.Defaults()
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if hub == nil {
+		hub = NewHub(logger)
+	}
+	h := &Handler{
+		srv:     srv,
+		opts:    opts,
+		hub:     hub,
+		log:     logger,
+		origins: make(map[string]struct{}, len(opts.Origins)),
+		reg:     newRegistry(opts.MaxSessions),
+
+		statelessCalls: make(map[*job]context.CancelFunc),
+	}
+	h.allow = []string{"POST"}
+	if opts.Sessions {
+		h.allow = []string{"POST, GET, DELETE"}
+	}
+	for _, o := range opts.Origins {
+		h.origins[o] = struct{}{}
+	}
+	var p [6]byte
+	_, _ = rand.Read(p[:])
+	h.reqPrefix = "s-" + hex.EncodeToString(p[:]) + "-"
+	h.closing, h.closeRoute = context.WithCancel(context.Background())
+	return h
+}
+
+// SessionCount reports the live sessions of the route.
+func (h *Handler) SessionCount() int { return h.reg.count() }
+
+// Shutdown ends every session of the route (terminate reason "shutdown"),
+// closing their streams and stopping their calls, and stops the stateless
+// calls in flight; it returns when they are gone or ctx ends. Afterwards
+// initialize is refused with 503 and stateless requests with -32603.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.shutdownOnce.Do(h.closeRoute)
+	h.statelessMu.Lock()
+	for _, cancel := range h.statelessCalls {
+		cancel()
+	}
+	h.statelessMu.Unlock()
+	sessions := h.reg.close()
+	done := make(chan struct{})
+	go func() {
+		var wg sync.WaitGroup
+		for _, s := range sessions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.terminate("shutdown")
+			}()
+		}
+		wg.Wait()
+		h.statelessWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ServeHTTP serves the route. Verbs that are not served get 405 before any
+// gate; served verbs pass the remote-access, Origin and auth gates in that
+// order.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodGet, http.MethodDelete:
+		if !h.opts.Sessions {
+			h.methodNotAllowed(w)
+			return
+		}
+	default:
+		h.methodNotAllowed(w)
+		return
+	}
+	if status := h.gate(r); status != 0 {
+		w.WriteHeader(status)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.servePost(w, r)
+	case http.MethodGet:
+		h.serveGet(w, r)
+	default:
+		h.serveDelete(w, r)
+	}
+}
+
+func (h *Handler) methodNotAllowed(w http.ResponseWriter) {
+	w.Header()["Allow"] = h.allow
+	w.WriteHeader(http.StatusMethodNotAllowed)
+}
+
+// gate returns 0 when r may be served, else the status to reject it with.
+func (h *Handler) gate(r *http.Request) int {
+	if !h.opts.AllowRemoteAccess && (!loopbackPeer(r.RemoteAddr) || !loopbackHost(r.Host)) {
+		return http.StatusForbidden
+	}
+	if origin, ok := r.Header["Origin"]; ok && len(origin) > 0 {
+		if _, allowed := h.origins[origin[0]]; !allowed && !loopbackSameOrigin(origin[0], r.Host) {
+			return http.StatusForbidden
+		}
+	}
+	if h.opts.Auth != nil {
+		status := h.opts.Auth(r.Context(), authRequest(r))
+		if status != 0 {
+			if status < 400 || status > 599 {
+				h.log.Warn("mcp: auth rejected with a status that is not an HTTP error; using 403", "status", status)
+				status = http.StatusForbidden
+			}
+			return status
+		}
+	}
+	return 0
+}
+
+// authRequest is what the auth hook sees of r.
+func authRequest(r *http.Request) *AuthRequest {
+	headers := make(map[string]string, len(r.Header))
+	for name, values := range r.Header {
+		headers[strings.ToLower(name)] = strings.Join(values, ", ")
+	}
+	if r.Host != "" {
+		headers["host"] = r.Host
+	}
+	return &AuthRequest{Method: r.Method, Path: r.URL.Path, Headers: headers, RemoteAddr: r.RemoteAddr}
+}
+
+// loopbackPeer reports whether the TCP peer is 127.0.0.0/8 or ::1 (IPv4-mapped
+// included). An address that does not parse fails closed.
+func loopbackPeer(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// loopbackSameOrigin reports whether origin is the request's own origin on a
+// loopback Host (the conformance suite's "valid" case): only this server can
+// have served a page there, so it is not a cross-origin request. A foreign
+// Host, which DNS rebinding produces, never qualifies.
+func loopbackSameOrigin(origin, host string) bool {
+	rest, ok := strings.CutPrefix(origin, "http://")
+	if !ok {
+		rest, ok = strings.CutPrefix(origin, "https://")
+	}
+	return ok && rest == host && loopbackHost(host)
+}
+
+// loopbackHost reports whether the Host header names localhost or a loopback
+// address, with any port. It guards against DNS rebinding.
+func loopbackHost(host string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		name = host[1 : len(host)-1]
+	}
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(name)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// accept is what a POST's Accept header allows.
+type accept struct {
+	json bool // a JSON answer is acceptable
+	sse  bool // text/event-stream is acceptable: the answer may stream
+}
+
+// parseAccept reads the Accept values of a POST. ok is false when neither
+// JSON nor SSE is acceptable (406). A missing header accepts JSON; */* and
+// application/* accept JSON, text/* accepts SSE; q=0 excludes a range.
+func parseAccept(values []string) (a accept, ok bool) {
+	present := false
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			typ, params, _ := strings.Cut(part, ";")
+			typ = strings.TrimSpace(typ)
+			if typ == "" {
+				continue
+			}
+			present = true
+			if zeroQuality(params) {
+				continue
+			}
+			switch strings.ToLower(typ) {
+			case "application/json", "application/*", "*/*":
+				a.json = true
+			case "text/event-stream", "text/*":
+				a.sse = true
+			}
+		}
+	}
+	if !present {
+		a.json = true
+	}
+	return a, a.json || a.sse
+}
+
+// zeroQuality reports whether media-range parameters carry q=0.
+func zeroQuality(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, found := strings.Cut(p, "=")
+		if found && strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && q == 0
+		}
+	}
+	return false
+}
+
+// jsonContentType reports whether a Content-Type is application/json, with
+// any parameters.
+func jsonContentType(values []string) bool {
+	if len(values) == 0 {
+		return false
+	}
+	typ, _, _ := strings.Cut(values[0], ";")
+	return strings.EqualFold(strings.TrimSpace(typ), "application/json")
+}
+
+// checkVersionHeader answers 400 and returns false when MCP-Protocol-Version
+// names a version luamcp does not speak. A missing header means 2025-03-26.
+func checkVersionHeader(w http.ResponseWriter, r *http.Request) bool {
+	v, ok := r.Header["Mcp-Protocol-Version"]
+	if !ok || len(v) == 0 || supportedVersion(v[0]) {
+		return true
+	}
+	writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest,
+		"Bad Request: Unsupported protocol version (supported versions: 2025-11-25, 2025-06-18, 2025-03-26)")
+	return false
+}
+
+// writeAnswer writes a 200 JSON-RPC answer in a form the client accepts: a
+// JSON body, or one SSE event for a client that accepts only SSE.
+func writeAnswer(w http.ResponseWriter, acc accept, body []byte) {
+	if acc.json {
+		writeJSON(w, http.StatusOK, body)
+		return
+	}
+	rc := startSSE(w)
+	_, _ = w.Write(appendEvent(nil, "", body))
+	_ = rc.Flush()
+}
+
+// writeAnswerError writes a 200 JSON-RPC error answer (see writeAnswer).
+func writeAnswerError(w http.ResponseWriter, acc accept, id []byte, code int, msg string) {
+	b := getBuf()
+	*b = appendError(*b, id, code, msg, nil)
+	writeAnswer(w, acc, *b)
+	putBuf(b)
+}
+
+var errBodyTooLarge = errors.New("mcp: request body too large")
+
+// readBody reads a POST body of at most MaxBodyBytes.
+func (h *Handler) readBody(r *http.Request) ([]byte, error) {
+	max := h.opts.MaxBodyBytes
+	if n := r.ContentLength; n >= 0 {
+		if n > max {
+			return nil, errBodyTooLarge
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	b := getBuf()
+	defer putBuf(b)
+	buf := *b
+	lr := io.LimitReader(r.Body, max+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	*b = buf
+	if int64(len(buf)) > max {
+		return nil, errBodyTooLarge
+	}
+	return append([]byte(nil), buf...), nil
+}
+
+func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > h.opts.MaxBodyBytes {
+		writeJSONError(w, http.StatusRequestEntityTooLarge, nil, CodeInvalidRequest, "Request body too large")
+		return
+	}
+	if !jsonContentType(r.Header["Content-Type"]) {
+		writeJSONError(w, http.StatusUnsupportedMediaType, nil, CodeInvalidRequest,
+			"Unsupported Media Type: Content-Type must be application/json")
+		return
+	}
+	acc, ok := parseAccept(r.Header["Accept"])
+	if !ok {
+		writeJSONError(w, http.StatusNotAcceptable, nil, CodeInvalidRequest,
+			"Not Acceptable: Client must accept application/json or text/event-stream")
+		return
+	}
+	if !checkVersionHeader(w, r) {
+		return
+	}
+	body, err := h.readBody(r)
+	if err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			writeJSONError(w, http.StatusRequestEntityTooLarge, nil, CodeInvalidRequest, "Request body too large")
+		} else {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		return
+	}
+	var m message
+	switch decodeMessage(body, &m) {
+	case CodeParseError:
+		writeAnswerError(w, acc, nil, CodeParseError, "Parse error")
+		return
+	case CodeInvalidRequest:
+		writeAnswerError(w, acc, nil, CodeInvalidRequest, "Invalid Request")
+		return
+	}
+	switch {
+	case m.response:
+		h.serveClientResponse(w, r, &m)
+	case m.notification():
+		h.serveNotification(w, r, &m)
+	case m.method == "initialize":
+		h.serveInitialize(w, r, &m, acc)
+	case !h.opts.Sessions:
+		h.serveStateless(w, r, &m, acc)
+	default:
+		s := h.lookupSession(w, r, m.id)
+		if s == nil {
+			return
+		}
+		switch {
+		case m.method == "resources/subscribe" || m.method == "resources/unsubscribe":
+			h.serveSubscription(w, s, &m, acc)
+		case streams(&m, acc):
+			h.serveSessionStream(w, r, s, &m, acc)
+		default:
+			h.serveBuffered(w, r, s, &m, acc)
+		}
+	}
+}
+
+// streams reports whether a request is answered as a progress stream: a
+// tools/call with a string name and a progress token, from a client that
+// accepts SSE.
+func streams(m *message, acc accept) bool {
+	if !acc.sse || m.method != "tools/call" || m.id == nil {
+		return false
+	}
+	if _, ok := stringMember(m.params, "name"); !ok {
+		return false
+	}
+	return progressToken(m.params) != nil
+}
+
+// lookupSession finds the session named by Mcp-Session-Id, or answers 400
+// (missing) or 404 (unknown or ended) with a JSON-RPC error carrying id.
+func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id []byte) *session {
+	sid := r.Header["Mcp-Session-Id"]
+	if len(sid) == 0 || sid[0] == "" {
+		writeJSONError(w, http.StatusBadRequest, id, CodeInvalidRequest, "Missing Mcp-Session-Id")
+		return nil
+	}
+	s := h.reg.get(sid[0])
+	if s == nil {
+		writeJSONError(w, http.StatusNotFound, id, CodeInvalidRequest, "Unknown or expired session")
+		return nil
+	}
+	return s
+}
+
+// serveClientResponse delivers a client's answer to a server request.
+func (h *Handler) serveClientResponse(w http.ResponseWriter, r *http.Request, m *message) {
+	if m.result != nil && m.errObj != nil {
+		h.log.Warn("mcp: client response has both result and error")
+		writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest, "Invalid Request")
+		return
+	}
+	table := &h.pending
+	if h.opts.Sessions {
+		s := h.lookupSession(w, r, nil)
+		if s == nil {
+			return
+		}
+		table = &s.pending
+	}
+	a := clientAnswer{result: m.result}
+	if m.errObj != nil {
+		a = clientAnswer{err: decodeClientError(m.errObj)}
+	}
+	key, ok := jsonString(m.id)
+	if !ok || !table.resolve(key, a) {
+		h.log.Warn("mcp: client response matches no pending request", "id", string(m.id))
+		writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest, "Invalid Request")
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// serveNotification accepts a notification; only notifications/cancelled
+// has an effect (session mode).
+func (h *Handler) serveNotification(w http.ResponseWriter, r *http.Request, m *message) {
+	if h.opts.Sessions {
+		s := h.lookupSession(w, r, nil)
+		if s == nil {
+			return
+		}
+		if m.method == "notifications/cancelled" {
+			if id, ok := member(m.params, "requestId"); ok {
+				s.cancelRequest(id)
+			}
+		}
+		s.touch()
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// serveInitialize answers initialize: in session mode it starts a new session
+// (any Mcp-Session-Id sent is ignored).
+func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *message, acc accept) {
+	params := m.params
+	if params == nil {
+		params = emptyObject
+	}
+	version := negotiateVersion(params)
+	if !h.opts.Sessions {
+		sess, ir, err := h.srv.Init(r.Context(), params, "")
+		if err != nil {
+			h.writeInitError(w, acc, m, err)
+			return
+		}
+		defer sess.Close("")
+		h.writeInitResult(w, acc, m, version, ir)
+		return
+	}
+	if !h.reg.reserve() {
+		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
+		return
+	}
+	id := newSessionID()
+	sess, ir, err := h.srv.Init(r.Context(), params, id)
+	if err != nil {
+		h.reg.release()
+		h.writeInitError(w, acc, m, err)
+		return
+	}
+	if ir == nil {
+		ir = &InitResult{}
+	}
+	channels, err := sess.Channels(r.Context())
+	if err != nil {
+		h.reg.release()
+		sess.Close("")
+		h.writeInitError(w, acc, m, err)
+		return
+	}
+	s := newSession(h, id, sess, ir, version, clientCapsOf(params))
+	s.start()
+	if !h.reg.add(s) {
+		s.terminate("shutdown") // the route began shutting down meanwhile
+		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
+		return
+	}
+	s.join(channels)
+	w.Header()["Mcp-Session-Id"] = []string{id}
+	h.writeInitResult(w, acc, m, version, ir)
+}
+
+func (h *Handler) writeInitResult(w http.ResponseWriter, acc accept, m *message, version string, ir *InitResult) {
+	if ir == nil {
+		ir = &InitResult{}
+	}
+	b := getBuf()
+	*b = h.appendInitResult(*b, m.id, version, ir)
+	writeAnswer(w, acc, *b)
+	putBuf(b)
+}
+
+// writeInitError answers a failed init: a *Error as is, anything else as a
+// logged -32603.
+func (h *Handler) writeInitError(w http.ResponseWriter, acc accept, m *message, err error) {
+	var e *Error
+	if errors.As(err, &e) {
+		b := getBuf()
+		*b = appendErrorValue(*b, m.id, e)
+		writeAnswer(w, acc, *b)
+		putBuf(b)
+		return
+	}
+	if h.closing.Err() != nil {
+		writeAnswerError(w, acc, m.id, CodeInternalError, msgShuttingDown)
+		return
+	}
+	h.log.Error("mcp: init failed", "err", err)
+	writeAnswerError(w, acc, m.id, CodeInternalError, msgInternalError)
+}
+
+// serveSubscription answers resources/subscribe and unsubscribe inline,
+// without the queue.
+func (h *Handler) serveSubscription(w http.ResponseWriter, s *session, m *message, acc accept) {
+	if !s.sc.has.Resources {
+		writeAnswerError(w, acc, m.id, CodeMethodNotFound, msgMethodNotFound)
+		return
+	}
+	uri, ok := stringMember(m.params, "uri")
+	if !ok {
+		writeAnswerError(w, acc, m.id, CodeInvalidParams, msgMissingURI)
+		return
+	}
+	if m.method == "resources/subscribe" {
+		s.subscribe(uri)
+	} else {
+		s.unsubscribe(uri)
+	}
+	b := getBuf()
+	*b = appendResult(*b, m.id, emptyObject)
+	writeAnswer(w, acc, *b)
+	putBuf(b)
+}
+
+// serveBuffered queues a request on its session and waits for the answer,
+// at most request_timeout. Messages the call sends meanwhile turn the answer
+// into an SSE stream.
+func (h *Handler) serveBuffered(w http.ResponseWriter, r *http.Request, s *session, m *message, acc accept) {
+	j := newJob(h, s, m, acc)
+	j.out.deadline = time.Now().Add(h.opts.RequestTimeout)
+	gen, wake := j.rp.attach(w)
+	switch s.enqueue(j) {
+	case enqueueOverloaded:
+		j.rp.detach(gen)
+		writeAnswerError(w, acc, m.id, CodeInternalError, msgOverloaded)
+		return
+	case enqueueEnded:
+		j.rp.detach(gen)
+		writeJSONError(w, http.StatusNotFound, m.id, CodeInvalidRequest, "Unknown or expired session")
+		return
+	}
+	timer := time.NewTimer(h.opts.RequestTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-wake:
+			if j.rp.settle(gen) {
+				return
+			}
+		case <-timer.C:
+			s.expire(j)
+			j.rp.abandon(gen, CodeInternalError, msgTimedOut)
+			j.rp.expire()
+			return
+		case <-s.endedCh:
+			j.rp.abandon(gen, CodeInternalError, msgSessionEnded)
+			return
+		case <-r.Context().Done():
+			// A disconnect is not a cancellation: the call runs on, and a
+			// resumable stream keeps its messages for a reconnecting client.
+			j.rp.detach(gen)
+			return
+		}
+	}
+}
+
+// serveSessionStream answers a progress stream of a session: SSE at once, the
+// call on a snapshot of the session's state, beside the buffered queue.
+func (h *Handler) serveSessionStream(w http.ResponseWriter, r *http.Request, s *session, m *message, acc accept) {
+	j := newJob(h, s, m, acc)
+	j.rp.streaming = true
+	gen, wake := j.rp.attach(w)
+	ctx, ok := s.startStream(j)
+	if !ok {
+		j.rp.detach(gen)
+		writeJSONError(w, http.StatusNotFound, m.id, CodeInvalidRequest, "Unknown or expired session")
+		return
+	}
+	j.rp.mu.Lock()
+	j.rp.startSSELocked()
+	j.rp.mu.Unlock()
+	go s.runStream(ctx, j)
+	for {
+		select {
+		case <-wake:
+			if j.rp.settle(gen) {
+				return
+			}
+		case <-s.endedCh:
+			j.rp.abandon(gen, 0, "")
+			return
+		case <-r.Context().Done():
+			j.rp.mu.Lock()
+			resumable := j.rp.resumable
+			j.rp.mu.Unlock()
+			if !resumable {
+				// Before 2025-11-25 a dropped progress stream cancels its call.
+				s.stopStream(j)
+			}
+			// On 2025-11-25 a disconnect is not a cancellation: the client
+			// resumes the stream with GET + Last-Event-ID.
+			j.rp.detach(gen)
+			return
+		}
+	}
+}
+
+// serveStateless answers a request in stateless mode: a fresh Session per
+// request (ping included), the call in this goroutine under the request's
+// context, which a client disconnect cancels.
+func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *message, acc accept) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	j := newJob(h, nil, m, acc)
+	if !h.trackStateless(j, cancel) {
+		writeAnswerError(w, acc, m.id, CodeInternalError, msgShuttingDown)
+		return
+	}
+	defer h.untrackStateless(j)
+	sess, ir, err := h.srv.Init(ctx, nil, "")
+	if err != nil {
+		h.writeInitError(w, acc, m, err)
+		return
+	}
+	defer sess.Close("")
+	if ir == nil {
+		ir = &InitResult{}
+	}
+	gen, _ := j.rp.attach(w)
+	if streams(m, acc) {
+		j.rp.streaming = true
+		j.rp.mu.Lock()
+		j.rp.startSSELocked()
+		j.rp.mu.Unlock()
+	}
+	sc := scope{sess: sess, has: ir.Has}
+	b := getBuf()
+	out, err := h.dispatch(ctx, &sc, m, &j.call, *b)
+	switch {
+	case err == nil:
+		*b = out
+		j.rp.finish(b)
+	case h.closing.Err() != nil && !j.rp.streaming:
+		putBuf(b)
+		j.rp.finish(errorAnswer(m.id, msgShuttingDown))
+	default: // the client went away, or a stream was stopped: no result
+		putBuf(b)
+		j.rp.finish(nil)
+	}
+	j.rp.settle(gen)
+}
+
+// trackStateless registers a stateless call for Shutdown to stop; it fails
+// once the route is shutting down.
+func (h *Handler) trackStateless(j *job, cancel context.CancelFunc) bool {
+	h.statelessMu.Lock()
+	defer h.statelessMu.Unlock()
+	if h.closing.Err() != nil {
+		return false
+	}
+	h.statelessCalls[j] = cancel
+	h.statelessWG.Add(1)
+	return true
+}
+
+func (h *Handler) untrackStateless(j *job) {
+	h.statelessMu.Lock()
+	delete(h.statelessCalls, j)
+	h.statelessMu.Unlock()
+	h.statelessWG.Done()
+}
+
+func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
+	if !checkVersionHeader(w, r) {
+		return
+	}
+	sid := r.Header["Mcp-Session-Id"]
+	if len(sid) == 0 || sid[0] == "" {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	s := h.reg.get(sid[0])
+	if s == nil {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	var lastID uint64
+	replay := false
+	if v := r.Header["Last-Event-Id"]; len(v) > 0 {
+		if k, n, ok := parseStreamEventID(v[0]); ok {
+			h.serveResume(w, r, s, k, n)
+			return
+		}
+		if n, err := strconv.ParseUint(strings.TrimSpace(v[0]), 10, 64); err == nil {
+			lastID, replay = n, true
+		}
+	}
+	h.serveChannel(w, r, s, lastID, replay)
+}
+
+// serveChannel serves the session's GET channel: pushes as they come, a
+// keep-alive comment when idle, and a replay of the kept events after
+// Last-Event-ID.
+func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *session, lastID uint64, replay bool) {
+	a, outcome := s.attachChannel(r.Context(), lastID, replay)
+	switch outcome {
+	case attachBusy:
+		w.WriteHeader(http.StatusConflict)
+		return
+	case attachEnded:
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	defer s.detachChannel(a.gen)
+	rc := startSSE(w)
+	var tick <-chan time.Time
+	if h.opts.SessionKeepAlive > 0 {
+		t := time.NewTicker(h.opts.SessionKeepAlive)
+		defer t.Stop()
+		tick = t.C
+	}
+	if len(a.replay) > 0 && writeChannelEvents(w, rc, a.replay) != nil {
+		return
+	}
+	sent := a.sent
+	var evs []ringEvent
+	for {
+		evs = s.eventsAfter(sent, evs[:0])
+		if len(evs) > 0 {
+			if writeChannelEvents(w, rc, evs) != nil {
+				return
+			}
+			sent = evs[len(evs)-1].id
+			clear(evs)
+		}
+		select {
+		case <-a.wake:
+		case <-tick:
+			if _, err := w.Write(keepAliveComment); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.endedCh:
+			return
+		}
+	}
+}
+
+// serveResume reattaches a client to a resumable POST stream (Last-Event-ID
+// "k_n"): the kept events after n, then the live rest, its result included;
+// then the GET ends.
+func (h *Handler) serveResume(w http.ResponseWriter, r *http.Request, s *session, k, n uint64) {
+	rp := s.findStream(k)
+	if rp == nil {
+		startSSE(w) // nothing left on that stream
+		return
+	}
+	defer s.endResume()
+	gen, wake, over := rp.resume(w, n)
+	if over {
+		return
+	}
+	for {
+		select {
+		case <-wake:
+			if rp.settle(gen) {
+				return
+			}
+		case <-s.endedCh:
+			rp.abandon(gen, 0, "")
+			return
+		case <-r.Context().Done():
+			rp.detach(gen)
+			return
+		}
+	}
+}
+
+func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
+	if !checkVersionHeader(w, r) {
+		return
+	}
+	sid := r.Header["Mcp-Session-Id"]
+	if len(sid) == 0 || sid[0] == "" {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	s := h.reg.get(sid[0])
+	if s == nil {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	s.terminate("normal")
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,244 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// maxPendingRequests bounds the requests to the client awaiting an answer,
+// per session (or per route in stateless mode).
+const maxPendingRequests = 1024
+
+var (
+	errStreamClosed    = errors.New("mcp: the call's stream to the client is closed")
+	errTooManyPending  = errors.New("mcp: too many requests to the client awaiting an answer")
+	errClientTimeout   = errors.New("mcp: the client did not answer before the request timed out")
+	errSessionEnded    = errors.New("mcp: the session ended")
+	errShuttingDown    = errors.New("mcp: the server is shutting down")
+	errInvalidJSON     = errors.New("mcp: params are not valid JSON")
+	errInvalidLogLevel = errors.New("mcp: invalid log level")
+)
+
+// clientCaps records which client capabilities gate requests to the client.
+type clientCaps struct {
+	elicitation, sampling, roots bool
+}
+
+// allClientCaps is assumed in stateless mode, where the client's capabilities
+// are unknown.
+var allClientCaps = clientCaps{elicitation: true, sampling: true, roots: true}
+
+// clientCapsOf reads the capabilities member of initialize params.
+func clientCapsOf(params []byte) clientCaps {
+	caps, ok := member(params, "capabilities")
+	if !ok {
+		return clientCaps{}
+	}
+	has := func(key string) bool {
+		v, ok := member(caps, key)
+		return ok && kindOf(v) != 'n'
+	}
+	return clientCaps{elicitation: has("elicitation"), sampling: has("sampling"), roots: has("roots")}
+}
+
+// allows reports whether the client declared what method needs.
+func (c clientCaps) allows(method string) bool {
+	switch method {
+	case "elicitation/create":
+		return c.elicitation
+	case "sampling/createMessage":
+		return c.sampling
+	case "roots/list":
+		return c.roots
+	}
+	return true
+}
+
+// clientAnswer is a client's response to a server request.
+type clientAnswer struct {
+	result json.RawMessage
+	err    *Error
+}
+
+// pendingTable holds the requests sent to a client that await an answer,
+// keyed by request id.
+type pendingTable struct {
+	mu sync.Mutex
+	m  map[string]chan clientAnswer
+}
+
+func (t *pendingTable) add(key string, ch chan clientAnswer) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m) >= maxPendingRequests {
+		return false
+	}
+	if t.m == nil {
+		t.m = make(map[string]chan clientAnswer)
+	}
+	t.m[key] = ch
+	return true
+}
+
+func (t *pendingTable) remove(key string) {
+	t.mu.Lock()
+	delete(t.m, key)
+	t.mu.Unlock()
+}
+
+// resolve hands a to the request waiting under key, and reports whether one
+// was waiting.
+func (t *pendingTable) resolve(key string, a clientAnswer) bool {
+	t.mu.Lock()
+	ch, ok := t.m[key]
+	delete(t.m, key)
+	t.mu.Unlock()
+	if ok {
+		ch <- a // buffered; each request gets at most one answer
+	}
+	return ok
+}
+
+// outbound is the Outbound of one call.
+type outbound struct {
+	rp *reply
+	h  *Handler
+	s  *session // nil in stateless mode
+	// deadline bounds waits for the client in buffered session calls: it is
+	// when the caller stops waiting (request_timeout). Zero means none.
+	deadline time.Time
+}
+
+// Progress sends notifications/progress on a progress stream; otherwise it
+// does nothing.
+func (o *outbound) Progress(params json.RawMessage) error {
+	if !o.rp.streaming {
+		return nil
+	}
+	if !json.Valid(params) {
+		return errInvalidJSON
+	}
+	o.rp.emit(appendNotification(nil, "notifications/progress", params))
+	return nil
+}
+
+// Log sends notifications/message on the call's stream when level is at or
+// above the session's minimum level. It is dropped when the client cannot
+// receive a stream.
+func (o *outbound) Log(level string, data json.RawMessage) error {
+	sev := levelSeverity(level)
+	if sev < 0 {
+		return errInvalidLogLevel
+	}
+	min := int32(defaultLogLevel)
+	if o.s != nil {
+		min = o.s.level.Load()
+	}
+	if int32(sev) < min {
+		return nil
+	}
+	if data != nil && !json.Valid(data) {
+		return errInvalidJSON
+	}
+	o.rp.emit(appendNotification(nil, "notifications/message", logParams(nil, level, data)))
+	return nil
+}
+
+// Request sends a request to the client on the call's stream and waits for
+// its answer, which the client POSTs as a JSON-RPC response.
+func (o *outbound) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	caps, table := allClientCaps, &o.h.pending
+	if o.s != nil {
+		caps, table = o.s.client, &o.s.pending
+	}
+	if !caps.allows(method) || !o.rp.canStream() {
+		return nil, ErrNoClientCapability
+	}
+	if params != nil && !json.Valid(params) {
+		return nil, errInvalidJSON
+	}
+	key := o.h.nextRequestID()
+	idJSON := appendString(nil, key)
+	ch := make(chan clientAnswer, 1)
+	if !table.add(key, ch) {
+		return nil, errTooManyPending
+	}
+	defer table.remove(key)
+	if !o.rp.emit(appendRequest(nil, idJSON, method, params)) {
+		return nil, errStreamClosed
+	}
+	// In a buffered call the wait ends when the caller times out; the
+	// timer is a fallback for a caller that went away before.
+	var timeout <-chan time.Time
+	var expired <-chan struct{}
+	if !o.deadline.IsZero() {
+		expired = o.rp.expiry()
+		t := time.NewTimer(time.Until(o.deadline) + time.Second)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var ended <-chan struct{}
+	if o.s != nil {
+		ended = o.s.endedCh
+	}
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return nil, a.err
+		}
+		return a.result, nil
+	case <-ctx.Done():
+		o.cancelRequest(idJSON, "cancelled")
+		return nil, ctx.Err()
+	case <-expired:
+		o.cancelRequest(idJSON, "timed out")
+		return nil, errClientTimeout
+	case <-timeout:
+		o.cancelRequest(idJSON, "timed out")
+		return nil, errClientTimeout
+	case <-ended:
+		return nil, errSessionEnded
+	case <-o.h.closing.Done():
+		return nil, errShuttingDown
+	}
+}
+
+// cancelRequest tells the client, best effort, that the server no longer
+// waits for the answer to request id.
+func (o *outbound) cancelRequest(id []byte, reason string) {
+	params := append([]byte(`{"requestId":`), id...)
+	params = append(params, `,"reason":`...)
+	params = appendString(params, reason)
+	params = append(params, '}')
+	o.rp.emit(appendNotification(nil, "notifications/cancelled", params))
+}
+
+// CloseStream ends the call's HTTP response early when the stream is
+// resumable; the client picks the rest up with GET + Last-Event-ID.
+func (o *outbound) CloseStream() error {
+	o.rp.closeHTTP()
+	return nil
+}
+
+// nextRequestID returns a fresh id for a request to a client: a per-route
+// random prefix and a counter.
+func (h *Handler) nextRequestID() string {
+	n := h.reqSeq.Add(1)
+	b := make([]byte, 0, len(h.reqPrefix)+12)
+	b = append(b, h.reqPrefix...)
+	b = strconv.AppendUint(b, n, 10)
+	return string(b)
+}
+
+// decodeClientError reads the error member of a client's response.
+func decodeClientError(raw []byte) *Error {
+	var e Error
+	if json.Unmarshal(raw, &e) != nil || e.Message == "" && e.Code == 0 {
+		return &Error{Code: CodeInternalError, Message: "the client answered with a malformed error"}
+	}
+	return &e
+}

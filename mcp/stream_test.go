@@ -1,0 +1,656 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/luamcp/luamcp/mcp"
+)
+
+func progressCall(id, token string, args string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"progress","arguments":` + args + `,"_meta":{"progressToken":` + token + `}}}`
+}
+
+func checkSSEHeaders(t *testing.T, h http.Header) {
+	t.Helper()
+	if h.Get("Content-Type") != "text/event-stream" || h.Get("Cache-Control") != "no-cache" || h.Get("X-Accel-Buffering") != "no" {
+		t.Fatalf("SSE headers %v", h)
+	}
+}
+
+// readStream reads a stream to its end and returns its events.
+func readStream(s *sse) []event {
+	var evs []event
+	for ev := s.nextEvent(); !ev.eof; ev = s.nextEvent() {
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func TestProgressStreamStateless(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	s := rt.stream(context.Background(), "", progressCall("3", `"tok-1"`, `{}`))
+	checkSSEHeaders(t, s.resp.Header)
+	evs := readStream(s)
+	if len(evs) != 3 {
+		t.Fatalf("%d events: %+v", len(evs), evs)
+	}
+	for i, ev := range evs[:2] {
+		m := ev.msg()
+		p := m["params"].(map[string]any)
+		if ev.name != "message" || ev.hasID || m["method"] != "notifications/progress" || p["progressToken"] != "tok-1" ||
+			p["progress"] != float64(i+1) || !strings.HasPrefix(p["message"].(string), "step ") {
+			t.Fatalf("progress event %d: %+v", i, ev)
+		}
+	}
+	last := evs[2].msg()
+	if last["id"] != float64(3) || !strings.Contains(evs[2].data, `"text":"done"`) {
+		t.Fatalf("result event: %+v", evs[2])
+	}
+}
+
+func TestProgressWithoutSSEIsBuffered(t *testing.T) {
+	for _, sessions := range []bool{false, true} {
+		rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: sessions})
+		sid := ""
+		if sessions {
+			sid = rt.initialize()
+		}
+		headers := []string{"Accept: application/json"}
+		if sid != "" {
+			headers = append(headers, "Mcp-Session-Id: "+sid)
+		}
+		r := rt.post(progressCall("1", `"t"`, `{}`), headers...)
+		if r.header.Get("Content-Type") != "application/json" || r.text() != "done" {
+			t.Fatalf("sessions=%v: %s %s", sessions, r.header.Get("Content-Type"), r.body)
+		}
+	}
+}
+
+func TestProgressStreamSessionRunsOnSnapshot(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initialize() // 2025-06-18: no event ids
+	rt.call(sid, 1, "tools/call", `{"name":"count"}`)
+	evs := readStream(rt.stream(context.Background(), sid, progressCall("2", `42`, `{}`)))
+	if len(evs) != 3 || evs[0].hasID {
+		t.Fatalf("events %+v", evs)
+	}
+	if tok := evs[0].msg()["params"].(map[string]any)["progressToken"]; tok != float64(42) {
+		t.Fatalf("token %v", tok)
+	}
+	if !strings.Contains(evs[2].data, `"text":"done"`) {
+		t.Fatalf("result %+v", evs[2])
+	}
+	taken, closed := f.snapshotCounts()
+	if taken != 1 || closed != 1 {
+		t.Fatalf("snapshots taken %d, closed %d", taken, closed)
+	}
+	// The stream's state change (+100) did not land.
+	if r := rt.call(sid, 3, "tools/call", `{"name":"count"}`); r.text() != "2" {
+		t.Fatalf("count after stream: %s", r.body)
+	}
+}
+
+func TestProgressStreamRunsBesideTheQueue(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, SessionMaxPending: 1})
+	sid := rt.initialize()
+	running := callTool(rt, sid, 1, "wait", `{}`)
+	waitStarted(t, f, "wait")
+	queued := callTool(rt, sid, 2, "count", `{}`)
+	rt.queued(sid, 1)
+	// The queue is full and blocked; a stream still runs at once.
+	evs := readStream(rt.stream(context.Background(), sid, progressCall("3", `"t"`, `{}`)))
+	if len(evs) != 3 {
+		t.Fatalf("stream beside a full queue: %+v", evs)
+	}
+	f.release <- struct{}{}
+	await(t, running)
+	await(t, queued)
+}
+
+func TestProgressStreamErrors(t *testing.T) {
+	for _, sessions := range []bool{false, true} {
+		rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: sessions})
+		sid := ""
+		if sessions {
+			sid = rt.initialize()
+		}
+		for name, want := range map[string]string{"nope": `{"code":-32602,"message":"Unknown tool: nope"}`, "crash": `{"code":-32603,"message":"Internal error"}`} {
+			body := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"` + name + `","_meta":{"progressToken":"t"}}}`
+			evs := readStream(rt.stream(context.Background(), sid, body))
+			if len(evs) != 1 || !strings.Contains(evs[0].data, want) {
+				t.Fatalf("sessions=%v %s: %+v", sessions, name, evs)
+			}
+		}
+	}
+}
+
+func TestCancelProgressStream(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, SessionTTL: 200 * time.Millisecond})
+	sid := rt.initialize()
+	s := rt.stream(context.Background(), sid, progressCall(`"s1"`, `"t"`, `{"block":true}`))
+	if ev := s.nextEvent(); ev.msg()["method"] != "notifications/progress" {
+		t.Fatalf("first event %+v", ev)
+	}
+	time.Sleep(300 * time.Millisecond) // past the TTL: the stream holds the session
+	if r := rt.notify(sid, "notifications/cancelled", `{"requestId":"s1"}`); r.status != 202 {
+		t.Fatalf("cancel: %d", r.status)
+	}
+	for ev := s.nextEvent(); !ev.eof; ev = s.nextEvent() {
+		if ev.msg()["id"] != nil {
+			t.Fatalf("a cancelled stream got a result: %+v", ev)
+		}
+	}
+	// Cancelling the stream re-armed the TTL.
+	if reason := <-waitClose(t, f); reason != "normal" {
+		t.Fatalf("reason %q", reason)
+	}
+}
+
+func TestDisconnectCancelsProgressStream(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initialize() // 2025-06-18: a disconnect cancels the stream
+	ctx, cancel := context.WithCancel(context.Background())
+	s := rt.stream(ctx, sid, progressCall("1", `"t"`, `{"block":true}`))
+	s.nextEvent()
+	cancel()
+	s.close()
+	eventually(t, "snapshot closed", func() bool { _, closed := f.snapshotCounts(); return closed == 1 })
+	if r := rt.call(sid, 2, "ping", ""); r.status != 200 {
+		t.Fatalf("ping after disconnect: %d", r.status)
+	}
+	stateless := newRoute(t, f, mcp.Options{})
+	ctx, cancel = context.WithCancel(context.Background())
+	s = stateless.stream(ctx, "", progressCall("1", `"t"`, `{"block":true}`))
+	s.nextEvent()
+	cancel()
+	s.close()
+	eventually(t, "stateless call stopped", func() bool { return f.activeCalls() == 0 })
+	if r := stateless.call("", 2, "ping", ""); r.status != 200 {
+		t.Fatalf("stateless ping after disconnect: %d", r.status)
+	}
+}
+
+func TestDeleteReleasesStreams(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	get := newSSE(t, rt.openGet(context.Background(), sid))
+	s := rt.stream(context.Background(), sid, progressCall("1", `"t"`, `{"block":true}`))
+	s.nextEvent()
+	if r := rt.do(http.MethodDelete, "", "Mcp-Session-Id: "+sid); r.status != 204 {
+		t.Fatalf("DELETE: %d", r.status)
+	}
+	for _, ev := range readStream(s) {
+		if ev.msg()["id"] != nil {
+			t.Fatalf("stream got a result after DELETE: %+v", ev)
+		}
+	}
+	if ev := get.nextEvent(); !ev.eof {
+		t.Fatalf("GET after DELETE: %+v", ev)
+	}
+}
+
+func TestRelatedLogUpgradesToSSE(t *testing.T) {
+	for _, sessions := range []bool{false, true} {
+		rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: sessions})
+		sid := ""
+		if sessions {
+			sid = rt.initialize()
+		}
+		body := func(levels string) string {
+			return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"log","arguments":{"levels":` + levels + `}}}`
+		}
+		// Nothing sent (debug is below the default info): plain JSON.
+		r := rt.post(body(`["debug"]`), "Mcp-Session-Id: "+sid)
+		if r.header.Get("Content-Type") != "application/json" || r.text() != "logged" {
+			t.Fatalf("sessions=%v filtered log: %s", sessions, r.body)
+		}
+		// A message upgrades the answer to SSE: the log, then the result.
+		evs := readStream(rt.stream(context.Background(), sid, body(`["debug","info","error"]`)))
+		if len(evs) != 3 || !strings.Contains(evs[0].data, `"level":"info","data":"msg at info"`) ||
+			!strings.Contains(evs[1].data, `"level":"error"`) || !strings.Contains(evs[2].data, `"text":"logged"`) {
+			t.Fatalf("sessions=%v upgraded answer: %+v", sessions, evs)
+		}
+		// A client without SSE gets JSON; the log is dropped.
+		r = rt.post(body(`["error"]`), "Mcp-Session-Id: "+sid, "Accept: application/json")
+		if r.header.Get("Content-Type") != "application/json" || r.text() != "logged" {
+			t.Fatalf("sessions=%v JSON-only client: %s", sessions, r.body)
+		}
+		if sessions {
+			rt.call(sid, 2, "logging/setLevel", `{"level":"warning"}`)
+			evs = readStream(rt.stream(context.Background(), sid, body(`["info","error"]`)))
+			if len(evs) != 2 || !strings.Contains(evs[0].data, `"level":"error"`) {
+				t.Fatalf("after setLevel warning: %+v", evs)
+			}
+		}
+	}
+}
+
+// answerRequest reads the request the server sent on s and POSTs answer
+// (a "result" or "error" member) for it.
+func answerRequest(t *testing.T, rt *route, sid string, s *sse, wantMethod, answer string) reply {
+	t.Helper()
+	ev := s.nextEvent()
+	m := ev.msg()
+	id, _ := m["id"].(string)
+	if m["method"] != wantMethod || !strings.HasPrefix(id, "s-") {
+		t.Fatalf("server request %+v", ev)
+	}
+	idb, _ := json.Marshal(id)
+	headers := []string{}
+	if sid != "" {
+		headers = append(headers, "Mcp-Session-Id: "+sid)
+	}
+	return rt.post(`{"jsonrpc":"2.0","id":`+string(idb)+`,`+answer+`}`, headers...)
+}
+
+func elicitBody(id, method string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"elicit","arguments":{"method":"` + method + `"}}}`
+}
+
+const clientWithCaps = `{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{},"sampling":{},"roots":{}},"clientInfo":{"name":"t","version":"1"}}`
+
+func TestRequestToClientRoundTrip(t *testing.T) {
+	for _, sessions := range []bool{false, true} {
+		rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: sessions})
+		sid := ""
+		if sessions {
+			sid = rt.initializeWith(clientWithCaps)
+		}
+		for _, method := range []string{"elicitation/create", "sampling/createMessage", "roots/list"} {
+			s := rt.stream(context.Background(), sid, elicitBody("1", method))
+			if r := answerRequest(t, rt, sid, s, method, `"result":{"action":"accept","content":{"name":"Ada"}}`); r.status != 202 {
+				t.Fatalf("answer: %d %s", r.status, r.body)
+			}
+			evs := readStream(s)
+			if len(evs) != 1 || !strings.Contains(evs[0].data, `answer {\"action\":\"accept\",\"content\":{\"name\":\"Ada\"}}`) {
+				t.Fatalf("sessions=%v %s result: %+v", sessions, method, evs)
+			}
+		}
+		s := rt.stream(context.Background(), sid, elicitBody("2", "elicitation/create"))
+		answerRequest(t, rt, sid, s, "elicitation/create", `"error":{"code":-1,"message":"User rejected"}`)
+		if evs := readStream(s); len(evs) != 1 || !strings.Contains(evs[0].data, "error -1 User rejected") {
+			t.Fatalf("error answer: %+v", evs)
+		}
+	}
+}
+
+func TestRequestToClientNeedsCapability(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initialize() // declares no client capability
+	for _, method := range []string{"elicitation/create", "sampling/createMessage", "roots/list"} {
+		r := rt.post(elicitBody("1", method), "Mcp-Session-Id: "+sid)
+		if r.header.Get("Content-Type") != "application/json" || r.text() != "no capability" {
+			t.Fatalf("%s without capability: %s", method, r.body)
+		}
+	}
+	// A client that cannot receive a stream cannot be asked either.
+	sid = rt.initializeWith(clientWithCaps)
+	r := rt.post(elicitBody("1", "roots/list"), "Mcp-Session-Id: "+sid, "Accept: application/json")
+	if r.text() != "no capability" {
+		t.Fatalf("JSON-only client: %s", r.body)
+	}
+}
+
+func TestCancelWhileWaitingForClient(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initializeWith(clientWithCaps)
+	s := rt.stream(context.Background(), sid, elicitBody("9", "elicitation/create"))
+	ev := s.nextEvent()
+	reqID, _ := ev.msg()["id"].(string)
+	rt.notify(sid, "notifications/cancelled", `{"requestId":9}`)
+	evs := readStream(s)
+	if len(evs) == 0 || !strings.Contains(evs[len(evs)-1].data, `"message":"Request cancelled"`) {
+		t.Fatalf("cancelled call: %+v", evs)
+	}
+	// The wait was cleaned up: a late answer matches nothing.
+	idb, _ := json.Marshal(reqID)
+	eventually(t, "pending request removed", func() bool {
+		return rt.post(`{"jsonrpc":"2.0","id":`+string(idb)+`,"result":{}}`, "Mcp-Session-Id: "+sid).status == 400
+	})
+	if r := rt.call(sid, 10, "ping", ""); r.status != 200 {
+		t.Fatalf("ping: %d", r.status)
+	}
+}
+
+func TestClientRequestTimesOutWithTheCall(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true, RequestTimeout: 150 * time.Millisecond})
+	sid := rt.initializeWith(clientWithCaps)
+	s := rt.stream(context.Background(), sid, elicitBody("1", "elicitation/create"))
+	s.nextEvent() // the request; never answered
+	evs := readStream(s)
+	if len(evs) == 0 || !strings.Contains(evs[len(evs)-1].data, `"message":"Request timed out"`) {
+		t.Fatalf("timed-out call: %+v", evs)
+	}
+	if r := rt.call(sid, 2, "ping", ""); r.status != 200 || r.errorCode() != 0 {
+		t.Fatalf("ping after the wait timed out: %s", r.body)
+	}
+}
+
+func TestGetChannel(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	resp := rt.openGet(context.Background(), sid)
+	checkSSEHeaders(t, resp.Header)
+	get := newSSE(t, resp)
+	if r := rt.do(http.MethodGet, "", "Mcp-Session-Id: "+sid); r.status != 409 {
+		t.Fatalf("second GET: %d", r.status)
+	}
+	rt.hub.Notify(sid, "notifications/tools/list_changed", nil)
+	rt.hub.Notify(sid, "custom/thing", json.RawMessage(`{"x":1}`))
+	rt.hub.Notify(sid, "dropped", json.RawMessage(`{bad`)) // invalid params: dropped, no id used
+	rt.hub.Notify("unknown-session", "x", nil)
+	rt.hub.Log("unknown-session", "info", nil)
+	rt.hub.Log(sid, "info", json.RawMessage(`"hello"`))
+	for i, want := range []string{`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"custom/thing","params":{"x":1}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello"}}`} {
+		ev := get.nextEvent()
+		if ev.name != "message" || ev.id != string(rune('1'+i)) || ev.data != want {
+			t.Fatalf("event %d: %+v", i, ev)
+		}
+	}
+	get.close()
+	// The dead channel is replaced by the next GET.
+	eventually(t, "a new GET attaches", func() bool {
+		resp := rt.openGet(context.Background(), sid)
+		if resp.StatusCode != 200 {
+			resp.Body.Close()
+			return false
+		}
+		get = newSSE(t, resp)
+		return true
+	})
+	rt.hub.Notify(sid, "again", nil)
+	if ev := get.nextEvent(); ev.id != "4" {
+		t.Fatalf("ids never reset: %+v", ev)
+	}
+	get.close()
+	if r := rt.call(sid, 1, "ping", ""); r.status != 200 {
+		t.Fatalf("session after channel disconnect: %d", r.status)
+	}
+}
+
+func TestGetChannelLogLevel(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	get := newSSE(t, rt.openGet(context.Background(), sid))
+	defer get.close()
+	rt.hub.Log(sid, "debug", json.RawMessage(`1`))
+	rt.hub.Log(sid, "info", json.RawMessage(`2`))
+	if ev := get.nextEvent(); !strings.Contains(ev.data, `"level":"info","data":2`) {
+		t.Fatalf("default level: %+v", ev)
+	}
+	rt.call(sid, 1, "logging/setLevel", `{"level":"warning"}`)
+	rt.hub.Log(sid, "info", json.RawMessage(`3`))
+	rt.hub.Log(sid, "error", json.RawMessage(`4`))
+	if ev := get.nextEvent(); !strings.Contains(ev.data, `"level":"error","data":4`) {
+		t.Fatalf("after setLevel: %+v", ev)
+	}
+}
+
+func TestKeepAlive(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true, SessionKeepAlive: 30 * time.Millisecond})
+	sid := rt.initialize()
+	get := newSSE(t, rt.openGet(context.Background(), sid))
+	if ev := get.next(); ev.comment != "keepalive" || ev.hasID {
+		t.Fatalf("keep-alive: %+v", ev)
+	}
+	get.close()
+
+	off := newRoute(t, newFakeServer(), mcp.Options{Sessions: true, SessionKeepAlive: -1})
+	sid = off.initialize()
+	get = newSSE(t, off.openGet(context.Background(), sid))
+	defer get.close()
+	time.Sleep(150 * time.Millisecond)
+	off.hub.Notify(sid, "ping/after/quiet", nil)
+	if ev := get.next(); ev.comment != "" || ev.id != "1" {
+		t.Fatalf("keep-alive disabled, got %+v first", ev)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	tests := []struct {
+		name      string
+		bufferMax int
+		pushes    int
+		lastID    string // "" = fresh GET
+		want      []string
+	}{
+		{"after last event id", 0, 2, "1", []string{"2"}},
+		{"evicts oldest", 2, 3, "0", []string{"2", "3"}},
+		{"fresh GET replays nothing", 0, 2, "", nil},
+		{"non-integer id replays nothing", 0, 2, "abc", nil},
+		{"future id replays nothing", 0, 2, "99", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true, SessionBufferMax: tt.bufferMax})
+			sid := rt.initialize()
+			for i := 0; i < tt.pushes; i++ {
+				rt.hub.Notify(sid, "n", nil) // no channel attached: buffered
+			}
+			var headers []string
+			if tt.lastID != "" {
+				headers = append(headers, "Last-Event-ID: "+tt.lastID)
+			}
+			get := newSSE(t, rt.openGet(context.Background(), sid, headers...))
+			defer get.close()
+			rt.hub.Notify(sid, "live", nil)
+			var got []string
+			for {
+				ev := get.nextEvent()
+				if strings.Contains(ev.data, "live") {
+					break
+				}
+				got = append(got, ev.id)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("replayed %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBroadcastAndSubscriptions(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	member := rt.initialize()
+	loner := rt.initializeWith(`{"protocolVersion":"2025-06-18","clientInfo":{"name":"loner","version":"1"}}`)
+	a := newSSE(t, rt.openGet(context.Background(), member))
+	defer a.close()
+	b := newSSE(t, rt.openGet(context.Background(), loner))
+	defer b.close()
+
+	rt.hub.Broadcast("fixture", "notifications/resources/list_changed", nil)
+	rt.hub.Broadcast("nobody", "x", nil)
+	if ev := a.nextEvent(); !strings.Contains(ev.data, "list_changed") {
+		t.Fatalf("member: %+v", ev)
+	}
+	if r := rt.call(loner, 1, "resources/subscribe", `{"uri":"mem://greeting"}`); r.body != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Fatalf("subscribe: %s", r.body)
+	}
+	rt.call(loner, 2, "resources/subscribe", `{"uri":"mem://greeting"}`) // idempotent
+	rt.hub.ResourceUpdated("mem://greeting")
+	rt.hub.ResourceUpdated("mem://other")
+	ev := b.nextEvent()
+	if ev.data != `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"mem://greeting"}}` || ev.id != "1" {
+		t.Fatalf("subscriber: %+v", ev)
+	}
+	rt.call(loner, 3, "resources/unsubscribe", `{"uri":"mem://greeting"}`)
+	rt.hub.ResourceUpdated("mem://greeting")
+	rt.hub.Notify(loner, "marker", nil)
+	if ev := b.nextEvent(); !strings.Contains(ev.data, "marker") {
+		t.Fatalf("after unsubscribe: %+v", ev)
+	}
+	// The loner got no broadcast, the member no resource update: the member's
+	// next event is its own marker.
+	rt.hub.Notify(member, "marker", nil)
+	if ev := a.nextEvent(); !strings.Contains(ev.data, "marker") || ev.id != "2" {
+		t.Fatalf("member after updates: %+v", ev)
+	}
+}
+
+func TestSessionExitDropsMemberships(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	rt.call(sid, 1, "resources/subscribe", `{"uri":"mem://greeting"}`)
+	rt.do(http.MethodDelete, "", "Mcp-Session-Id: "+sid)
+	// Pushes to the ended session are no-ops (and do not panic).
+	rt.hub.Broadcast("fixture", "x", nil)
+	rt.hub.ResourceUpdated("mem://greeting")
+	rt.hub.Notify(sid, "x", nil)
+	rt.hub.Log(sid, "error", nil)
+}
+
+const resumableInit = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}`
+
+func TestResumablePostStream(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"closestream"}}`
+	evs := readStream(rt.stream(context.Background(), sid, body))
+	// Priming event, the message sent before CloseStream, then the response
+	// ends early.
+	if len(evs) != 2 || evs[0].data != "" || evs[0].retry != "1000" || !evs[0].hasID || !strings.Contains(evs[1].data, "before close") {
+		t.Fatalf("before close: %+v", evs)
+	}
+	k, _, _ := strings.Cut(evs[0].id, "_")
+	if evs[0].id != k+"_0" || evs[1].id != k+"_1" {
+		t.Fatalf("event ids %q %q", evs[0].id, evs[1].id)
+	}
+	// The client resumes with GET + Last-Event-ID and gets the rest, the
+	// result included; then that GET ends.
+	resume := newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+evs[1].id))
+	f.release <- struct{}{}
+	rest := readStream(resume)
+	if len(rest) != 2 || !strings.Contains(rest[0].data, "after close") || rest[0].id != k+"_2" ||
+		!strings.Contains(rest[1].data, `"text":"resumed"`) || rest[1].id != k+"_3" {
+		t.Fatalf("resumed: %+v", rest)
+	}
+	// The GET channel is independent of resumed streams.
+	get := newSSE(t, rt.openGet(context.Background(), sid))
+	rt.hub.Notify(sid, "n", nil)
+	if ev := get.nextEvent(); ev.id != "1" {
+		t.Fatalf("GET channel id %+v", ev)
+	}
+	get.close()
+	// The delivered stream is forgotten: resuming it yields nothing.
+	if evs := readStream(newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+k+"_0"))); len(evs) != 0 {
+		t.Fatalf("resume of a delivered stream: %+v", evs)
+	}
+}
+
+func TestResumeReplaysFromAnyEvent(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	evs := readStream(rt.stream(context.Background(), sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"closestream"}}`))
+	f.release <- struct{}{}
+	eventually(t, "call done", func() bool { return rt.call(sid, 2, "ping", "").status == 200 })
+	// From the priming event: everything, the result included.
+	rest := readStream(newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+evs[0].id)))
+	if len(rest) != 3 || !strings.Contains(rest[0].data, "before close") || !strings.Contains(rest[2].data, `"resumed"`) {
+		t.Fatalf("replay: %+v", rest)
+	}
+}
+
+func TestResumableProgressStreamSurvivesDisconnect(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := rt.stream(ctx, sid, progressCall("1", `"t"`, `{"steps":3,"ms":100}`))
+	priming := s.nextEvent()
+	first := s.nextEvent()
+	if priming.data != "" || !first.hasID || !strings.Contains(first.data, "notifications/progress") {
+		t.Fatalf("stream start: %+v %+v", priming, first)
+	}
+	cancel()
+	s.close()
+	// On 2025-11-25 a disconnect is not a cancellation: resume and finish.
+	var rest []event
+	eventually(t, "resume", func() bool {
+		rest = readStream(newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+first.id)))
+		return len(rest) > 0 && strings.Contains(rest[len(rest)-1].data, `"done"`)
+	})
+	if _, closed := f.snapshotCounts(); closed != 1 {
+		t.Fatalf("snapshot closed %d times", closed)
+	}
+}
+
+func TestOlderSessionsHaveNoEventIDsOnPost(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initialize() // 2025-06-18
+	s := rt.stream(context.Background(), sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"closestream"}}`)
+	first := s.nextEvent()
+	// CloseStream is a no-op here (nothing to resume with): the answer stays whole.
+	f.release <- struct{}{}
+	evs := append([]event{first}, readStream(s)...)
+	if len(evs) != 3 || !strings.Contains(evs[0].data, "before close") || !strings.Contains(evs[2].data, `"resumed"`) {
+		t.Fatalf("events %+v", evs)
+	}
+	for _, ev := range evs {
+		if ev.hasID || ev.retry != "" {
+			t.Fatalf("event with an id: %+v", ev)
+		}
+	}
+}
+
+// TestWriteTimeoutDoesNotKillStreams: a server WriteTimeout bounds plain
+// answers, never a live SSE stream.
+func TestWriteTimeoutDoesNotKillStreams(t *testing.T) {
+	f := newFakeServer()
+	hub := mcp.NewHub(quietLogger())
+	h := mcp.NewHandler(f, mcp.Options{Sessions: true, SessionKeepAlive: -1}, hub, quietLogger())
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.WriteTimeout = 100 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	rt := &route{t: t, f: f, h: h, srv: srv, url: srv.URL}
+	defer h.Shutdown(context.Background())
+	sid := rt.initialize()
+	get := newSSE(t, rt.openGet(context.Background(), sid))
+	defer get.close()
+	s := rt.stream(context.Background(), sid, progressCall("1", `"t"`, `{"steps":2,"ms":250}`))
+	time.Sleep(300 * time.Millisecond) // past the WriteTimeout
+	hub.Notify(sid, "late", nil)
+	if ev := get.nextEvent(); !strings.Contains(ev.data, "late") {
+		t.Fatalf("GET channel after WriteTimeout: %+v", ev)
+	}
+	if evs := readStream(s); len(evs) != 3 || !strings.Contains(evs[2].data, `"done"`) {
+		t.Fatalf("progress stream after WriteTimeout: %+v", evs)
+	}
+}
+
+func TestResumeTakesOverAnAttachedStream(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	post := rt.stream(context.Background(), sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"logwait"}}`)
+	post.nextEvent() // priming
+	waiting := post.nextEvent()
+	if !strings.Contains(waiting.data, "waiting") {
+		t.Fatalf("log event %+v", waiting)
+	}
+	resume := newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+waiting.id))
+	if evs := readStream(post); len(evs) != 0 {
+		t.Fatalf("the old response got %+v after the takeover", evs)
+	}
+	f.release <- struct{}{}
+	if evs := readStream(resume); len(evs) != 1 || !strings.Contains(evs[0].data, `"released"`) {
+		t.Fatalf("resumed: %+v", evs)
+	}
+}
