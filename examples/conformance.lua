@@ -1,0 +1,375 @@
+-- conformance.lua: every feature of the MCP protocol, in one Lua server.
+--
+-- This is the server the official MCP conformance suite tests luamcp with
+-- (tests/conformance_test.go). The suite looks for fixtures by name, so the
+-- tool, resource and prompt names and their texts below are fixed by it.
+-- It is also the tour of the script API: each section shows one part of it.
+--
+-- Run it, then point the suite at it (Node 22 or newer):
+--   luamcp serve --dir examples --addr 127.0.0.1:8750
+--   npx @modelcontextprotocol/conformance server --url http://127.0.0.1:8750/mcp
+
+local mcp = require("mcp")
+
+-- A 1x1 PNG and a tiny WAV, base64-encoded: binary content travels as base64.
+local PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+local WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+
+-- The input schema of a tool that takes no arguments.
+local NO_ARGS = { type = "object", additionalProperties = false }
+
+-- text builds a text content block; most results are lists of blocks.
+local function text(s)
+  return { type = "text", text = s }
+end
+
+---------------------------------------------------------------------------
+-- Tools: each descriptor is a table; snake_case keys (input_schema) become
+-- the wire's camelCase (inputSchema). Everything inside a schema is sent
+-- exactly as written, $schema and $defs included.
+---------------------------------------------------------------------------
+local TOOLS = {
+  { name = "test_simple_text", description = "Tests simple text content response", input_schema = NO_ARGS },
+  { name = "test_image_content", description = "Tests image content response", input_schema = NO_ARGS },
+  { name = "test_audio_content", description = "Tests audio content response", input_schema = NO_ARGS },
+  { name = "test_embedded_resource", description = "Tests embedded resource content response", input_schema = NO_ARGS },
+  { name = "test_multiple_content_types", description = "Tests response with multiple content types (text, image, resource)",
+    input_schema = NO_ARGS },
+  { name = "test_tool_with_logging", description = "Tests tool that emits log messages during execution", input_schema = NO_ARGS },
+  { name = "test_tool_with_progress", description = "Tests tool that reports progress notifications", input_schema = NO_ARGS },
+  { name = "test_error_handling", description = "Tests error response handling", input_schema = NO_ARGS },
+  { name = "test_reconnection",
+    description = "Tests SSE stream disconnection and client reconnection (SEP-1699): the server closes the stream mid-call "
+      .. "and sends the result after the client reconnects",
+    input_schema = NO_ARGS },
+  { name = "test_sampling", description = "Tests server-initiated sampling (LLM completion request)",
+    input_schema = {
+      type = "object",
+      properties = { prompt = { type = "string", description = "The prompt to send to the LLM" } },
+      required = { "prompt" },
+    } },
+  { name = "test_elicitation", description = "Tests server-initiated elicitation (user input request)",
+    input_schema = {
+      type = "object",
+      properties = { message = { type = "string", description = "The message to show the user" } },
+      required = { "message" },
+    } },
+  { name = "test_elicitation_sep1034_defaults", description = "Tests elicitation with default values per SEP-1034",
+    input_schema = NO_ARGS },
+  { name = "test_elicitation_sep1330_enums", description = "Tests elicitation with enum schema improvements per SEP-1330",
+    input_schema = NO_ARGS },
+  { name = "json_schema_2020_12_tool", description = "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+    input_schema = {
+      ["$schema"] = "https://json-schema.org/draft/2020-12/schema",
+      type = "object",
+      ["$defs"] = {
+        address = {
+          type = "object",
+          properties = { street = { type = "string" }, city = { type = "string" } },
+        },
+      },
+      properties = {
+        name = { type = "string" },
+        address = { ["$ref"] = "#/$defs/address" },
+      },
+      additionalProperties = false,
+    } },
+}
+
+-- The form schemas of the two elicitation tools (SEP-1034: defaults on every
+-- primitive type; SEP-1330: the five ways to write an enum).
+local DEFAULTS_FORM = {
+  type = "object",
+  properties = {
+    name = { type = "string", description = "User name", default = "John Doe" },
+    age = { type = "integer", description = "User age", default = 30 },
+    score = { type = "number", description = "User score", default = 95.5 },
+    status = { type = "string", description = "User status", enum = { "active", "inactive", "pending" }, default = "active" },
+    verified = { type = "boolean", description = "Verification status", default = true },
+  },
+}
+
+local ENUMS_FORM = {
+  type = "object",
+  properties = {
+    untitledSingle = { type = "string", description = "Select one option", enum = { "option1", "option2", "option3" } },
+    titledSingle = { type = "string", description = "Select one option with titles",
+      oneOf = {
+        { const = "value1", title = "First Option" },
+        { const = "value2", title = "Second Option" },
+        { const = "value3", title = "Third Option" },
+      } },
+    legacyEnum = { type = "string", description = "Select one option (legacy)",
+      enum = { "opt1", "opt2", "opt3" }, enumNames = { "Option One", "Option Two", "Option Three" } },
+    untitledMulti = { type = "array", description = "Select multiple options", minItems = 1, maxItems = 3,
+      items = { type = "string", enum = { "option1", "option2", "option3" } } },
+    titledMulti = { type = "array", description = "Select multiple options with titles", minItems = 1, maxItems = 3,
+      items = { anyOf = {
+        { const = "value1", title = "First Choice" },
+        { const = "value2", title = "Second Choice" },
+        { const = "value3", title = "Third Choice" },
+      } } },
+  },
+}
+
+-- elicit asks the user to fill form and reports what came back. mcp.elicit
+-- sends elicitation/create on the call's own stream and waits for the answer;
+-- it returns nil and a message when the client cannot or will not answer.
+local function elicit(ctx, message, form, label)
+  local answer, err = mcp.elicit(ctx, { message = message, requested_schema = form })
+  if not answer then
+    return nil, "Elicitation failed: " .. err
+  end
+  local content = mcp.json_encode(answer.content or mcp.object({}))
+  return label .. "action=" .. answer.action .. ", content=" .. content
+end
+
+local handlers = {}
+
+-- The simplest result: a string is one text block.
+function handlers.test_simple_text()
+  return "This is a simple text response for testing."
+end
+
+-- Any other content is a table with a list of blocks.
+function handlers.test_image_content()
+  return { content = { { type = "image", data = PNG, mimeType = "image/png" } } }
+end
+
+function handlers.test_audio_content()
+  return { content = { { type = "audio", data = WAV, mimeType = "audio/wav" } } }
+end
+
+function handlers.test_embedded_resource()
+  return { content = { {
+    type = "resource",
+    resource = { uri = "test://embedded-resource", mimeType = "text/plain", text = "This is an embedded resource content." },
+  } } }
+end
+
+function handlers.test_multiple_content_types()
+  return { content = {
+    text("Multiple content types test:"),
+    { type = "image", data = PNG, mimeType = "image/png" },
+    { type = "resource", resource = {
+      uri = "test://mixed-content-resource", mimeType = "application/json",
+      text = mcp.json_encode({ test = "data", value = 123 }),
+    } },
+  } }
+end
+
+-- mcp.log(ctx, level, data) sends notifications/message on the call's own
+-- stream (the answer turns into an SSE stream at the first one); messages
+-- below the level the client set with logging/setLevel are dropped.
+-- mcp.sleep waits without blocking the server, and stops if the call is
+-- cancelled.
+function handlers.test_tool_with_logging(args, ctx)
+  mcp.log(ctx, "info", "Tool execution started")
+  mcp.sleep(50)
+  mcp.log(ctx, "info", "Tool processing data")
+  mcp.sleep(50)
+  mcp.log(ctx, "info", "Tool execution completed")
+  return "Tool with logging executed successfully"
+end
+
+-- mcp.progress reports progress when the client asked for it (the request
+-- carried a progress token); otherwise it does nothing, so a tool can always
+-- call it.
+function handlers.test_tool_with_progress(args, ctx)
+  for step = 0, 100, 50 do
+    mcp.progress(ctx, step, { total = 100, message = "Completed step " .. step .. " of 100" })
+    if step < 100 then
+      mcp.sleep(50)
+    end
+  end
+  return tostring(ctx.progress_token or "no progress token")
+end
+
+-- A tool failure the model should see: nil and a message make a result with
+-- isError = true (error(...) would be a protocol error, -32603, instead).
+function handlers.test_error_handling()
+  return nil, "This tool intentionally returns an error for testing"
+end
+
+-- SSE polling (2025-11-25): mcp.close_stream ends the call's HTTP stream
+-- early, as a server does to shed idle connections. The client reconnects
+-- with GET + Last-Event-ID and receives the rest of the call, this result
+-- included.
+function handlers.test_reconnection(args, ctx)
+  mcp.close_stream(ctx)
+  mcp.sleep(100)
+  return "Reconnection test completed successfully. If you received this, "
+    .. "the client properly reconnected after stream closure."
+end
+
+-- mcp.sample asks the client's model (sampling/createMessage); snake_case
+-- keys become camelCase (max_tokens -> maxTokens).
+function handlers.test_sampling(args, ctx)
+  local answer, err = mcp.sample(ctx, {
+    messages = { { role = "user", content = text(args.prompt) } },
+    max_tokens = 100,
+  })
+  if not answer then
+    return nil, "Sampling failed: " .. err
+  end
+  local reply = answer.content and answer.content.text or "No response"
+  return "LLM response: " .. reply
+end
+
+function handlers.test_elicitation(args, ctx)
+  return elicit(ctx, args.message, {
+    type = "object",
+    properties = { response = { type = "string", description = "User's response" } },
+    required = { "response" },
+  }, "User response: ")
+end
+
+function handlers.test_elicitation_sep1034_defaults(args, ctx)
+  return elicit(ctx, "Please review and update the form fields with defaults", DEFAULTS_FORM, "Elicitation completed: ")
+end
+
+function handlers.test_elicitation_sep1330_enums(args, ctx)
+  return elicit(ctx, "Please select options from the enum fields", ENUMS_FORM, "Elicitation completed: ")
+end
+
+function handlers.json_schema_2020_12_tool(args)
+  return "JSON Schema 2020-12 tool called with: " .. mcp.json_encode(args)
+end
+
+---------------------------------------------------------------------------
+-- Resources, a template and prompts.
+---------------------------------------------------------------------------
+local RESOURCES = {
+  { uri = "test://static-text", name = "static-text", title = "Static Text Resource",
+    description = "A static text resource for testing", mime_type = "text/plain" },
+  { uri = "test://static-binary", name = "static-binary", title = "Static Binary Resource",
+    description = "A static binary resource (image) for testing", mime_type = "image/png" },
+  { uri = "test://watched-resource", name = "watched-resource", title = "Watched Resource",
+    description = "A resource clients can subscribe to", mime_type = "text/plain" },
+}
+
+local PROMPTS = {
+  { name = "test_simple_prompt", title = "Simple Test Prompt", description = "A simple prompt without arguments" },
+  { name = "test_prompt_with_arguments", title = "Prompt With Arguments", description = "A prompt with required arguments",
+    arguments = {
+      { name = "arg1", description = "First test argument", required = true },
+      { name = "arg2", description = "Second test argument", required = true },
+    } },
+  { name = "test_prompt_with_embedded_resource", title = "Prompt With Embedded Resource",
+    description = "A prompt that includes an embedded resource",
+    arguments = { { name = "resourceUri", description = "URI of the resource to embed", required = true } } },
+  { name = "test_prompt_with_image", title = "Prompt With Image", description = "A prompt that includes image content" },
+}
+
+local function user(content)
+  return { role = "user", content = content }
+end
+
+local prompts = {
+  test_simple_prompt = function()
+    return { messages = { user(text("This is a simple prompt for testing.")) } }
+  end,
+  test_prompt_with_arguments = function(args)
+    return { messages = { user(text("Prompt with arguments: arg1='" .. args.arg1 .. "', arg2='" .. args.arg2 .. "'")) } }
+  end,
+  test_prompt_with_embedded_resource = function(args)
+    return { messages = {
+      user({ type = "resource", resource = { uri = args.resourceUri, mimeType = "text/plain", text = "Embedded resource content for testing." } }),
+      user(text("Please process the embedded resource above.")),
+    } }
+  end,
+  test_prompt_with_image = function()
+    return { messages = {
+      user({ type = "image", data = PNG, mimeType = "image/png" }),
+      user(text("Please analyze the image above.")),
+    } }
+  end,
+}
+
+-- Suggestions for completion/complete, matched by prefix.
+local SUGGESTIONS = { "test", "testing", "tested", "example" }
+
+---------------------------------------------------------------------------
+-- The server module.
+---------------------------------------------------------------------------
+return {
+  -- Session mode: initialize starts a session (Mcp-Session-Id) with its own
+  -- state, a GET channel for server pushes, and DELETE to end it.
+  route = { path = "/mcp", sessions = true },
+
+  -- init runs once per session. It returns who we are, what we can do (sent
+  -- to the client as given) and the session's initial state.
+  init = function(params)
+    return { name = "mcp-conformance-test-server", version = "1.0.0" },
+      {
+        tools = { listChanged = true },
+        resources = { subscribe = true, listChanged = true },
+        prompts = { listChanged = true },
+        logging = {},
+        completions = {},
+      },
+      { session_id = params.mcp_session_id }
+  end,
+
+  tools = function(state)
+    return TOOLS
+  end,
+
+  -- handle_tool(name, args, ctx, state): ctx identifies the running call
+  -- (ctx.session_id, ctx.request_id, ctx.progress_token) and is what the
+  -- mcp.* functions that talk back to the client take.
+  handle_tool = function(name, args, ctx, state)
+    return handlers[name](args, ctx, state)
+  end,
+
+  resources = function(state)
+    return RESOURCES
+  end,
+
+  resource_templates = function(state)
+    return { { uri_template = "test://template/{id}/data", name = "template", title = "Resource Template",
+      description = "A resource template with parameter substitution", mime_type = "application/json" } }
+  end,
+
+  -- read_resource(uri, state, vars): vars holds what a template matched
+  -- ({id = "123"} for test://template/123/data).
+  read_resource = function(uri, state, vars)
+    if uri == "test://static-text" then
+      return { contents = { { uri = uri, mimeType = "text/plain", text = "This is the content of the static text resource." } } }
+    elseif uri == "test://static-binary" then
+      return { contents = { { uri = uri, mimeType = "image/png", blob = PNG } } }
+    elseif uri == "test://watched-resource" then
+      return { contents = { { uri = uri, mimeType = "text/plain", text = "Watched resource content" } } }
+    elseif vars.id then
+      local data = mcp.json_encode({ id = vars.id, templateTest = true, data = "Data for ID: " .. vars.id })
+      return { contents = { { uri = uri, mimeType = "application/json", text = data } } }
+    end
+    return nil, "Resource not found: " .. uri
+  end,
+
+  prompts = function(state)
+    return PROMPTS
+  end,
+
+  get_prompt = function(name, args, state)
+    return prompts[name](args)
+  end,
+
+  -- complete(ref, argument, state, context): ref names the prompt or
+  -- resource, argument = {name, value} is what the user typed so far.
+  complete = function(ref, argument, state, context)
+    local out = {}
+    for _, s in ipairs(SUGGESTIONS) do
+      if s:sub(1, #argument.value) == argument.value then
+        out[#out + 1] = s
+      end
+    end
+    return out
+  end,
+
+  -- terminate(reason, state) runs when a session ends: "normal" for DELETE
+  -- or idle expiry, "shutdown" when the server stops.
+  terminate = function(reason, state)
+    print("conformance session " .. tostring(state.session_id) .. " ended: " .. reason)
+  end,
+}

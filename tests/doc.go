@@ -1,0 +1,17 @@
+// Package tests holds luamcp's end-to-end tests. Every test starts real
+// servers with host.New on 127.0.0.1 and talks to them over HTTP: with the
+// official Go SDK client, with the official TypeScript SDK client (node
+// scripts under node/, run with the node 22 binary that `npm ci` installs
+// there), with a raw net/http client for what the SDKs hide, and with the
+// official conformance suite.
+//
+// Run everything with `make test` at the repository root, or, once
+// `npm ci` has run in tests/node:
+//
+//	cd tests && go test -race ./...
+//
+// The fixture servers live in testdata/servers: lib/fixture.lua is a port of
+// the original implementation's test server, and each file beside it mounts
+// that fixture under different route options (one variant per limit a test
+// needs).
+package tests

@@ -1,0 +1,2 @@
+-- Stateless: init({}) runs for every request; nothing persists.
+return require("lib.fixture").server({})
