@@ -1,0 +1,47 @@
+# luamcp: `make test` runs every test; `make serve` serves the bundled scripts.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+GO       ?= go
+FUZZTIME ?= 10s
+
+.PHONY: build serve test check tools
+
+build: tools
+	$(GO) build -o luamcp .
+
+serve: tools
+	$(GO) run . serve
+
+# The whole suite, as CI runs it: the node clients and the conformance suite
+# (npm ci also brings node 22), vet, unit tests with the race detector, each
+# fuzz target for $(FUZZTIME), then the end-to-end module. Fuzzing takes one
+# package and one target per run, so the targets are listed, then looped over.
+test: tools
+	@command -v npm >/dev/null || { echo "make: npm not found. Install Node.js 20 or newer with npm (https://nodejs.org, or: apt-get install -y nodejs npm)." >&2; exit 1; }
+	@command -v gcc >/dev/null || command -v cc >/dev/null || { echo "make: no C compiler: the race detector needs cgo (apt-get install -y gcc)." >&2; exit 1; }
+	@command -v node >/dev/null || { echo "make: node not found. Install Node.js 20 or newer with npm (https://nodejs.org, or: apt-get install -y nodejs npm)." >&2; exit 1; }
+	cd tests/node && npm ci --no-audit --no-fund
+	$(GO) vet ./...
+	cd tests && $(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+	$(GO) test -list '^Fuzz' ./... \
+	  | awk '/^Fuzz/ { names = names " " $$1; next } /^ok/ { if (names != "") print $$2 names; names = "" }' \
+	  | while read -r pkg targets; do \
+	      for t in $$targets; do \
+	        echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
+	        $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
+	      done; \
+	    done
+	cd tests && $(GO) test -race -count=1 -timeout 30m ./...
+
+# Formatting and vet, without running tests.
+check: tools
+	@unformatted="$$(gofmt -l . )"; if [ -n "$$unformatted" ]; then echo "gofmt needed on:" >&2; echo "$$unformatted" >&2; exit 1; fi
+	$(GO) vet ./...
+	cd tests && $(GO) vet ./...
+
+tools:
+	@command -v $(GO) >/dev/null || { echo "make: $(GO) not found. Install Go 1.26 or newer (https://go.dev/dl/) and put it on PATH." >&2; exit 1; }

@@ -1,0 +1,190 @@
+// Command luamcp serves Model Context Protocol servers written in Lua over
+// Streamable HTTP: every *.lua file in a folder is one server.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/luamcp/luamcp/host"
+)
+
+// version is the release this source tree builds.
+const version = "0.1.0-dev"
+
+// HTTP server limits. There is no WriteTimeout: event streams and long tool
+// calls stay open as long as they need (sessions have their own idle TTL).
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+	shutdownTimeout   = 10 * time.Second
+)
+
+func main() {
+	if err := newApp(os.Stdout, os.Stderr).Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "luamcp:", err)
+		os.Exit(1)
+	}
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:      "luamcp",
+		Usage:     "serve MCP servers written in Lua",
+		Version:   version,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Commands: []*cli.Command{
+			{
+				Name:   "serve",
+				Usage:  "mount every *.lua file of a folder as an MCP server",
+				Action: serve,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "dir", Value: "scripts", Usage: "folder of *.lua servers (sub-folders hold modules)"},
+					&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8750", Usage: "address to listen on"},
+					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
+				},
+			},
+			{Name: "version", Usage: "print the version", Action: printVersion},
+		},
+	}
+}
+
+// serve runs until SIGINT or SIGTERM, then shuts down: the listener closes
+// first, then every session ends (terminate runs with reason "shutdown").
+func serve(c *cli.Context) error {
+	logger, err := newLogger(c.String("log-level"), c.String("log-format"), c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.String("addr"))
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	h, err := host.New(host.Config{Dir: c.String("dir"), Logger: logger})
+	if err != nil {
+		return err
+	}
+	printStatus(c.App.Writer, "http://"+ln.Addr().String(), h)
+	if len(h.Routes()) == 0 {
+		return errors.Join(fmt.Errorf("no server to mount in %s", c.String("dir")), h.Shutdown(context.Background()))
+	}
+
+	srv := &http.Server{
+		Handler:           h.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, h.Shutdown(sctx))
+	case <-ctx.Done():
+	}
+	stop() // a second signal kills the process at once
+	logger.Info("shutting down")
+
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	// Shutdown closes the listener and then runs this hook. Ending the
+	// sessions closes their event streams, which Shutdown would otherwise
+	// wait for until the deadline.
+	hostDone := make(chan error, 1)
+	srv.RegisterOnShutdown(func() { hostDone <- h.Shutdown(sctx) })
+	err = srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close()
+	}
+	return errors.Join(err, <-hostDone)
+}
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var opts slog.HandlerOptions
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts.Level = lvl
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, &opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, &opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+// printStatus lists each mounted URL with its mode and tools, then the
+// scripts that could not be mounted.
+func printStatus(w io.Writer, base string, h *host.Host) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range h.Routes() {
+		mode := "stateless"
+		if r.Sessions {
+			mode = "session"
+		}
+		tools := "(unknown: see the log)"
+		if r.Tools != nil {
+			tools = strings.Join(r.Tools, ", ")
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\ttools: %s\n", base, r.Path, mode, tools)
+	}
+	tw.Flush()
+	for _, err := range h.LoadErrors() {
+		fmt.Fprintf(w, "not mounted: %v\n", err)
+	}
+}
+
+func printVersion(c *cli.Context) error {
+	w := c.App.Writer
+	fmt.Fprintf(w, "luamcp %s\n", version)
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	fmt.Fprintf(w, "%s %s/%s\n", bi.GoVersion, runtime.GOOS, runtime.GOARCH)
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		fmt.Fprintf(w, "module %s\n", v)
+	}
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = " (modified)"
+			}
+		}
+	}
+	if rev != "" {
+		fmt.Fprintf(w, "commit %s %s%s\n", rev, at, dirty)
+	}
+	return nil
+}
