@@ -59,8 +59,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8750", Usage: "address to listen on"},
 					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
+					&cli.BoolFlag{Name: "no-watch", Usage: "do not reload scripts when their files change"},
 				},
 			},
+			checkCommand(),
+			callCommand(),
+			newCommand(),
 			{Name: "version", Usage: "print the version", Action: printVersion},
 		},
 	}
@@ -78,13 +82,17 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer ln.Close()
-	h, err := host.New(host.Config{Dir: c.String("dir"), Logger: logger})
+	watch := !c.Bool("no-watch")
+	h, err := host.New(host.Config{Dir: c.String("dir"), Logger: logger, Watch: watch})
 	if err != nil {
 		return err
 	}
 	printStatus(c.App.Writer, "http://"+ln.Addr().String(), h)
 	if len(h.Routes()) == 0 {
-		return errors.Join(fmt.Errorf("no server to mount in %s", c.String("dir")), h.Shutdown(context.Background()))
+		if !watch {
+			return errors.Join(fmt.Errorf("no server to mount in %s", c.String("dir")), h.Shutdown(context.Background()))
+		}
+		fmt.Fprintf(c.App.Writer, "no server mounted yet at http://%s: watching %s for *.lua files\n", ln.Addr(), c.String("dir"))
 	}
 
 	srv := &http.Server{

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -55,7 +57,7 @@ func TestServeErrors(t *testing.T) {
 		{"address in use", []string{"--dir", scripts, "--addr", busy.Addr().String()}, "address already in use"},
 		{"bad address", []string{"--dir", scripts, "--addr", "nowhere"}, "nowhere"},
 		{"missing folder", []string{"--dir", filepath.Join(empty, "absent"), "--addr", "127.0.0.1:0"}, "absent"},
-		{"nothing to serve", []string{"--dir", empty, "--addr", "127.0.0.1:0"}, "no server to mount"},
+		{"nothing to serve", []string{"--dir", empty, "--addr", "127.0.0.1:0", "--no-watch"}, "no server to mount"},
 		{"log level", []string{"--dir", scripts, "--log-level", "loud"}, "--log-level"},
 		{"log format", []string{"--dir", scripts, "--log-format", "xml"}, "--log-format"},
 	} {
@@ -160,4 +162,210 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestCheckGolden runs `luamcp check` on testdata/check, where each script
+// has one kind of problem, and compares its report with check.golden.
+func TestCheckGolden(t *testing.T) {
+	var out bytes.Buffer
+	err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", filepath.Join("testdata", "check")})
+	if err == nil {
+		t.Error("check of broken scripts exited 0")
+	}
+	golden := filepath.Join("testdata", "check.golden")
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("check printed:\n%s\nwant (%s):\n%s", out.String(), golden, want)
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	var out bytes.Buffer
+	err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", "--json",
+		filepath.Join("testdata", "check", "good.lua"), filepath.Join("testdata", "check", "tools.lua")})
+	if err == nil {
+		t.Error("check exited 0")
+	}
+	var report struct {
+		Scripts []struct {
+			File     string
+			Path     string
+			Tools    []string
+			Problems []struct {
+				File    string
+				Line    int
+				Message string
+			}
+		}
+		Problems int
+	}
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("--json printed %s: %v", out.String(), err)
+	}
+	if len(report.Scripts) != 2 || report.Problems != 5 {
+		t.Fatalf("report %+v, want 2 scripts and 5 problems", report)
+	}
+	good, bad := report.Scripts[0], report.Scripts[1]
+	if good.Path != "/mcp/good" || len(good.Tools) != 1 || len(good.Problems) != 0 {
+		t.Errorf("good.lua: %+v", good)
+	}
+	if p := bad.Problems[0]; p.File != filepath.Join("testdata", "check", "tools.lua") || p.Line != 4 || !strings.Contains(p.Message, "bad name") {
+		t.Errorf("first problem of tools.lua: %+v", p)
+	}
+}
+
+func TestCheckClean(t *testing.T) {
+	var out bytes.Buffer
+	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", "scripts", "examples"}); err != nil {
+		t.Fatalf("check of the bundled scripts and examples: %v\n%s", err, out.String())
+	}
+}
+
+const callScript = `local mcp = require("mcp")
+return {
+  route = { sessions = true },
+  init = function(params) return { name = "c", version = "1" }, { tools = {} }, { n = 1 } end,
+  tools = function() return { { name = "work", description = "", input_schema = { type = "object" } },
+                              { name = "fail", description = "", input_schema = { type = "object" } },
+                              { name = "crash", description = "", input_schema = { type = "object" } } } end,
+  handle_tool = function(name, args, ctx, state)
+    if name == "fail" then return nil, "no good" end
+    if name == "crash" then error("kaboom") end
+    mcp.progress(ctx, 1, { total = 2 })
+    mcp.log(ctx, "info", "halfway")
+    mcp.notify(ctx.session_id, "notifications/x", { a = 1 })
+    return "done " .. args.what .. " in " .. ctx.session_id
+  end,
+}
+`
+
+func TestCall(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"c.lua": callScript})
+	file := filepath.Join(dir, "c.lua")
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		fail       bool
+		out, trail []string // in stdout, in stderr (or the error)
+	}{
+		{"result", []string{"work", `{"what":"it"}`}, false,
+			[]string{`"text": "done it in luamcp-call"`, `"isError": false`},
+			[]string{`progress {"progressToken":"call","progress":1,"total":2}`, `log info "halfway"`, `notify luamcp-call notifications/x {"a":1}`}},
+		{"error result", []string{"fail"}, true, []string{`"text": "no good"`, `"isError": true`}, nil},
+		{"crash", []string{"crash"}, true, nil, []string{"c.lua:10: kaboom", "traceback"}},
+		{"unknown tool", []string{"nope"}, true, nil, []string{`no tool "nope" (tools: work, fail, crash)`}},
+		{"bad arguments", []string{"work", `[1]`}, true, nil, []string{"JSON object"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := newApp(&stdout, &stderr).Run(append([]string{"luamcp", "call", file}, tc.args...))
+			if (err != nil) != tc.fail {
+				t.Errorf("error %v, want failure %v", err, tc.fail)
+			}
+			trail := stderr.String()
+			if err != nil {
+				trail += err.Error()
+			}
+			for _, w := range tc.out {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout %q lacks %q", stdout.String(), w)
+				}
+			}
+			for _, w := range tc.trail {
+				if !strings.Contains(trail, w) {
+					t.Errorf("stderr %q lacks %q", trail, w)
+				}
+			}
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "new", "--dir", dir, "weather"}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "weather.lua")
+	if !strings.Contains(out.String(), file) {
+		t.Errorf("new printed %q, want the file name", out.String())
+	}
+	// The starter passes check and its tool runs.
+	if err := newApp(io.Discard, io.Discard).Run([]string{"luamcp", "check", dir}); err != nil {
+		t.Errorf("check of the starter: %v", err)
+	}
+	var res bytes.Buffer
+	if err := newApp(&res, io.Discard).Run([]string{"luamcp", "call", file, "greet", `{"name":"Ada"}`}); err != nil {
+		t.Fatalf("call greet: %v", err)
+	}
+	if !strings.Contains(res.String(), "Hello, Ada!") {
+		t.Errorf("greet answered %s", res.String())
+	}
+	src, _ := os.ReadFile(file)
+	if !strings.Contains(string(src), "---@type luamcp.Server") || !strings.Contains(string(src), `name = "weather"`) {
+		t.Errorf("starter lacks its annotation or name:\n%s", src)
+	}
+	for _, bad := range [][]string{{"weather"}, {"no/slash"}, {}} {
+		if err := newApp(io.Discard, io.Discard).Run(append([]string{"luamcp", "new", "--dir", dir}, bad...)); err == nil {
+			t.Errorf("new %v succeeded", bad)
+		}
+	}
+}
+
+// TestServeWaitsForFiles: with the watcher on, an empty folder is served, and
+// a script added later is mounted.
+func TestServeWaitsForFiles(t *testing.T) {
+	dir := t.TempDir()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- newApp(outW, io.Discard).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir, "--addr", "127.0.0.1:0"})
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	if !lines.Scan() || !strings.Contains(lines.Text(), "watching") {
+		cancel()
+		t.Fatalf("serve printed %q, then ended: %v", lines.Text(), <-done)
+	}
+	go io.Copy(io.Discard, outR)
+	defer cancel()
+	base := regexp.MustCompile(`http://[0-9.]+:[0-9]+`).FindString(lines.Text())
+	if err := os.WriteFile(filepath.Join(dir, "s.lua"), []byte(sessionScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second) // liveness bound only
+	for {
+		resp, err := http.Post(base+"/mcp/s", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the script added to the folder was not mounted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(30 * time.Second): // liveness bound only
+		t.Fatal("serve did not stop")
+	}
 }

@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/yuin/gopher-lua v1.1.2 // indirect
 )

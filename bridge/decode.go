@@ -262,8 +262,12 @@ func (d *decoder) key() (lua.LValue, error) {
 	if v, ok := c.intern[string(raw)]; ok {
 		return v, nil
 	}
-	if c.intern == nil || len(c.intern) >= maxInternEntries {
-		c.intern = make(map[string]lua.LValue, maxInternEntries)
+	switch {
+	case c.intern == nil:
+		// Small at first: every idle session's state keeps its map.
+		c.intern = make(map[string]lua.LValue)
+	case len(c.intern) >= maxInternEntries:
+		clear(c.intern)
 	}
 	s := string(raw)
 	v := lua.LValue(lua.LString(s))

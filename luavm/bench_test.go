@@ -65,7 +65,7 @@ func BenchmarkNewVM(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		v, err := s.newVM(ctx)
+		v, err := s.current().newVM(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func BenchmarkCloneState(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s, _ := load(b, "echo.lua", nil)
-			v, err := s.newVM(context.Background())
+			v, err := s.current().newVM(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,7 +16,7 @@ import (
 // whose work ended cleanly; they are warm but not pristine, so only other short
 // borrowers take them.
 type pool struct {
-	s     *Script
+	s     *Version
 	fresh chan *vm
 	spare chan *vm
 	want  chan struct{} // wakes the filler after a fresh state was taken
@@ -29,7 +29,7 @@ type pool struct {
 	closed bool
 }
 
-func newPool(s *Script, size int) *pool {
+func newPool(s *Version, size int) *pool {
 	ctx, quit := context.WithCancel(context.Background())
 	return &pool{
 		s:     s,

@@ -10,7 +10,7 @@ import (
 
 func TestPoolKeepsFreshStates(t *testing.T) {
 	s, _ := load(t, "globals.lua", func(c *Config) { c.PoolSize = 3 })
-	eventually(t, "the pool to fill", func() bool { return len(s.pool.fresh) == 3 })
+	eventually(t, "the pool to fill", func() bool { return len(s.current().pool.fresh) == 3 })
 	if n := s.liveStates(); n != 3 {
 		t.Errorf("%d states open with a full pool of 3", n)
 	}
@@ -29,7 +29,7 @@ func TestPoolKeepsFreshStates(t *testing.T) {
 		}
 	}
 	// The filler refills the lane behind them.
-	eventually(t, "the pool to refill", func() bool { return len(s.pool.fresh) == 3 })
+	eventually(t, "the pool to refill", func() bool { return len(s.current().pool.fresh) == 3 })
 	if n := s.liveStates(); n != 3+5 {
 		t.Errorf("%d states open, want 8", n)
 	}
@@ -37,7 +37,7 @@ func TestPoolKeepsFreshStates(t *testing.T) {
 	for _, ss := range sessions {
 		ss.Close("normal")
 	}
-	if n := len(s.pool.spare); n != 0 {
+	if n := len(s.current().pool.spare); n != 0 {
 		t.Errorf("%d session states went back to the pool", n)
 	}
 	if n := s.liveStates(); n != 3 {
@@ -48,7 +48,7 @@ func TestPoolKeepsFreshStates(t *testing.T) {
 // Stateless requests borrow states and give clean ones back as spares.
 func TestPoolLendsSpares(t *testing.T) {
 	s, _ := load(t, "stateless.lua", func(c *Config) { c.PoolSize = 2 })
-	eventually(t, "the pool to fill", func() bool { return len(s.pool.fresh) == 2 })
+	eventually(t, "the pool to fill", func() bool { return len(s.current().pool.fresh) == 2 })
 	for range 10 {
 		ss, _, err := s.Init(context.Background(), nil, "")
 		if err != nil {
@@ -57,10 +57,10 @@ func TestPoolLendsSpares(t *testing.T) {
 		mustCall(t, ss, "hit", `{}`)
 		ss.Close("")
 	}
-	if n := len(s.pool.spare); n != 1 {
+	if n := len(s.current().pool.spare); n != 1 {
 		t.Errorf("%d spare states, want the one reused throughout", n)
 	}
-	eventually(t, "the pool to refill", func() bool { return len(s.pool.fresh) == 2 })
+	eventually(t, "the pool to refill", func() bool { return len(s.current().pool.fresh) == 2 })
 	if n := s.liveStates(); n != 3 {
 		t.Errorf("%d states open, want 2 fresh + 1 spare", n)
 	}

@@ -46,6 +46,9 @@ func setOption(o *mcp.Options, key string, v lua.LValue) error {
 		if !ok || !strings.HasPrefix(string(s), "/") {
 			return fmt.Errorf("route.path must be a string starting with /")
 		}
+		if strings.ContainsAny(string(s), "{}?#") {
+			return fmt.Errorf("route.path %q must not contain {, }, ? or #", string(s))
+		}
 		o.Path = string(s)
 	case "sessions":
 		o.Sessions, err = boolOption(key, v)
@@ -138,11 +141,22 @@ func describe(v lua.LValue) string {
 // auth(request) on a pooled state. true passes (0); false or nothing rejects
 // with 401; a number in 400..599 rejects with that status. Anything else, and
 // a crash, is logged and answered 500.
+//
+// It runs on the current version; a version without auth (whose route the
+// host remounts) lets the request through.
 func (s *Script) authHook(ctx context.Context, r *mcp.AuthRequest) int {
+	return s.current().auth(ctx, r)
+}
+
+func (s *Version) auth(ctx context.Context, r *mcp.AuthRequest) int {
 	v, err := s.pool.getSpare(ctx)
 	if err != nil {
 		s.logger.Error("auth: no Lua state", "error", err)
 		return 500
+	}
+	if v.auth == nil {
+		s.pool.release(v)
+		return 0
 	}
 	L := v.L
 	req := L.CreateTable(0, 4)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -15,9 +16,9 @@ import (
 // Lua error rather than a crash of the process.
 const (
 	callStackSize    = 200      // nested Lua and Go calls
-	registrySize     = 1024     // initial value stack slots (16 KiB)
+	registrySize     = 256      // initial value stack slots (4 KiB: every idle session keeps them)
 	registryMaxSize  = 64 << 10 // value stack slots at most (1 MiB)
-	registryGrowStep = 4096     // gopher-lua grows linearly: few, large steps
+	registryGrowStep = 2048     // gopher-lua grows linearly: few, large steps
 )
 
 // removedGlobals are the base functions a script does not get: file access,
@@ -32,8 +33,118 @@ var removedGlobals = []string{
 // (trimmed), string, table, math, os.time/clock/date and coroutine, with
 // print, load, loadstring and require replaced, plus the `mcp` module. There
 // is no io, debug or channel library.
+//
+// The library tables are the state's own, but the Go functions in them are
+// built once per process and shared (sharedLibs): they hold no state, and
+// every state saves their allocation.
 func (v *vm) sandbox() {
 	L := v.L
+	G := L.G.Global
+	libs := sharedLibs()
+	tables := make([]*lua.LTable, len(libs.tables))
+	for i, lt := range libs.tables {
+		tables[i] = L.CreateTable(0, len(lt.entries))
+	}
+	value := func(e libEntry) lua.LValue {
+		switch {
+		case e.table == libGlobals:
+			return G
+		case e.table >= 0:
+			return tables[e.table]
+		}
+		return e.value
+	}
+	for i, lt := range libs.tables {
+		for _, e := range lt.entries {
+			tables[i].RawSetString(e.name, value(e))
+		}
+	}
+	for _, e := range libs.globals {
+		G.RawSetString(e.name, value(e))
+	}
+	// Strings index the string library (("x"):upper()).
+	L.SetMetatable(lua.LString(""), tables[libs.str])
+
+	G.RawSetString("print", L.NewFunction(v.print))
+	G.RawSetString("load", L.NewFunction(v.load))
+	G.RawSetString("loadstring", L.NewFunction(v.loadstring))
+
+	v.loaded = L.CreateTable(0, 8)
+	for _, name := range []string{"string", "table", "math", "os", "coroutine"} {
+		v.loaded.RawSetString(name, G.RawGetString(name))
+	}
+	v.loaded.RawSetString("_G", G)
+	v.loaded.RawSetString("mcp", v.mod.Table())
+	pkg := L.CreateTable(0, 1)
+	pkg.RawSetString("loaded", v.loaded)
+	G.RawSetString("package", pkg)
+	G.RawSetString("require", L.NewFunction(v.require))
+}
+
+// libraries is the content of the sandbox's standard library: the entries of
+// _G and of each library table, as built by openLibs.
+type libraries struct {
+	globals []libEntry
+	tables  []libTable
+	str     int // index of the string library in tables
+}
+
+type libTable struct {
+	name    string
+	entries []libEntry
+}
+
+// libEntry is one key of _G or of a library table. A table value is named
+// by table (an index into libraries.tables, or libGlobals for _G itself);
+// any other value is shared as it is.
+type libEntry struct {
+	name  string
+	value lua.LValue
+	table int
+}
+
+const (
+	libValue   = -1 // libEntry.table: the entry is value
+	libGlobals = -2 // libEntry.table: the entry is _G
+)
+
+// sharedLibs builds the libraries once, on a state of their own that only
+// lends them its function values.
+var sharedLibs = sync.OnceValue(func() *libraries {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer L.Close()
+	openLibs(L)
+	G := L.G.Global
+	libs := &libraries{}
+	index := map[*lua.LTable]int{G: libGlobals}
+	entries := func(t *lua.LTable) []libEntry {
+		var out []libEntry
+		t.ForEach(func(k, val lua.LValue) {
+			e := libEntry{name: string(k.(lua.LString)), value: val, table: libValue}
+			if tv, ok := val.(*lua.LTable); ok {
+				e.value, e.table = nil, index[tv]
+			}
+			out = append(out, e)
+		})
+		slices.SortFunc(out, func(a, b libEntry) int { return strings.Compare(a.name, b.name) })
+		return out
+	}
+	names := []string{"string", "table", "math", "os", "coroutine"}
+	for i, name := range names {
+		index[G.RawGetString(name).(*lua.LTable)] = i
+	}
+	for _, name := range names {
+		t := G.RawGetString(name).(*lua.LTable)
+		libs.tables = append(libs.tables, libTable{name: name, entries: entries(t)})
+	}
+	libs.globals = entries(G)
+	libs.str = slices.Index(names, "string")
+	return libs
+})
+
+// openLibs opens the sandbox's libraries on L the way gopher-lua does, then
+// trims and guards them.
+func openLibs(L *lua.LState) {
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -53,29 +164,13 @@ func (v *vm) sandbox() {
 	for _, name := range removedGlobals {
 		G.RawSetString(name, lua.LNil)
 	}
-
 	fullOS := L.GetGlobal("os").(*lua.LTable)
 	safeOS := L.CreateTable(0, 3)
 	for _, name := range []string{"time", "clock", "date"} {
 		safeOS.RawSetString(name, fullOS.RawGetString(name))
 	}
 	G.RawSetString("os", safeOS)
-
 	guardLibs(L)
-	G.RawSetString("print", L.NewFunction(v.print))
-	G.RawSetString("load", L.NewFunction(v.load))
-	G.RawSetString("loadstring", L.NewFunction(v.loadstring))
-
-	v.loaded = L.CreateTable(0, 8)
-	for _, name := range []string{"string", "table", "math", "os", "coroutine"} {
-		v.loaded.RawSetString(name, G.RawGetString(name))
-	}
-	v.loaded.RawSetString("_G", G)
-	v.loaded.RawSetString("mcp", v.mod.Table())
-	pkg := L.CreateTable(0, 1)
-	pkg.RawSetString("loaded", v.loaded)
-	G.RawSetString("package", pkg)
-	G.RawSetString("require", L.NewFunction(v.require))
 }
 
 // print writes its arguments, tab-separated, to the server log.

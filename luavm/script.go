@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,22 +49,40 @@ const (
 // context to honour.
 const terminateTimeout = 10 * time.Second
 
-// Script is one loaded server script. It implements mcp.Server.
+// Script is one server script file. It implements mcp.Server.
+//
+// A Script is a handle that outlives code edits: it holds a current compiled
+// version (a Version), which Reload or Commit replace. Init always uses the
+// current version; each session remembers the version its state lives in and
+// moves to the current one before its next call, or at once when idle
+// (reload.go).
 type Script struct {
-	name    string // file name without .lua
-	chunk   string // path shown in messages: relative to Dir
-	cfg     Config
-	logger  *slog.Logger
+	name   string // file name without .lua
+	path   string // the file
+	chunk  string // path shown in messages: relative to Dir
+	cfg    Config
+	logger *slog.Logger
+	watch  *watchdog
+	live   atomic.Int64 // states open, of every version, pooled or lent out
+
+	cur     atomic.Pointer[Version]
+	retired atomic.Bool // see Retire
+
+	reloadMu sync.Mutex // serialises Commit and Close
+	mu       sync.Mutex // guards sessions and closed
+	sessions map[*session]struct{}
+	closed   bool
+}
+
+// Version is one compiled version of a script: its chunk, its route options,
+// its required modules and its pool of warm states.
+type Version struct {
+	*Script
 	proto   *lua.FunctionProto
 	opts    mcp.Options
 	modules *modules
-	watch   *watchdog
 	pool    *pool
-	live    atomic.Int64 // states open, in the pool or lent out
-
 	retLine int // line of the chunk's final return, for module errors
-
-	closeOnce sync.Once
 }
 
 var _ mcp.Server = (*Script)(nil)
@@ -85,50 +104,80 @@ func Load(path string, cfg Config) (*Script, error) {
 	if cfg.MaxCall <= 0 {
 		cfg.MaxCall = DefaultMaxCall
 	}
-	chunk := filepath.Base(path)
-	if rel, err := filepath.Rel(cfg.Dir, path); err == nil && !strings.HasPrefix(rel, "..") {
-		chunk = filepath.ToSlash(rel)
-	}
-
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", chunk, err)
-	}
-	proto, err := compile(src, chunk, 0)
-	if err != nil {
-		return nil, err
-	}
+	chunk := chunkName(path, cfg.Dir)
 	logger := cfg.Logger.With("script", name)
 	s := &Script{
-		name:    name,
-		chunk:   chunk,
-		cfg:     cfg,
-		logger:  logger,
-		proto:   proto,
-		modules: newModules(cfg.Dir),
-		watch:   newWatchdog(cfg.MemoryLimit, logger),
-		retLine: returnLine(proto),
+		name:     name,
+		path:     path,
+		chunk:    chunk,
+		cfg:      cfg,
+		logger:   logger,
+		watch:    newWatchdog(cfg.MemoryLimit, logger),
+		sessions: make(map[*session]struct{}),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.MaxCall)
-	defer cancel()
-	v, err := s.newVM(ctx)
+	ver, err := s.Prepare()
 	if err != nil {
 		s.watch.close()
 		return nil, err
 	}
-	if err := s.validate(v); err != nil {
-		v.close()
-		s.watch.close()
-		return nil, err
-	}
-	s.pool = newPool(s, cfg.PoolSize)
-	s.pool.start(v)
+	s.cur.Store(ver)
 	return s, nil
 }
 
+// chunkName is how messages name the file at path: relative to dir when it
+// lies inside it.
+func chunkName(path, dir string) string {
+	if rel, err := filepath.Rel(dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.Base(path)
+}
+
+// Prepare compiles the script's file again into a version that is not yet
+// current, validating it as Load does: Commit makes it current, Discard drops
+// it. The running version is untouched either way.
+func (s *Script) Prepare() (*Version, error) {
+	src, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.chunk, err)
+	}
+	proto, err := compile(src, s.chunk, 0)
+	if err != nil {
+		return nil, err
+	}
+	ver := &Version{
+		Script:  s,
+		proto:   proto,
+		modules: newModules(s.cfg.Dir),
+		retLine: returnLine(proto),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.MaxCall)
+	defer cancel()
+	v, err := ver.newVM(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := ver.validate(v); err != nil {
+		v.close()
+		return nil, err
+	}
+	ver.pool = newPool(ver, s.cfg.PoolSize)
+	ver.pool.start(v)
+	return ver, nil
+}
+
+// Options returns the version's route options (see Script.Options).
+func (ver *Version) Options() mcp.Options { return ver.opts }
+
+// Discard releases a version that will not be committed.
+func (ver *Version) Discard() { ver.pool.close() }
+
+// current returns the current version.
+func (s *Script) current() *Version { return s.cur.Load() }
+
 // validate checks the server module of a freshly built state: callback types,
 // auth and route options.
-func (s *Script) validate(v *vm) error {
+func (s *Version) validate(v *vm) error {
 	mod := v.module
 	for i, name := range callbackNames {
 		if val := mod.RawGetString(name); val != lua.LNil && !required(i) {
@@ -153,7 +202,7 @@ func (s *Script) validate(v *vm) error {
 
 // moduleError reports a problem with the server module, at the line of the
 // chunk's return statement when it has one.
-func (s *Script) moduleError(format string, args ...any) error {
+func (s *Version) moduleError(format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if s.retLine > 0 {
 		return fmt.Errorf("%s:%d: %s", s.chunk, s.retLine, msg)
@@ -174,10 +223,25 @@ func returnLine(p *lua.FunctionProto) int {
 // Name returns the script's file name without .lua.
 func (s *Script) Name() string { return s.name }
 
-// Options returns the route options: Path defaulted to /mcp/<name>, Auth set
-// when the module has an auth function. Other unset options are zero (their
-// defaults, see mcp.Options.Defaults).
-func (s *Script) Options() mcp.Options { return s.opts }
+// Options returns the current version's route options: Path defaulted to
+// /mcp/<name>, Auth set when the module has an auth function. Other unset
+// options are zero (their defaults, see mcp.Options.Defaults).
+func (s *Script) Options() mcp.Options { return s.current().opts }
+
+// Modules returns the files, relative to Config.Dir and slash-separated, of
+// the modules the current version has required so far: a change to one of
+// them calls for a reload.
+func (s *Script) Modules() []string {
+	m := s.current().modules
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	files := make([]string, 0, len(m.protos))
+	for _, p := range m.protos {
+		files = append(files, p.SourceName)
+	}
+	slices.Sort(files)
+	return files
+}
 
 // Describe runs init({}) and tools on a pooled state and returns the tool
 // names; it also checks that the capabilities init advertises have their
@@ -199,14 +263,28 @@ func (s *Script) Describe(ctx context.Context) (tools []string, err error) {
 	return tools, nil
 }
 
+// Retire marks the script as leaving while the server goes on (its file was
+// removed, or its route is remounted): sessions the transport ends from now
+// on with reason "shutdown" run terminate with reason "normal".
+func (s *Script) Retire() { s.retired.Store(true) }
+
 // Close stops the pool filler and closes the pooled states. Sessions still
-// open keep their states until they are closed.
+// open keep their states until they are closed. A version committed later is
+// discarded.
 func (s *Script) Close() {
-	s.closeOnce.Do(func() {
-		s.pool.close()
-		s.watch.close()
-	})
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.current().pool.close()
+	s.watch.close()
 }
 
-// liveStates reports the states open (pooled or lent out), for tests.
+// liveStates reports the states open (pooled or lent out, of every version),
+// for tests.
 func (s *Script) liveStates() int64 { return s.live.Load() }

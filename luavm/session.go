@@ -17,19 +17,26 @@ import (
 // State threading (script-api.md "State"): callbacks get the state; the one a
 // callback returns after its result (or after its in-band error) replaces it,
 // and when it returns none the table it was given stays, mutations included.
-// In session mode every call first takes a deep copy (Codec.Clone) of the
+// In session mode every call first takes a deep copy (vm.backup) of the
 // state: a crash or an interruption puts that copy back, so the state is
 // exactly what it was before the call even if Lua changed it in place. During
 // a call the copy is the committed state that Snapshot reads, since Lua never
 // touches it.
 type session struct {
-	s     *Script
-	v     *vm
-	owned bool // session mode: roll back on crash, run terminate
-	spare bool // a stateless request's borrowed state: given back to the pool if clean
-	has   mcp.Capabilities
+	script *Script
+	id     string // the Mcp-Session-Id; "" when stateless
+	owned  bool   // session mode: roll back on crash, run terminate, follow reloads
+	spare  bool   // a stateless request's borrowed state: given back to the pool if clean
+	has    mcp.Capabilities
 
-	mu     sync.Mutex // guards state and closed against Snapshot
+	// work serialises the Lua work on the session's state: the transport's
+	// calls and a reload's migration (reload.go).
+	work  sync.Mutex
+	stuck *Version // a version the session failed to move to; not retried
+
+	mu     sync.Mutex // guards s, v, state and closed against Snapshot
+	s      *Version   // the version v runs
+	v      *vm
 	state  lua.LValue // the committed state
 	closed bool
 
@@ -46,6 +53,19 @@ var errClosed = errors.New("luavm: session closed")
 // life; in stateless mode it gets {} on a borrowed state, which Close gives
 // back.
 func (s *Script) Init(ctx context.Context, params json.RawMessage, sessionID string) (mcp.Session, *mcp.InitResult, error) {
+	ss, res, err := s.current().start(ctx, params, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ss.owned && !s.track(ss) {
+		ss.Close("")
+		return nil, nil, fmt.Errorf("%s: script closed", s.name)
+	}
+	return ss, res, nil
+}
+
+// start runs init on a state of this version.
+func (s *Version) start(ctx context.Context, params json.RawMessage, sessionID string) (*session, *mcp.InitResult, error) {
 	owned := sessionID != ""
 	var v *vm
 	var err error
@@ -57,7 +77,7 @@ func (s *Script) Init(ctx context.Context, params json.RawMessage, sessionID str
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: no Lua state: %w", s.name, err)
 	}
-	ss := &session{s: s, v: v, owned: owned, spare: !owned, state: lua.LNil}
+	ss := &session{script: s.Script, id: sessionID, s: s, v: v, owned: owned, spare: !owned, state: lua.LNil}
 	res, err := ss.init(ctx, params, sessionID)
 	if err != nil {
 		ss.release()
@@ -194,18 +214,19 @@ type op struct {
 // stateless request's session serves one call and is thrown away, so it needs
 // neither the rollback nor the protection from a concurrent Snapshot.
 func (ss *session) begin(ctx context.Context) (*op, error) {
-	if ss.closed {
+	ss.work.Lock()
+	if ss.isClosed() {
+		ss.work.Unlock()
 		return nil, errClosed
+	}
+	if ss.owned {
+		ss.follow(ctx)
 	}
 	ss.op = op{run: ss.v.begin(ctx), live: ss.state}
 	c := &ss.op
 	if ss.owned {
 		if t, ok := ss.state.(*lua.LTable); ok {
-			backup, err := ss.v.codec.Clone(t)
-			if err != nil {
-				c.end()
-				return nil, fmt.Errorf("%s: backing up the state: %w", ss.s.name, err)
-			}
+			backup := ss.v.backup(t)
 			ss.mu.Lock()
 			ss.state = backup
 			ss.mu.Unlock()
@@ -220,12 +241,17 @@ func (ss *session) end(c *op, err error) {
 	c.run.end()
 	live := c.live
 	*c = op{}
-	if err != nil && !inBand(err) {
-		return // the backup stays
+	if err == nil || inBand(err) {
+		ss.mu.Lock()
+		ss.state = live
+		ss.mu.Unlock()
+	} else if ss.owned {
+		ss.v.dropBackup() // the backup stays, as the live state
 	}
-	ss.mu.Lock()
-	ss.state = live
-	ss.mu.Unlock()
+	ss.work.Unlock()
+	if ss.owned && ss.behind() {
+		go ss.followIdle() // a reload happened during the call
+	}
 }
 
 // inBand reports whether err is an answer (a *mcp.Error) rather than a crash.
@@ -243,33 +269,8 @@ func (c *op) adopt(state lua.LValue) {
 
 // list runs a list callback and returns its entries as items keyed by key.
 func (ss *session) list(c *op, cb int, key string) ([]mcp.Item, error) {
-	name := callbackNames[cb]
-	rets, err := c.call(name, ss.v.fns[cb], 1, c.live)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := list(rets[0], name)
-	if err != nil {
-		return nil, c.crashf(name, "%v", err)
-	}
-	items := make([]mcp.Item, len(entries))
-	for i, e := range entries {
-		root := fmt.Sprintf("%s[%d]", name, i+1)
-		t, ok := e.(*lua.LTable)
-		if !ok {
-			return nil, c.crashf(name, "%s: want a table, got %s", root, describe(e))
-		}
-		k, ok := t.RawGetString(key).(lua.LString)
-		if !ok {
-			return nil, c.crashf(name, "%s.%s: want a string, got %s", root, key, describe(t.RawGetString(key)))
-		}
-		data, err := ss.v.object(t, root, nil)
-		if err != nil {
-			return nil, c.crashf(name, "%v", err)
-		}
-		items[i] = mcp.Item{Key: string(k), JSON: data}
-	}
-	return items, nil
+	items, _, err := ss.listPage(c, cb, key, 0, wholeList)
+	return items, err
 }
 
 // find runs a list callback and returns the entry whose key field is want.
@@ -298,12 +299,13 @@ func (ss *session) find(c *op, cb int, key, want string) (*lua.LTable, error) {
 
 // listMethod runs one list callback as a whole Session method.
 func (ss *session) listMethod(ctx context.Context, cb int, key string) ([]mcp.Item, error) {
-	if !ss.v.has(cb) {
-		return []mcp.Item{}, nil
-	}
 	c, err := ss.begin(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if !ss.v.has(cb) {
+		ss.end(c, nil)
+		return []mcp.Item{}, nil
 	}
 	items, err := ss.list(c, cb, key)
 	ss.end(c, err)
@@ -598,12 +600,13 @@ func (ss *session) complete(c *op, ref, argument, hint json.RawMessage) ([]strin
 // Channels runs channels(state): the pubsub channels the session joins.
 func (ss *session) Channels(ctx context.Context) ([]string, error) {
 	const name = "channels"
-	if !ss.v.has(cbChannels) {
-		return nil, nil
-	}
 	c, err := ss.begin(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if !ss.v.has(cbChannels) {
+		ss.end(c, nil)
+		return nil, nil
 	}
 	rets, err := c.call(name, ss.v.fns[cbChannels], 1, c.live)
 	var out []string
@@ -621,9 +624,10 @@ func (ss *session) Channels(ctx context.Context) ([]string, error) {
 // backup taken before that call, which Lua never touches. Like a session's,
 // the snapshot's state is closed at the end, never lent again.
 func (ss *session) Snapshot(ctx context.Context) (mcp.Session, error) {
-	nv, err := ss.s.pool.get(ctx)
+	ver := ss.script.current() // a snapshot runs the newest code at once
+	nv, err := ver.pool.get(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: snapshot: no Lua state: %w", ss.s.name, err)
+		return nil, fmt.Errorf("%s: snapshot: no Lua state: %w", ss.script.name, err)
 	}
 	ss.mu.Lock()
 	if ss.closed {
@@ -635,10 +639,10 @@ func (ss *session) Snapshot(ctx context.Context) (mcp.Session, error) {
 	ss.mu.Unlock()
 	if err != nil {
 		nv.close()
-		ss.s.logger.Error("snapshot of the session state failed", "error", err)
-		return nil, fmt.Errorf("%s: snapshot: %w", ss.s.name, err)
+		ss.script.logger.Error("snapshot of the session state failed", "error", err)
+		return nil, fmt.Errorf("%s: snapshot: %w", ss.script.name, err)
 	}
-	return &session{s: ss.s, v: nv, has: ss.has, state: state}, nil
+	return &session{script: ss.script, id: ss.id, s: ver, v: nv, has: ss.has, state: state}, nil
 }
 
 // Close ends the session. In session mode a non-empty reason runs
@@ -653,8 +657,16 @@ func (ss *session) Close(reason string) {
 	}
 	ss.closed = true
 	ss.mu.Unlock()
+	ss.work.Lock() // a migration may be under way
+	defer ss.work.Unlock()
+	if ss.owned {
+		ss.script.untrack(ss)
+	}
+	if reason == "shutdown" && ss.script.retired.Load() {
+		reason = "normal" // the script leaves, the server goes on
+	}
 	if ss.owned && reason != "" && ss.v.has(cbTerminate) {
-		ctx, cancel := context.WithTimeout(context.Background(), min(terminateTimeout, ss.s.cfg.MaxCall))
+		ctx, cancel := context.WithTimeout(context.Background(), min(terminateTimeout, ss.script.cfg.MaxCall))
 		r := ss.v.begin(ctx)
 		_, _ = r.call("terminate", ss.v.fns[cbTerminate], 0, lua.LString(reason), ss.state)
 		r.end()

@@ -437,7 +437,7 @@ func TestStateless(t *testing.T) {
 		ss.Close("")
 	}
 	// A crashed borrowed state is closed, not given back.
-	eventually(t, "the pool to fill", func() bool { return len(s.pool.fresh) == cap(s.pool.fresh) })
+	eventually(t, "the pool to fill", func() bool { return len(s.current().pool.fresh) == cap(s.current().pool.fresh) })
 	ss, _ := open(t, s, "") // takes the spare: the filler stays idle
 	before := s.liveStates()
 	if _, err := call(t, ss, "hit", `{"crash":true}`); !isCrash(err) {

@@ -39,7 +39,7 @@ func required(i int) bool { return i <= cbHandleTool }
 // globals, `mcp` module and server module. Like the state, it has one owner at
 // a time.
 type vm struct {
-	s      *Script
+	s      *Version
 	L      *lua.LState
 	codec  *bridge.Codec
 	mod    *bridge.Module
@@ -50,9 +50,10 @@ type vm struct {
 	loaded  *lua.LTable     // package.loaded
 	loading map[string]bool // modules being required, for loop detection
 
-	buf    []byte  // scratch for encoded results
-	fields []field // scratch for top-level object keys
-	run    run     // the run in progress; a state runs one at a time
+	buf    []byte         // scratch for encoded results
+	mirror *bridge.Mirror // the rollback backup of the owning session's state; nil until needed
+	fields []field        // scratch for top-level object keys
+	run    run            // the run in progress; a state runs one at a time
 
 	// broken is set when a call on the state crashed or was interrupted:
 	// Lua may have been stopped halfway through anything, so the state is
@@ -62,7 +63,7 @@ type vm struct {
 }
 
 // newVM builds a sandboxed state and runs the script's chunk on it, under ctx.
-func (s *Script) newVM(ctx context.Context) (*vm, error) {
+func (s *Version) newVM(ctx context.Context) (*vm, error) {
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:        true,
 		CallStackSize:       callStackSize,
@@ -101,6 +102,25 @@ func (s *Script) newVM(ctx context.Context) (*vm, error) {
 	v.module = module
 	v.auth, _ = module.RawGetString("auth").(*lua.LFunction)
 	return v, nil
+}
+
+// backup returns a deep copy of a session state, taken before a call so that
+// a crash can put it back. The copy is kept and patched from one call to the
+// next (bridge.Mirror), so an unchanged state costs a read, not a rebuild.
+// Once a rollback makes the copy the live state, dropBackup must be called.
+func (v *vm) backup(state lua.LValue) lua.LValue {
+	if v.mirror == nil {
+		v.mirror = v.codec.NewMirror()
+	}
+	return v.mirror.Sync(state)
+}
+
+// dropBackup hands the last backup over to the caller, which made it the
+// live state after a rollback: the next backup is a new copy.
+func (v *vm) dropBackup() {
+	if v.mirror != nil {
+		v.mirror.Release()
+	}
 }
 
 // has reports whether the module defines callback i.
@@ -216,7 +236,7 @@ func (r *run) crash(name, msg, trace string) error {
 
 // crashf reports a callback whose result breaks the contract.
 func (r *run) crashf(name, format string, args ...any) error {
-	return r.crash(name, fmt.Sprintf(format, args...), "")
+	return r.crash(name, r.v.definedAt(name)+fmt.Sprintf(format, args...), "")
 }
 
 // errorText returns the message and traceback of a Lua error. A table raised

@@ -104,6 +104,28 @@ type Session interface {
 	Close(reason string)
 }
 
+// ListKind names one of the lists a Session serves.
+type ListKind uint8
+
+// The lists, as Pager.Page names them.
+const (
+	ListTools             ListKind = iota // Session.Tools
+	ListResources                         // Session.Resources
+	ListResourceTemplates                 // Session.ResourceTemplates
+	ListPrompts                           // Session.Prompts
+)
+
+// A Pager is a Session that can answer one page of a list without encoding
+// the rest of it. When a Session implements Pager, the transport answers the
+// */list requests with Page instead of the list methods, so that a long list
+// costs each request only its page.
+type Pager interface {
+	// Page returns the items [offset, offset+limit) of the list kind, fewer at
+	// its end and none past it, and the length of the whole list. It runs the
+	// same callback, under the same rules, as the list method it stands for.
+	Page(ctx context.Context, kind ListKind, offset, limit int) (items []Item, total int, err error)
+}
+
 // Item is one list entry: a key the transport or the server looks up by (tool
 // or prompt name, resource uri, template) and its encoded wire descriptor.
 type Item struct {

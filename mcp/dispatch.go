@@ -87,7 +87,7 @@ func (h *Handler) dispatch(ctx context.Context, sc *scope, m *message, call *Cal
 		return appendResult(dst, id, emptyObject), nil
 
 	case "tools/list":
-		return h.list(ctx, dst, m, "tools", sc.sess.Tools)
+		return h.list(ctx, dst, m, sc.sess, ListTools)
 
 	case "tools/call":
 		name, ok := stringMember(params, "name")
@@ -104,9 +104,9 @@ func (h *Handler) dispatch(ctx context.Context, sc *scope, m *message, call *Cal
 		}
 		switch m.method {
 		case "resources/list":
-			return h.list(ctx, dst, m, "resources", sc.sess.Resources)
+			return h.list(ctx, dst, m, sc.sess, ListResources)
 		case "resources/templates/list":
-			return h.list(ctx, dst, m, "resourceTemplates", sc.sess.ResourceTemplates)
+			return h.list(ctx, dst, m, sc.sess, ListResourceTemplates)
 		}
 		uri, ok := stringMember(params, "uri")
 		if !ok {
@@ -125,7 +125,7 @@ func (h *Handler) dispatch(ctx context.Context, sc *scope, m *message, call *Cal
 			break
 		}
 		if m.method == "prompts/list" {
-			return h.list(ctx, dst, m, "prompts", sc.sess.Prompts)
+			return h.list(ctx, dst, m, sc.sess, ListPrompts)
 		}
 		name, ok := stringMember(params, "name")
 		if !ok {
@@ -194,19 +194,54 @@ func (h *Handler) failure(ctx context.Context, dst []byte, m *message, err error
 	return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
 }
 
-// list answers a */list request with one page of items under key.
-func (h *Handler) list(ctx context.Context, dst []byte, m *message, key string, items func(context.Context) ([]Item, error)) ([]byte, error) {
+// listKeys are the result members of the lists, by ListKind.
+var listKeys = [...]string{
+	ListTools:             "tools",
+	ListResources:         "resources",
+	ListResourceTemplates: "resourceTemplates",
+	ListPrompts:           "prompts",
+}
+
+// page returns the items [offset, offset+size) of list kind and the list's
+// length: from Pager when sess has it, else cut from the whole list.
+func page(ctx context.Context, sess Session, kind ListKind, offset, size int) ([]Item, int, error) {
+	if p, ok := sess.(Pager); ok {
+		return p.Page(ctx, kind, offset, size)
+	}
+	var all []Item
+	var err error
+	switch kind {
+	case ListTools:
+		all, err = sess.Tools(ctx)
+	case ListResources:
+		all, err = sess.Resources(ctx)
+	case ListResourceTemplates:
+		all, err = sess.ResourceTemplates(ctx)
+	default:
+		all, err = sess.Prompts(ctx)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return all[min(offset, len(all)):min(offset+size, len(all))], len(all), nil
+}
+
+// list answers a */list request with one page of the list kind.
+func (h *Handler) list(ctx context.Context, dst []byte, m *message, sess Session, kind ListKind) ([]byte, error) {
 	offset, ok := parseCursor(m.params)
 	if !ok {
 		return appendError(dst, m.id, CodeInvalidParams, msgInvalidCursor, nil), nil
 	}
-	all, err := items(ctx)
+	size := h.opts.PageSize
+	items, total, err := page(ctx, sess, kind, offset, size)
 	if err != nil {
 		return h.failure(ctx, dst, m, err)
 	}
-	size := h.opts.PageSize
-	start, end := min(offset, len(all)), min(offset+size, len(all))
-	for _, it := range all[start:end] {
+	if len(items) > size {
+		items = items[:size] // a Pager that sent more than asked
+	}
+	key := listKeys[kind]
+	for _, it := range items {
 		if !json.Valid(it.JSON) {
 			h.log.Error("mcp: the server listed an item that is not valid JSON", "method", m.method, "key", it.Key)
 			return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
@@ -217,14 +252,14 @@ func (h *Handler) list(ctx context.Context, dst []byte, m *message, key string, 
 	dst = append(dst, `{"`...)
 	dst = append(dst, key...)
 	dst = append(dst, `":[`...)
-	for i, it := range all[start:end] {
+	for i, it := range items {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, it.JSON...)
 	}
 	dst = append(dst, ']')
-	if offset+size < len(all) {
+	if offset+size < total {
 		dst = append(dst, `,"nextCursor":"`...)
 		dst = appendCursor(dst, offset+size)
 		dst = append(dst, '"')

@@ -25,6 +25,7 @@ type fakeServer struct {
 	extraTools   int // tools beyond the fixed set, for pagination
 	resources    int // resources beyond the fixed set
 	initErr      error
+	paged        bool // sessions implement mcp.Pager
 	channelsErr  error
 
 	// started receives the name of every tool call as it starts.
@@ -41,6 +42,7 @@ type fakeServer struct {
 	maxActive int
 	snapshots int
 	snapClose int
+	pages     [][2]int // offset and limit of every Page call
 }
 
 func newFakeServer() *fakeServer {
@@ -71,7 +73,37 @@ func (f *fakeServer) Init(ctx context.Context, params json.RawMessage, sessionID
 		ClientInfo struct{ Name string }
 	}
 	_ = json.Unmarshal(params, &p)
-	return &fakeSession{f: f, id: sessionID, client: p.ClientInfo.Name}, ir, nil
+	sess := &fakeSession{f: f, id: sessionID, client: p.ClientInfo.Name}
+	if f.paged {
+		return pagedSession{sess}, ir, nil
+	}
+	return sess, ir, nil
+}
+
+// pagedSession is a fakeSession that implements mcp.Pager, and records the
+// windows the transport asks for.
+type pagedSession struct{ *fakeSession }
+
+func (s pagedSession) Page(ctx context.Context, kind mcp.ListKind, offset, limit int) ([]mcp.Item, int, error) {
+	s.f.mu.Lock()
+	s.f.pages = append(s.f.pages, [2]int{offset, limit})
+	s.f.mu.Unlock()
+	var all []mcp.Item
+	var err error
+	switch kind {
+	case mcp.ListTools:
+		all, err = s.Tools(ctx)
+	case mcp.ListResources:
+		all, err = s.Resources(ctx)
+	case mcp.ListResourceTemplates:
+		all, err = s.ResourceTemplates(ctx)
+	case mcp.ListPrompts:
+		all, err = s.Prompts(ctx)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return all[min(offset, len(all)):min(offset+limit, len(all))], len(all), nil
 }
 
 func (f *fakeServer) closeReasons() []string {

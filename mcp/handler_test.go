@@ -566,46 +566,16 @@ func TestPagination(t *testing.T) {
 		{"prompts one page", "prompts/list", "prompts", 2, 0, 1, 2},
 		{"templates", "resources/templates/list", "resourceTemplates", 1, 0, 1, 1},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer()
-			f.extraTools, f.resources = tt.extra, tt.extra
-			rt := newRoute(t, f, mcp.Options{PageSize: tt.pageSize})
-			var names []string
-			seen := map[string]bool{}
-			params := `{}`
-			pages := 0
-			for {
-				r := rt.call("", 1, tt.method, params)
-				items, ok := r.result()[tt.key].([]any)
-				if !ok {
-					t.Fatalf("page %d: %s", pages, r.body)
-				}
-				pages++
-				if len(items) > tt.pageSize {
-					t.Fatalf("page of %d items", len(items))
-				}
-				for _, it := range items {
-					b, _ := json.Marshal(it)
-					if seen[string(b)] {
-						t.Fatalf("item repeated: %s", b)
-					}
-					seen[string(b)] = true
-					names = append(names, string(b))
-				}
-				next, ok := r.result()["nextCursor"].(string)
-				if !ok {
-					break
-				}
-				params = `{"cursor":"` + next + `"}`
+	for _, paged := range []bool{false, true} {
+		for _, tt := range tests {
+			name := tt.name
+			if paged {
+				name += " (Pager)"
 			}
-			if pages != tt.wantPages || len(names) != tt.wantItems {
-				t.Fatalf("%d pages, %d items; want %d, %d", pages, len(names), tt.wantPages, tt.wantItems)
-			}
-			if tt.method == "tools/list" && !strings.Contains(names[0], `"add"`) {
-				t.Fatalf("order lost: first item %s", names[0])
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				testPages(t, tt.method, tt.key, tt.pageSize, tt.extra, tt.wantPages, tt.wantItems, paged)
+			})
+		}
 	}
 	rt := newRoute(t, newFakeServer(), mcp.Options{PageSize: 2})
 	for _, c := range []struct{ cursor, want string }{
@@ -619,6 +589,61 @@ func TestPagination(t *testing.T) {
 	for _, bad := range []string{`"YWJj"`, `5`, `"!!"`, `{}`} {
 		if r := rt.call("", 1, "tools/list", `{"cursor":`+bad+`}`); r.errorCode() != -32602 || r.errorMessage() != "Invalid cursor" {
 			t.Errorf("cursor %s: %s", bad, r.body)
+		}
+	}
+}
+
+// testPages walks every page of a list and checks what it saw. With paged,
+// the sessions implement mcp.Pager: the transport must ask them for each
+// page's window only.
+func testPages(t *testing.T, method, key string, pageSize, extra, wantPages, wantItems int, paged bool) {
+	f := newFakeServer()
+	f.extraTools, f.resources, f.paged = extra, extra, paged
+	rt := newRoute(t, f, mcp.Options{PageSize: pageSize})
+	var names []string
+	seen := map[string]bool{}
+	params := `{}`
+	pages := 0
+	for {
+		r := rt.call("", 1, method, params)
+		items, ok := r.result()[key].([]any)
+		if !ok {
+			t.Fatalf("page %d: %s", pages, r.body)
+		}
+		pages++
+		if len(items) > pageSize {
+			t.Fatalf("page of %d items", len(items))
+		}
+		for _, it := range items {
+			b, _ := json.Marshal(it)
+			if seen[string(b)] {
+				t.Fatalf("item repeated: %s", b)
+			}
+			seen[string(b)] = true
+			names = append(names, string(b))
+		}
+		next, ok := r.result()["nextCursor"].(string)
+		if !ok {
+			break
+		}
+		params = `{"cursor":"` + next + `"}`
+	}
+	if pages != wantPages || len(names) != wantItems {
+		t.Fatalf("%d pages, %d items; want %d, %d", pages, len(names), wantPages, wantItems)
+	}
+	if method == "tools/list" && !strings.Contains(names[0], `"add"`) {
+		t.Fatalf("order lost: first item %s", names[0])
+	}
+	if paged {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.pages) != pages {
+			t.Fatalf("%d Page calls for %d pages", len(f.pages), pages)
+		}
+		for i, w := range f.pages {
+			if w != [2]int{i * pageSize, pageSize} {
+				t.Fatalf("Page call %d asked for offset %d limit %d", i, w[0], w[1])
+			}
 		}
 	}
 }

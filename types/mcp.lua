@@ -2,10 +2,13 @@
 -- LuaLS (lua-language-server) type stubs for luamcp scripts.
 -- Point your editor at this folder (see the README, "Editor support"); nothing here runs.
 
----@class mcp.Null
----The JSON null sentinel: compare with `v == mcp.null`.
+---@class mcp.Null: userdata
+---The JSON null sentinel (a userdata): compare with `v == mcp.null`. `tostring(mcp.null)` is
+---"null"; it is truthy, so test `v == mcp.null`, not `not v`.
 
 ---@class mcp.Context
+---The third argument of handle_tool. It is inert once the call has returned: mcp functions
+---given a stale ctx do nothing (requests to the client fail in-band).
 ---@field session_id string? the session's Mcp-Session-Id; nil in stateless mode
 ---@field request_id string|integer the JSON-RPC id of the request being answered
 ---@field progress_token string|integer|nil the client's _meta.progressToken, or nil
@@ -19,6 +22,9 @@
 ---@class mcp.ElicitRequest
 ---@field message string what to ask the user
 ---@field requested_schema table a flat JSON Schema object of primitive properties
+---@field mode string? "form" (default) or "url" (2025-11-25)
+---@field url string? the page to open, in url mode
+---@field elicitation_id string? the id of a url-mode elicitation
 
 ---@class mcp.SampleRequest
 ---@field messages table[] {role=, content={type="text", text=...}} entries
@@ -27,6 +33,10 @@
 ---@field model_preferences table?
 ---@field temperature number?
 ---@field stop_sequences string[]?
+---@field include_context "none"|"thisServer"|"allServers"?
+---@field metadata table?
+---@field tools table[]? tools the model may use (2025-11-25)
+---@field tool_choice table?
 
 ---@class mcp
 ---@field null mcp.Null JSON null
@@ -40,9 +50,10 @@ local mcp = {}
 function mcp.progress(ctx, progress, opts) end
 
 ---Pushes one notification to one session's GET channel (buffered for replay when none is open).
----@param session_id string
+---A nil session id (a stateless call's ctx.session_id) or an unknown one does nothing.
+---@param session_id string?
 ---@param method string e.g. "notifications/tools/list_changed"
----@param params table?
+---@param params table? encoded as the notification's params; raises if it has no JSON form
 function mcp.notify(session_id, method, params) end
 
 ---Pushes one notification to every session whose `channels(state)` named `channel`.
@@ -57,12 +68,14 @@ function mcp.resource_updated(uri) end
 
 ---Sends notifications/message {level, data}: with a session id, on that session's GET channel;
 ---with a ctx, on the running call's own stream. Dropped below the session's level (default info).
----@param target string|mcp.Context
+---A nil target (a stateless ctx.session_id) does nothing; an unknown level raises.
+---@param target string|mcp.Context|nil
 ---@param level mcp.LogLevel
 ---@param data any JSON-encodable
 function mcp.log(target, level, data) end
 
----Waits `ms` milliseconds; cancellation and timeouts interrupt it (the Lua code stops).
+---Waits `ms` milliseconds; cancellation and timeouts interrupt it (the Lua code stops with an
+---error, which rolls the session state back).
 ---@param ms number
 function mcp.sleep(ms) end
 
@@ -108,7 +121,8 @@ function mcp.object(t) end
 ---@return string
 function mcp.json_encode(v) end
 
----Decodes JSON text; null becomes mcp.null, arrays and objects keep their markers.
+---Decodes JSON text; null becomes mcp.null, arrays and objects keep their markers. Raises on
+---invalid JSON (wrap it in pcall for untrusted text).
 ---@param s string
 ---@return any
 function mcp.json_decode(s) end

@@ -6,7 +6,10 @@
 --   return { init = function(params) ... end, ... }
 
 ---@class luamcp.Route
----@field path string? mount path (default "/mcp/<file name>")
+---Route options. An unknown key or a value of the wrong type makes the script fail to load.
+---Under `luamcp serve`, changing `path`, `sessions` or any other option on a running script
+---remounts its route: its sessions end with reason "normal".
+---@field path string? mount path (default "/mcp/<file name>"); starts with /, no { } ? #
 ---@field sessions boolean? true: session mode (default false: stateless)
 ---@field origins string[]? allowed Origin values (default {}: any Origin gets 403)
 ---@field allow_remote_access boolean? let non-loopback peers and Host values in (default false)
@@ -68,10 +71,33 @@
 ---@field headers table<string, string> lower-case names
 ---@field remote_addr string
 
+---@class luamcp.InitParams
+---The client's initialize params; {} for a stateless request that is not an initialize, and
+---when luamcp lists the tools at mount time or runs `luamcp check`.
+---@field protocolVersion string?
+---@field capabilities table?
+---@field clientInfo {name: string, version: string}?
+---@field mcp_session_id string? the new session's id (session mode only)
+
+---@class luamcp.Capabilities
+---Sent as given; only the presence of a key gates methods. Advertising resources, prompts or
+---completions requires their callbacks (read_resource, get_prompt, complete).
+---@field tools table?
+---@field resources {subscribe: boolean?, listChanged: boolean?}?
+---@field prompts {listChanged: boolean?}?
+---@field logging table?
+---@field completions table?
+
 ---@class luamcp.Server
+---The table a script returns. init, tools and handle_tool are required. A callback replies with
+---a value, fails in-band with `nil, message`, or crashes with error() (the client gets -32603,
+---the log gets file:line and the traceback). Returning a state after the result (or after the
+---error message) replaces the session state; otherwise in-place changes stay, and a crash
+---rolls them back. On a hot reload, live sessions keep their state and run the new code from
+---their next call.
 ---@field route luamcp.Route?
 ---@field auth (fun(request: luamcp.AuthRequest): boolean|integer|nil)? true passes; false/nil 401; a number is the status
----@field init fun(params: table): luamcp.ServerInfo, table, table? returns server info, capabilities, state
+---@field init fun(params: luamcp.InitParams): luamcp.ServerInfo, luamcp.Capabilities?, any returns server info, capabilities, state
 ---@field tools fun(state: table): luamcp.Tool[]
 ---@field handle_tool fun(name: string, args: table, ctx: mcp.Context, state: table): (string|luamcp.ToolResult|nil), any?, table?
 ---@field resources (fun(state: table): luamcp.Resource[])?
@@ -81,4 +107,4 @@
 ---@field get_prompt (fun(name: string, args: table, state: table): ({messages: table[], description: string?}|nil), any?, table?)?
 ---@field complete (fun(ref: table, argument: {name: string, value: string}, state: table, context: table): string[], table?)?
 ---@field channels (fun(state: table): string[])?
----@field terminate (fun(reason: "normal"|"shutdown", state: table))?
+---@field terminate (fun(reason: "normal"|"shutdown", state: table))? "normal": DELETE, idle expiry, or the script removed; "shutdown": the server stops

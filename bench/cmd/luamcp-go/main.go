@@ -159,6 +159,15 @@ func (s *server) Init(context.Context, json.RawMessage, string) (mcp.Session, *m
 
 func (s *server) Tools(context.Context) ([]mcp.Item, error) { return s.tools, nil }
 
+// Page implements mcp.Pager: only tools are listed.
+func (s *server) Page(_ context.Context, kind mcp.ListKind, offset, limit int) ([]mcp.Item, int, error) {
+	if kind != mcp.ListTools {
+		return []mcp.Item{}, 0, nil
+	}
+	n := len(s.tools)
+	return s.tools[min(offset, n):min(offset+limit, n)], n, nil
+}
+
 func (s *server) CallTool(ctx context.Context, call *mcp.Call, name string, args json.RawMessage) (json.RawMessage, error) {
 	for _, t := range s.tools {
 		if t.Key == name {

@@ -1,0 +1,210 @@
+package bridge
+
+import (
+	"fmt"
+	"testing"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// isomorphic reports how a differs from b, "" when b is a faithful deep copy
+// of a: the same non-table values, the same metatables, a distinct table for
+// every table of a, and the same sharing (one copy per source table).
+// keyCopy finds the copy of a table used as a key.
+func isomorphic(a, b lua.LValue, keyCopy func(*lua.LTable) *lua.LTable) string {
+	pairs := map[*lua.LTable]*lua.LTable{}
+	seen := map[*lua.LTable]bool{}
+	var walk func(a, b lua.LValue, path string) string
+	walk = func(a, b lua.LValue, path string) string {
+		ta, ok := a.(*lua.LTable)
+		if !ok {
+			if a != b && !(a.Type() == lua.LTNumber && a.String() == "nan" && b.String() == "nan") {
+				return fmt.Sprintf("%s: %v != %v", path, a, b)
+			}
+			return ""
+		}
+		tb, ok := b.(*lua.LTable)
+		if !ok {
+			return fmt.Sprintf("%s: table copied as %v", path, b)
+		}
+		if ta == tb {
+			return path + ": not copied"
+		}
+		if p, ok := pairs[ta]; ok {
+			if p != tb {
+				return path + ": sharing lost"
+			}
+			return ""
+		}
+		if seen[tb] {
+			return path + ": two tables share one copy"
+		}
+		pairs[ta], seen[tb] = tb, true
+		if ta.Metatable != tb.Metatable {
+			return path + ": metatable differs"
+		}
+		na, nb := 0, 0
+		tb.ForEach(func(lua.LValue, lua.LValue) { nb++ })
+		var diff string
+		ta.ForEach(func(k, v lua.LValue) {
+			na++
+			if diff != "" {
+				return
+			}
+			bk := k
+			if kt, ok := k.(*lua.LTable); ok {
+				kc := keyCopy(kt)
+				if kc == nil {
+					diff = path + ": table key not copied"
+					return
+				}
+				if diff = walk(kt, kc, path+".<key>"); diff != "" {
+					return
+				}
+				bk = kc
+			}
+			diff = walk(v, tb.RawGet(bk), fmt.Sprintf("%s[%v]", path, k))
+		})
+		if diff == "" && na != nb {
+			diff = fmt.Sprintf("%s: %d entries, copy has %d", path, na, nb)
+		}
+		return diff
+	}
+	return walk(a, b, "state")
+}
+
+// copyOf is the copy of source table t, or nil.
+func (m *Mirror) copyOf(t *lua.LTable) *lua.LTable {
+	if nd := m.nodes[t]; nd != nil {
+		return nd.dst
+	}
+	return nil
+}
+
+func TestMirror(t *testing.T) {
+	// Each case builds a state, syncs, mutates it in ways, and syncs again:
+	// every copy must be a faithful deep copy of the state at its Sync, and
+	// the earlier copy must not have changed with the state.
+	tests := []struct {
+		name  string
+		build string
+		steps []string // each mutates the global s (and may replace it)
+	}{
+		{"scalars", `s = {a = 1, b = "x", c = true}`, []string{
+			`s.a = 2`, `s.b = nil`, `s.d = 4; s.c = false`, ``,
+		}},
+		{"arrays", `s = {1, 2, 3, {4}}`, []string{
+			`table.insert(s, 5)`, `table.remove(s, 1)`, `s[2] = nil`, `s[10] = "far"`, `for i = 1, 20 do s[i] = i end`,
+			`for i = 20, 1, -1 do s[i] = nil end`,
+		}},
+		{"nested", `s = {user = {name = "ada", tags = {"a", "b"}}, list = {}}`, []string{
+			`s.user.tags[3] = "c"`, `s.user = {name = "bob"}`, `s.list[1] = s.user`, `s.user.name = "eve"`,
+			`s.list = nil`, `s.user.tags = {x = {y = {z = 1}}}`,
+		}},
+		{"sharing and cycles", `local sh = {n = 1}; s = {a = sh, b = sh}; s.self = s`, []string{
+			`s.a.n = 2`, `s.b = {n = 3}`, `s.c = s.a; s.a = nil`, `s.self = nil; s.loop = {s}`,
+		}},
+		{"table keys", `local k = {id = 1}; s = {}; s[k] = "one"; s.key = k`, []string{
+			`s.key.id = 2`, `s[s.key] = nil`, `local k2 = {}; s[k2] = k2`, `for k in pairs(s) do if type(k) == "table" then s[k] = nil end end`,
+		}},
+		{"metatables and markers", `s = mcp.object {list = mcp.array(), n = mcp.null}`, []string{
+			`setmetatable(s.list, nil)`, `s.list = mcp.object {}`, `setmetatable(s, {__index = function() return 1 end})`,
+			`s.n = nil`, `s.f = print`,
+		}},
+		{"replaced root", `s = {a = {1}, b = {2}}`, []string{
+			`s = {a = s.a, c = {3}}`, `s = {}`, `s = {x = {y = {}}}`,
+		}},
+		{"many", `s = {} for i = 1, 300 do s["k" .. i] = {id = i, tags = {i}} end`, []string{
+			`for i = 1, 300, 7 do s["k" .. i] = nil end`, `for i = 1, 300, 5 do s["k" .. i] = {id = -i} end`,
+			`s.k2.tags[1] = 0`, `for k in pairs(s) do s[k] = nil end`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			L, c, _ := newState(t)
+			m := c.NewMirror()
+			eval(t, L, tt.build)
+			for i, step := range append([]string{""}, tt.steps...) {
+				if step != "" {
+					eval(t, L, step)
+				}
+				s := L.GetGlobal("s")
+				cp := m.Sync(s)
+				if d := isomorphic(s, cp, m.copyOf); d != "" {
+					t.Fatalf("after step %d (%q): %s", i, step, d)
+				}
+			}
+		})
+	}
+}
+
+// TestMirrorIndependent checks that the copy does not move with the state
+// until the next Sync, and that Release hands the copy over.
+func TestMirrorIndependent(t *testing.T) {
+	L, c, _ := newState(t)
+	m := c.NewMirror()
+	s := eval(t, L, `s = {count = 1, list = {1, 2, {x = 1}}} return s`)
+	cp := m.Sync(s)
+	before := mustEncode(t, c, cp)
+	eval(t, L, `s.count = 5; s.list[3].x = 2; s.list[4] = "new"; s.added = {}`)
+	if after := mustEncode(t, c, cp); after != before {
+		t.Fatalf("copy changed with the state:\nbefore %s\n after %s", before, after)
+	}
+	cp2 := m.Sync(s)
+	if cp2 != cp {
+		t.Errorf("Sync did not patch the copy in place")
+	}
+	if d := isomorphic(s, cp2, m.copyOf); d != "" {
+		t.Fatal(d)
+	}
+	// After Release, the copy is the caller's: a new Sync must not touch it.
+	m.Release()
+	kept := mustEncode(t, c, cp2)
+	eval(t, L, `s.count = 9`)
+	cp3 := m.Sync(s)
+	if cp3 == cp2 {
+		t.Fatal("Sync after Release reused the released copy")
+	}
+	if got := mustEncode(t, c, cp2); got != kept {
+		t.Errorf("released copy changed: %s, want %s", got, kept)
+	}
+	if d := isomorphic(s, cp3, m.copyOf); d != "" {
+		t.Fatal(d)
+	}
+	if v := m.Sync(lua.LString("x")); v != lua.LString("x") {
+		t.Errorf("Sync of a string = %v", v)
+	}
+}
+
+// BenchmarkMirrorSync is the per-call backup of a 10,000-entry state that a
+// call changed in one place, against a full Clone.
+func BenchmarkMirrorSync(b *testing.B) {
+	for _, bc := range []struct{ name, code string }{
+		{"flat10k", `s = {} for i = 1, 10000 do s["k" .. i] = i end return s`},
+		{"tables10k", `s = {count = 0, items = {}} for i = 1, 10000 do s.items["k" .. i] = {id = i, name = "item " .. i} end return s`},
+	} {
+		b.Run(bc.name+"/sync", func(b *testing.B) {
+			L, c, _ := newState(b)
+			s := eval(b, L, bc.code)
+			m := c.NewMirror()
+			m.Sync(s)
+			bump := eval(b, L, `return function() s.k1 = (s.k1 or 0) + 1 end`).(*lua.LFunction)
+			b.ReportAllocs()
+			for b.Loop() {
+				L.Push(bump)
+				L.Call(0, 0)
+				m.Sync(s)
+			}
+		})
+		b.Run(bc.name+"/clone", func(b *testing.B) {
+			L, c, _ := newState(b)
+			s := eval(b, L, bc.code)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Clone(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/luamcp/luamcp/luavm"
+)
+
+func checkCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "load scripts as serve would and report their problems with file:line",
+		ArgsUsage: "[DIR|FILE...] (default: scripts)",
+		Action:    check,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+		},
+	}
+}
+
+// checked is the report on one script.
+type checked struct {
+	File     string          `json:"file"`
+	Path     string          `json:"path,omitempty"` // the route path, when it loads
+	Tools    []string        `json:"tools"`
+	Problems []luavm.Problem `json:"problems"`
+}
+
+// check runs luavm.Check on every script named, or on every server file of
+// the folders named, and fails when any has a problem.
+func check(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		args = []string{"scripts"}
+	}
+	var report []checked
+	for _, arg := range args {
+		fi, err := os.Stat(arg)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			report = append(report, checkFile(arg, filepath.Dir(arg)))
+			continue
+		}
+		entries, err := os.ReadDir(arg)
+		if err != nil {
+			return err
+		}
+		owner := make(map[string]string)
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !strings.HasSuffix(name, ".lua") || strings.HasPrefix(name, ".") {
+				continue
+			}
+			r := checkFile(filepath.Join(arg, name), arg)
+			if r.Path != "" {
+				if prev, taken := owner[r.Path]; taken {
+					r.Problems = append(r.Problems, luavm.Problem{File: r.File,
+						Message: fmt.Sprintf("route path %s is already mounted by %s", r.Path, prev)})
+				} else {
+					owner[r.Path] = r.File
+				}
+			}
+			report = append(report, r)
+		}
+	}
+	n := 0
+	for _, r := range report {
+		n += len(r.Problems)
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"scripts": report, "problems": n}); err != nil {
+			return err
+		}
+	} else {
+		printReport(c.App.Writer, report, n)
+	}
+	if n > 0 {
+		// Not cli.Exit: urfave/cli would exit the process from inside Run.
+		return fmt.Errorf("check found %d problem(s)", n)
+	}
+	return nil
+}
+
+// checkFile checks one script, naming files from the current folder.
+func checkFile(file, dir string) checked {
+	cfg := luavm.Config{Dir: dir, Logger: slog.New(slog.DiscardHandler), PoolSize: -1}
+	r := checked{File: file, Tools: []string{}, Problems: []luavm.Problem{}}
+	tools, problems := luavm.Check(file, cfg)
+	if tools != nil {
+		r.Tools = tools
+	}
+	for _, p := range problems {
+		if !filepath.IsAbs(p.File) {
+			p.File = filepath.Join(dir, filepath.FromSlash(p.File))
+		}
+		r.Problems = append(r.Problems, p)
+	}
+	if len(problems) == 0 || tools != nil {
+		if s, err := luavm.Load(file, cfg); err == nil {
+			r.Path = s.Options().Path
+			s.Close()
+		}
+	}
+	return r
+}
+
+func printReport(w io.Writer, report []checked, n int) {
+	for _, r := range report {
+		for _, p := range r.Problems {
+			fmt.Fprintln(w, p)
+		}
+		if len(r.Problems) == 0 {
+			fmt.Fprintf(w, "ok %s  %s  tools: %s\n", r.File, r.Path, strings.Join(r.Tools, ", "))
+		}
+	}
+	switch n {
+	case 0:
+		fmt.Fprintf(w, "%d scripts, no problems\n", len(report))
+	case 1:
+		fmt.Fprintf(w, "1 problem\n")
+	default:
+		fmt.Fprintf(w, "%d problems\n", n)
+	}
+}

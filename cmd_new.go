@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+func newCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "new",
+		Usage:     "write a commented starter script",
+		ArgsUsage: "NAME",
+		Action:    newScript,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Value: "scripts", Usage: "folder to write NAME.lua in"},
+		},
+	}
+}
+
+// scriptName is what a new script may be called: its file name is its
+// default route, /mcp/NAME.
+var scriptName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// newScript writes DIR/NAME.lua from the starter template; it never
+// overwrites a file.
+func newScript(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return fmt.Errorf("usage: luamcp new NAME")
+	}
+	name := strings.TrimSuffix(c.Args().First(), ".lua")
+	if !scriptName.MatchString(name) {
+		return fmt.Errorf("script name %q: use letters, digits, _ and - (it becomes the route /mcp/%s)", name, name)
+	}
+	dir := c.String("dir")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	file := filepath.Join(dir, name+".lua")
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s already exists", file)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strings.ReplaceAll(starter, "NAME", name))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "wrote %s\n", file)
+	fmt.Fprintf(w, "try it:  luamcp call %s greet '{\"name\":\"you\"}'\n", file)
+	fmt.Fprintf(w, "serve:   luamcp serve --dir %s   (edits reload live)\n", dir)
+	return nil
+}
+
+// starter is the script `luamcp new` writes; NAME is replaced.
+const starter = `-- NAME: an MCP server written in Lua, served by luamcp.
+--
+--   luamcp call NAME.lua greet '{"name":"you"}'   run one tool, no client needed
+--   luamcp check                                 report problems with file:line
+--   luamcp serve                                 serve it at /mcp/NAME; saving reloads it
+--
+-- The full contract is in docs/script-api.md; types/ has editor stubs.
+
+local mcp = require("mcp")
+
+---@type luamcp.Server
+return {
+  -- Route options (all optional). Session mode keeps state between calls.
+  route = { sessions = true },
+
+  -- Runs once per session. Returns server info, capabilities and the
+  -- initial state. params.clientInfo is absent under "luamcp call" and when
+  -- luamcp lists the tools at start, so treat it as optional.
+  init = function(params)
+    return { name = "NAME", version = "0.1.0" }, { tools = {} }, { greeted = 0 }
+  end,
+
+  -- The tools this server offers. input_schema is a JSON Schema object.
+  tools = function(state)
+    return {
+      {
+        name = "greet",
+        description = "Say hello to someone",
+        input_schema = {
+          type = "object",
+          properties = { name = { type = "string", description = "who to greet" } },
+          required = { "name" },
+        },
+      },
+    }
+  end,
+
+  -- Runs a tool. Return a string (one text block) or { content = {...} };
+  -- return nil, "message" for an error the model should see; error() is a
+  -- crash: the client gets "Internal error", the log gets file:line.
+  handle_tool = function(name, args, ctx, state)
+    if name == "greet" then
+      state.greeted = state.greeted + 1
+      mcp.log(ctx, "info", { greeted = state.greeted })
+      return "Hello, " .. args.name .. "! (greeting #" .. state.greeted .. ")"
+    end
+    return nil, "unknown tool " .. name
+  end,
+
+  -- Runs when a session ends: "normal" (DELETE, idle, script removed) or
+  -- "shutdown" (the server stops).
+  terminate = function(reason, state) end,
+}
+`

@@ -1,0 +1,184 @@
+package host
+
+import (
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// defaultDebounce is how long the watcher waits after the last event of a
+// burst: editors save with several writes, renames and chmods.
+const defaultDebounce = 100 * time.Millisecond
+
+// maxDebounceFactor bounds the wait under a steady stream of events, in
+// multiples of the debounce.
+const maxDebounceFactor = 10
+
+// A watcher turns file events in the scripts folder, and its sub-folders,
+// into batches for Host.apply.
+type watcher struct {
+	fsw  *fsnotify.Watcher
+	quit chan struct{}
+	done chan struct{}
+}
+
+// watch starts watching the scripts folder and every sub-folder in it.
+func (h *Host) watch() (*watcher, error) {
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	w := &watcher{fsw: fsw, quit: make(chan struct{}), done: make(chan struct{})}
+	if err := w.addTree(h.cfg.Dir); err != nil {
+		fsw.Close()
+		return nil, err
+	}
+	go w.loop(h)
+	return w, nil
+}
+
+// addTree watches dir and the folders under it, skipping hidden ones.
+func (w *watcher) addTree(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == dir {
+				return err
+			}
+			return nil // a folder gone meanwhile
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if path != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		return w.fsw.Add(path)
+	})
+}
+
+func (w *watcher) stop() {
+	close(w.quit)
+	<-w.done
+}
+
+// loop collects the paths of a burst of events and hands them to the host
+// once the folder has been quiet for the debounce period.
+func (w *watcher) loop(h *Host) {
+	defer close(w.done)
+	defer w.fsw.Close()
+	pending := make(map[string]struct{})
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var first time.Time
+	for {
+		select {
+		case <-w.quit:
+			timer.Stop()
+			return
+		case err, ok := <-w.fsw.Errors:
+			if !ok {
+				return
+			}
+			h.logger.Warn("watching the scripts folder", "err", err)
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return
+			}
+			if !w.relevant(ev) {
+				continue
+			}
+			if len(pending) == 0 {
+				first = time.Now()
+			}
+			pending[ev.Name] = struct{}{}
+			wait := h.cfg.Debounce
+			if limit := time.Until(first.Add(maxDebounceFactor * h.cfg.Debounce)); limit < wait {
+				wait = max(limit, 0)
+			}
+			timer.Reset(wait)
+		case <-timer.C:
+			paths := slices.Sorted(maps.Keys(pending))
+			clear(pending)
+			h.apply(paths)
+		}
+	}
+}
+
+// relevant reports whether an event may change what is served: a .lua file
+// that is not hidden, or a folder (created, removed or renamed). A new
+// folder is watched at once.
+func (w *watcher) relevant(ev fsnotify.Event) bool {
+	base := filepath.Base(ev.Name)
+	if strings.HasPrefix(base, ".") {
+		return false
+	}
+	if ev.Has(fsnotify.Create) {
+		if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+			_ = w.addTree(ev.Name)
+			return true
+		}
+	}
+	if strings.HasSuffix(base, ".lua") {
+		return true
+	}
+	// A removed or renamed folder reports its own path, with no suffix.
+	return ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
+}
+
+// apply brings the mounts in line with a batch of changed paths. A server
+// file is mounted, reloaded or unmounted; any other path is a module (or a
+// folder of modules): every script that required it reloads, and every
+// script that failed to load is tried again.
+func (h *Host) apply(paths []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	var modules []string
+	for _, p := range paths {
+		rel, err := filepath.Rel(h.cfg.Dir, p)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		if filepath.Dir(rel) == "." && strings.HasSuffix(rel, ".lua") {
+			h.sync(p, false)
+			continue
+		}
+		modules = append(modules, filepath.ToSlash(rel))
+	}
+	if len(modules) > 0 {
+		for _, m := range h.sorted() {
+			if dependsOn(m.script.Modules(), modules) {
+				h.sync(m.route.Script, true)
+			}
+		}
+	}
+	// A script that failed may need a module that now loads, or a path that
+	// is now free.
+	retry := len(modules) > 0 || h.freed
+	h.freed = false
+	for _, file := range slices.Sorted(maps.Keys(h.failed)) {
+		h.sync(file, retry)
+	}
+	h.publish()
+}
+
+// dependsOn reports whether one of the files required is, or lies under,
+// one of the changed paths.
+func dependsOn(required, changed []string) bool {
+	for _, f := range required {
+		for _, c := range changed {
+			if f == c || strings.HasPrefix(f, c+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}

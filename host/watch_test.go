@@ -1,0 +1,185 @@
+package host_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/luamcp/luamcp/host"
+)
+
+// watchHost mounts dir with the watcher on and a short debounce.
+func watchHost(t *testing.T, dir string) (*host.Host, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h, err := host.New(host.Config{Dir: dir, Logger: logger, PoolSize: 1, Watch: true, Debounce: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
+		}
+	})
+	return h, logs
+}
+
+// waitFor polls cond for up to 10 s (a liveness bound).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func write(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tools(h *host.Host, path string) string {
+	for _, r := range h.Routes() {
+		if r.Path == path {
+			return strings.Join(r.Tools, ",")
+		}
+	}
+	return "(not mounted)"
+}
+
+func status(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestWatchFolder(t *testing.T) {
+	dir := t.TempDir()
+	h, logs := watchHost(t, dir) // an empty folder serves nothing, and waits
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	if len(h.Routes()) != 0 {
+		t.Fatalf("Routes() = %v on an empty folder", h.Routes())
+	}
+
+	// Added: mounted.
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one"))
+	waitFor(t, "a.lua to mount", func() bool { return tools(h, "/mcp/a") == "one" })
+	if got := toolText(t, rpcOK(t, srv.URL+"/mcp/a", "one")); got != "one" {
+		t.Errorf("tools/call one = %q", got)
+	}
+
+	// Changed: reloaded.
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one", "two"))
+	waitFor(t, "a.lua to reload", func() bool { return tools(h, "/mcp/a") == "one,two" })
+
+	// Broken: the running version stays, and the log says where.
+	write(t, filepath.Join(dir, "a.lua"), "return {\n  init = function(\n")
+	waitFor(t, "the broken edit to be reported", func() bool { return strings.Contains(logs.String(), "a.lua:2: syntax error") })
+	if got := toolText(t, rpcOK(t, srv.URL+"/mcp/a", "two")); got != "two" {
+		t.Errorf("after a broken edit tools/call two = %q", got)
+	}
+	if len(h.LoadErrors()) != 0 {
+		t.Errorf("a broken edit of a mounted script is a load error: %v", h.LoadErrors())
+	}
+
+	// A new path: remounted.
+	write(t, filepath.Join(dir, "a.lua"), server(`{ path = "/mcp/moved" }`, "three"))
+	waitFor(t, "a.lua to remount", func() bool { return tools(h, "/mcp/moved") == "three" })
+	if s := status(t, srv.URL+"/mcp/a"); s != http.StatusNotFound {
+		t.Errorf("the old path answers %d, want 404", s)
+	}
+
+	// A path clash is a load error until the other script lets go.
+	write(t, filepath.Join(dir, "b.lua"), server(`{ path = "/mcp/moved" }`, "bee"))
+	waitFor(t, "the clash to be reported", func() bool { return len(h.LoadErrors()) == 1 })
+
+	// Removed: unmounted, and the clashing script takes the path.
+	if err := os.Remove(filepath.Join(dir, "a.lua")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b.lua to take the path", func() bool { return tools(h, "/mcp/moved") == "bee" })
+	if errs := h.LoadErrors(); len(errs) != 0 {
+		t.Errorf("LoadErrors() = %v after the clash resolved", errs)
+	}
+}
+
+func TestWatchModules(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "lib", "util.lua"), utilModule)
+	write(t, filepath.Join(dir, "good.lua"), goodScript)
+	write(t, filepath.Join(dir, "other.lua"), server(`{}`, "x"))
+	h, logs := watchHost(t, dir)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	echo := func() string {
+		_, res := rpc(t, srv.URL+"/mcp/good", "", "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
+		return toolText(t, res)
+	}
+	if got := echo(); got != "util:hi" {
+		t.Fatalf("echo = %q", got)
+	}
+	write(t, filepath.Join(dir, "lib", "util.lua"), `return { tag = function(s) return "v2:" .. s end }`)
+	waitFor(t, "good.lua to pick up the module", func() bool { return echo() == "v2:hi" })
+	if strings.Contains(logs.String(), "script=other.lua") {
+		t.Error("a script that does not require the module was reloaded")
+	}
+
+	// A script that failed on a broken module mounts once the module is fixed.
+	write(t, filepath.Join(dir, "lib", "util.lua"), "return {")
+	write(t, filepath.Join(dir, "late.lua"), strings.Replace(goodScript, `"good"`, `"late"`, 1))
+	waitFor(t, "late.lua to fail", func() bool { return len(h.LoadErrors()) == 1 })
+	write(t, filepath.Join(dir, "lib", "util.lua"), utilModule)
+	waitFor(t, "late.lua to mount", func() bool { return tools(h, "/mcp/late") == "echo" })
+}
+
+// TestWatchStops: Shutdown stops the watcher and leaves no goroutine behind.
+func TestWatchStops(t *testing.T) {
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one"))
+	h, err := host.New(host.Config{Dir: dir, Logger: slog.New(slog.DiscardHandler), Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "b.lua"), server(`{}`, "two"))
+	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	if len(h.Routes()) != 1 {
+		t.Errorf("a change after Shutdown was applied: %v", h.Routes())
+	}
+}
+
+// rpcOK calls a tool on a stateless route.
+func rpcOK(t *testing.T, url, tool string) rpcResponse {
+	t.Helper()
+	_, res := rpc(t, url, "", "tools/call", map[string]any{"name": tool})
+	return res
+}

@@ -1,0 +1,204 @@
+package luavm
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Problem is one thing Check found wrong with a script.
+type Problem struct {
+	File    string `json:"file"`           // the script or module, relative to Config.Dir
+	Line    int    `json:"line,omitempty"` // 0 when unknown
+	Message string `json:"message"`
+}
+
+// String reads "file:line: message".
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
+	}
+	return p.File + ": " + p.Message
+}
+
+// checkTimeout bounds each callback Check runs.
+const checkTimeout = 10 * time.Second
+
+// toolName is the MCP spec's rule for tool names.
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// Check loads the script at path as serve would and runs init({}) and the
+// list callbacks (tools, resources, resource_templates, prompts) on a fresh
+// state. It reports syntax and load errors, missing callbacks, capabilities
+// advertised without their callbacks, invalid route options, tool
+// descriptors that break the MCP spec, and errors the callbacks raise. It
+// returns the tool names it saw, and no problems for a script that is fine.
+func Check(path string, cfg Config) (tools []string, problems []Problem) {
+	s, err := Load(path, cfg)
+	if err != nil {
+		name := path
+		if cfg.Dir != "" {
+			name = chunkName(path, cfg.Dir)
+		}
+		return nil, []Problem{problem(err.Error(), name, 0)}
+	}
+	defer s.Close()
+	c := &checker{ver: s.current()}
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	v, err := c.ver.newVM(ctx)
+	if err != nil {
+		return nil, []Problem{problem(err.Error(), s.chunk, 0)}
+	}
+	defer v.close()
+	c.v = v
+	tools = c.run()
+	return tools, c.problems
+}
+
+type checker struct {
+	ver      *Version
+	v        *vm
+	problems []Problem
+}
+
+func (c *checker) add(line int, format string, args ...any) {
+	c.problems = append(c.problems, Problem{File: c.ver.chunk, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// line returns the line where callback cb is defined.
+func (c *checker) line(cb int) int {
+	if fn := c.v.fns[cb]; fn != nil && fn.Proto != nil {
+		return fn.Proto.LineDefined
+	}
+	return c.ver.retLine
+}
+
+// call runs callback cb quietly; a failure becomes a problem.
+func (c *checker) call(cb, nret int, args ...lua.LValue) ([3]lua.LValue, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	name := callbackNames[cb]
+	r := c.v.begin(ctx)
+	r.quiet = true
+	rets, err := r.call(name, c.v.fns[cb], nret, args...)
+	r.end()
+	if err != nil {
+		p := problem(err.Error(), c.ver.chunk, c.line(cb))
+		p.Message = name + ": " + p.Message
+		c.problems = append(c.problems, p)
+		return rets, false
+	}
+	return rets, true
+}
+
+func (c *checker) run() []string {
+	v := c.v
+	rets, ok := c.call(cbInit, 3, v.codec.MarkObject(v.L.NewTable()))
+	if !ok {
+		return nil
+	}
+	res, err := v.initResult(rets[0], rets[1])
+	if err != nil {
+		c.add(c.line(cbInit), "init: %v", err)
+		return nil
+	}
+	if err := v.checkCapabilities(res.Has); err != nil {
+		c.add(c.ver.retLine, "init %v", err)
+	}
+	state := rets[2]
+	tools := c.list(cbTools, state, "name", c.tool)
+	if v.has(cbResources) {
+		c.list(cbResources, state, "uri", nil)
+	}
+	if v.has(cbResourceTemplates) {
+		c.list(cbResourceTemplates, state, "uri_template", nil)
+	}
+	if v.has(cbPrompts) {
+		c.list(cbPrompts, state, "name", nil)
+	}
+	return tools
+}
+
+// list runs a list callback and checks each entry has a string key, unique
+// within the list, and a JSON form; each (optional) checks an entry further.
+func (c *checker) list(cb int, state lua.LValue, key string, each func(root string, t *lua.LTable)) []string {
+	name := callbackNames[cb]
+	rets, ok := c.call(cb, 1, state)
+	if !ok {
+		return nil
+	}
+	line := c.line(cb)
+	entries, err := list(rets[0], name)
+	if err != nil {
+		c.add(line, "%v", err)
+		return nil
+	}
+	var keys []string
+	seen := make(map[string]bool)
+	for i, e := range entries {
+		root := name + "[" + strconv.Itoa(i+1) + "]"
+		t, ok := e.(*lua.LTable)
+		if !ok {
+			c.add(line, "%s: want a table, got %s", root, describe(e))
+			continue
+		}
+		k, ok := t.RawGetString(key).(lua.LString)
+		if !ok {
+			c.add(line, "%s.%s: want a string, got %s", root, key, describe(t.RawGetString(key)))
+			continue
+		}
+		if seen[string(k)] {
+			c.add(line, "%s.%s: duplicate %q", root, key, string(k))
+		}
+		seen[string(k)] = true
+		keys = append(keys, string(k))
+		if _, err := c.v.object(t, root, nil); err != nil {
+			c.add(line, "%v", err)
+		}
+		if each != nil {
+			each(root, t)
+		}
+	}
+	return keys
+}
+
+// tool checks one tool descriptor against the MCP spec.
+func (c *checker) tool(root string, t *lua.LTable) {
+	line := c.line(cbTools)
+	name := string(t.RawGetString("name").(lua.LString))
+	if !toolName.MatchString(name) {
+		c.add(line, "%s.name %q: a tool name is 1 to 128 characters of A-Z a-z 0-9 _ - .", root, name)
+	}
+	schema := t.RawGetString("input_schema")
+	if schema == lua.LNil {
+		schema = t.RawGetString("inputSchema")
+	}
+	st, ok := schema.(*lua.LTable)
+	if !ok {
+		c.add(line, "%s.input_schema: want a JSON Schema table with type = \"object\", got %s", root, describe(schema))
+		return
+	}
+	if typ, _ := st.RawGetString("type").(lua.LString); typ != "object" {
+		c.add(line, "%s.input_schema.type: the root of an input schema must be type = \"object\", got %s", root, describe(st.RawGetString("type")))
+	}
+}
+
+// problem splits a "file:line: message" error text; without a position it
+// falls back to file and line.
+func problem(msg, file string, line int) Problem {
+	if pos := position(msg); pos != "" {
+		head := strings.TrimSuffix(pos, ": ")
+		i := strings.LastIndexByte(head, ':')
+		if n, err := strconv.Atoi(head[i+1:]); err == nil {
+			return Problem{File: head[:i], Line: n, Message: msg[len(pos):]}
+		}
+	}
+	msg = strings.TrimPrefix(msg, file+": ")
+	return Problem{File: file, Line: line, Message: msg}
+}

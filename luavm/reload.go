@@ -1,0 +1,229 @@
+package luavm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Hot reload. A Script's current version changes with Commit; what runs on
+// the old one finishes there:
+//
+//   - Init (new sessions, stateless requests, Describe) and Snapshot take
+//     states of the current version at once.
+//   - A live session moves when it next runs Lua: before its next call, or
+//     at once when it is idle (Commit moves the idle ones; a call that ends
+//     behind the current version moves its session right after). Moving
+//     copies the committed state into a fresh state of the new version,
+//     closes the old state, and tells the client which lists changed.
+//   - The old version's pool is closed; states it lent out are closed when
+//     they come back.
+
+// migrateTimeout bounds the list callbacks a move runs when no caller's
+// context bounds them.
+const migrateTimeout = 10 * time.Second
+
+// listChanges are the list notifications, by the callbacks whose output they
+// cover.
+var listChanges = []struct {
+	method string
+	cbs    []int
+	need   func(*session) bool
+}{
+	{"notifications/tools/list_changed", []int{cbTools}, func(*session) bool { return true }},
+	{"notifications/resources/list_changed", []int{cbResources, cbResourceTemplates}, func(ss *session) bool { return ss.has.Resources }},
+	{"notifications/prompts/list_changed", []int{cbPrompts}, func(ss *session) bool { return ss.has.Prompts }},
+}
+
+// Reload compiles the script's file again and makes it the current version
+// (Prepare, then Commit). When it fails to compile or to load, the running
+// version is untouched and the error reads "file:line: message".
+func (s *Script) Reload() error {
+	ver, err := s.Prepare()
+	if err != nil {
+		return err
+	}
+	s.Commit(ver)
+	return nil
+}
+
+// Commit makes ver (from s.Prepare) the current version: new sessions and
+// stateless requests use it at once, idle sessions move to it before Commit
+// returns, busy ones when their call ends. The previous version's pool is
+// closed. Committing to a closed Script discards ver.
+func (s *Script) Commit(ver *Version) {
+	if ver.Script != s {
+		panic("luavm: Commit of another script's version")
+	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		ver.Discard()
+		return
+	}
+	old := s.cur.Swap(ver)
+	old.pool.close()
+	s.logger.Debug("new version committed", "sessions", len(s.liveSessions()))
+	for _, ss := range s.liveSessions() {
+		ss.followIdle()
+	}
+}
+
+// track registers a live session-mode session, so that Commit can move it;
+// false when the script is closed.
+func (s *Script) track(ss *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.sessions[ss] = struct{}{}
+	return true
+}
+
+func (s *Script) untrack(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.mu.Unlock()
+}
+
+func (s *Script) liveSessions() []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	list := make([]*session, 0, len(s.sessions))
+	for ss := range s.sessions {
+		list = append(list, ss)
+	}
+	return list
+}
+
+func (ss *session) isClosed() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.closed
+}
+
+// behind reports whether the session runs an older version than the
+// script's current one (and has not given up on it).
+func (ss *session) behind() bool {
+	cur := ss.script.current()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return !ss.closed && ss.s != cur && ss.stuck != cur
+}
+
+// followIdle moves the session to the current version unless a call runs on
+// it (that call's end moves it).
+func (ss *session) followIdle() {
+	if !ss.work.TryLock() {
+		return
+	}
+	defer ss.work.Unlock()
+	if ss.isClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(migrateTimeout, ss.script.cfg.MaxCall))
+	defer cancel()
+	ss.follow(ctx)
+}
+
+// follow moves the session to the script's current version, if it is behind.
+// It runs with ss.work held. A failure is logged and leaves the session where
+// it was, for good: it runs its old code until the next reload.
+func (ss *session) follow(ctx context.Context) {
+	target := ss.script.current()
+	if ss.s == target || ss.stuck == target {
+		return
+	}
+	if err := ss.migrate(ctx, target); err != nil {
+		ss.stuck = target
+		ss.script.logger.Error("session stays on the previous version of the script", "session", ss.id, "error", err)
+	}
+}
+
+// migrate copies the committed state into a fresh state of target, swaps
+// the session over to it and sends the list_changed notifications its
+// client needs.
+func (ss *session) migrate(ctx context.Context, target *Version) error {
+	nv, err := target.pool.get(ctx)
+	if err != nil {
+		return fmt.Errorf("no Lua state of the new version: %w", err)
+	}
+	state, err := ss.v.codec.CopyTo(nv.codec, ss.state)
+	if err != nil {
+		nv.close()
+		return fmt.Errorf("copying the state: %w", err)
+	}
+	if err := nv.checkCapabilities(ss.has); err != nil {
+		ss.script.logger.Warn("the new version lacks callbacks the session advertised", "session", ss.id, "error", err)
+	}
+	var changed []string
+	for _, lc := range listChanges {
+		if !lc.need(ss) {
+			continue
+		}
+		before := ss.listsOf(ctx, ss.v, ss.state, lc.cbs)
+		after := ss.listsOf(ctx, nv, state, lc.cbs)
+		if !bytes.Equal(before, after) {
+			changed = append(changed, lc.method)
+		}
+	}
+
+	ss.mu.Lock()
+	old := ss.v
+	ss.s, ss.v, ss.state = target, nv, state
+	ss.mu.Unlock()
+	old.close()
+
+	if p := ss.script.cfg.Pushes; p != nil {
+		for _, method := range changed {
+			p.Notify(ss.id, method, nil)
+		}
+	}
+	ss.script.logger.Debug("session moved to the new version", "session", ss.id, "notified", changed)
+	return nil
+}
+
+// listsOf runs the list callbacks cbs on v with a copy of state (so that
+// nothing they do sticks) and returns their encoded results, one after the
+// other; a callback that fails contributes its error text.
+func (ss *session) listsOf(ctx context.Context, v *vm, state lua.LValue, cbs []int) []byte {
+	var out []byte
+	for _, cb := range cbs {
+		out = append(out, '\n')
+		if !v.has(cb) {
+			continue
+		}
+		out = append(out, v.listJSON(ctx, cb, state)...)
+	}
+	return out
+}
+
+// listJSON runs one list callback on a copy of state and encodes its result.
+func (v *vm) listJSON(ctx context.Context, cb int, state lua.LValue) []byte {
+	name := callbackNames[cb]
+	if t, ok := state.(*lua.LTable); ok {
+		c, err := v.codec.Clone(t)
+		if err != nil {
+			return []byte("error: " + err.Error())
+		}
+		state = c
+	}
+	r := v.begin(ctx)
+	defer r.end()
+	rets, err := r.call(name, v.fns[cb], 1, state)
+	if err != nil {
+		return []byte("error: " + err.Error())
+	}
+	out, err := v.codec.Encode(rets[0], name)
+	if err != nil {
+		return []byte("error: " + err.Error())
+	}
+	return out
+}

@@ -1,0 +1,4 @@
+return {
+  init = function() return { name = "m", version = "1" }, {}, {} end,
+  tools = function() return {} end,
+}

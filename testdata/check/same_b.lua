@@ -1,0 +1,6 @@
+return {
+  route = { path = "/mcp/same" },
+  init = function() return { name = "b", version = "1" }, {}, {} end,
+  tools = function() return {} end,
+  handle_tool = function() end,
+}

@@ -1,0 +1,5 @@
+return {
+  init = function()
+    return { name = "x" version = "1" }, {}, {}
+  end,
+}

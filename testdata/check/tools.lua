@@ -1,0 +1,15 @@
+local long = string.rep("x", 129)
+return {
+  init = function() return { name = "t", version = "1" }, { tools = {} }, {} end,
+  tools = function()
+    return {
+      { name = "bad name", description = "", input_schema = { type = "object" } },
+      { name = long, description = "", input_schema = { type = "object" } },
+      { name = "twice", description = "", input_schema = { type = "object" } },
+      { name = "twice", description = "", input_schema = { type = "object" } },
+      { name = "stringly", description = "", input_schema = { type = "string" } },
+      { name = "schemaless", description = "" },
+    }
+  end,
+  handle_tool = function() end,
+}

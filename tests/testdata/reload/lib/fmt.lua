@@ -1,0 +1,1 @@
+return { count = function(n) return "count " .. n end }
