@@ -35,7 +35,12 @@ test: tools
 	        $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
 	      done; \
 	    done
-	cd tests && $(GO) test -race -count=1 -timeout 30m ./...
+	cd tests && $(GO) test -race -count=1 -timeout 30m -skip '^TestConformance$$' ./...
+	@# The conformance suites run on their own so that their summaries reach the
+	@# log: every scenario's line and the totals; the whole output on a failure.
+	cd tests && $(GO) test -race -count=1 -timeout 10m -run '^TestConformance$$' -v . > conformance.log 2>&1 \
+	  || { cat conformance.log; exit 1; }
+	grep -E -- '^ok |--- (PASS|FAIL)|conformance .*\(exit|SUMMARY|[✓✗] |Total:|Not scored' tests/conformance.log
 
 # Formatting and vet, without running tests.
 check: tools

@@ -422,6 +422,18 @@ func (h *Host) Routes() []Route {
 	return routes
 }
 
+// LuaStates reports the Lua states open across every mounted script (warm
+// pools included), so that tests can prove sessions release theirs.
+func (h *Host) LuaStates() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, m := range h.mounts {
+		n += m.script.LiveStates()
+	}
+	return n
+}
+
 // LoadErrors returns the errors of the scripts that are not mounted, in file
 // name order. Each is a *LoadError.
 func (h *Host) LoadErrors() []error {

@@ -72,7 +72,7 @@ func load(t testing.TB, name string, edit func(*Config)) (*Script, *logBuf) {
 	}
 	t.Cleanup(func() {
 		s.Close()
-		if n := s.liveStates(); n != 0 {
+		if n := s.LiveStates(); n != 0 {
 			t.Errorf("%s: %d Lua states still open after Close", name, n)
 		}
 	})

@@ -11,7 +11,7 @@ import (
 func TestPoolKeepsFreshStates(t *testing.T) {
 	s, _ := load(t, "globals.lua", func(c *Config) { c.PoolSize = 3 })
 	eventually(t, "the pool to fill", func() bool { return len(s.current().pool.fresh) == 3 })
-	if n := s.liveStates(); n != 3 {
+	if n := s.LiveStates(); n != 3 {
 		t.Errorf("%d states open with a full pool of 3", n)
 	}
 
@@ -30,7 +30,7 @@ func TestPoolKeepsFreshStates(t *testing.T) {
 	}
 	// The filler refills the lane behind them.
 	eventually(t, "the pool to refill", func() bool { return len(s.current().pool.fresh) == 3 })
-	if n := s.liveStates(); n != 3+5 {
+	if n := s.LiveStates(); n != 3+5 {
 		t.Errorf("%d states open, want 8", n)
 	}
 	// A session's state is closed with it, never given back.
@@ -40,7 +40,7 @@ func TestPoolKeepsFreshStates(t *testing.T) {
 	if n := len(s.current().pool.spare); n != 0 {
 		t.Errorf("%d session states went back to the pool", n)
 	}
-	if n := s.liveStates(); n != 3 {
+	if n := s.LiveStates(); n != 3 {
 		t.Errorf("%d states open after closing the sessions, want 3", n)
 	}
 }
@@ -61,7 +61,7 @@ func TestPoolLendsSpares(t *testing.T) {
 		t.Errorf("%d spare states, want the one reused throughout", n)
 	}
 	eventually(t, "the pool to refill", func() bool { return len(s.current().pool.fresh) == 2 })
-	if n := s.liveStates(); n != 3 {
+	if n := s.LiveStates(); n != 3 {
 		t.Errorf("%d states open, want 2 fresh + 1 spare", n)
 	}
 }
@@ -74,7 +74,7 @@ func TestPoolDisabled(t *testing.T) {
 		t.Errorf("hit = %s", got)
 	}
 	ss.Close("")
-	if n := s.liveStates(); n != 0 {
+	if n := s.LiveStates(); n != 0 {
 		t.Errorf("%d states kept with PoolSize -1", n)
 	}
 }
@@ -123,7 +123,7 @@ func TestNoLeaks(t *testing.T) {
 	}
 	wg.Wait()
 	s.Close()
-	if n := s.liveStates(); n != 0 {
+	if n := s.LiveStates(); n != 0 {
 		t.Errorf("%d states open after Close", n)
 	}
 	eventually(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
@@ -140,7 +140,7 @@ func TestNoLeaks(t *testing.T) {
 	s2.Close()
 	mustCall(t, ss, "echo", `{"text":"still here"}`)
 	ss.Close("")
-	if n := s2.liveStates(); n != 0 {
+	if n := s2.LiveStates(); n != 0 {
 		t.Errorf("%d states open after the late Close", n)
 	}
 }

@@ -82,7 +82,7 @@ func TestReloadMovesSessions(t *testing.T) {
 	}
 	t.Cleanup(func() { // runs after the sessions' cleanups
 		s.Close()
-		if n := s.liveStates(); n != 0 {
+		if n := s.LiveStates(); n != 0 {
 			t.Errorf("%d Lua states still open after Close", n)
 		}
 	})
@@ -235,7 +235,7 @@ func TestReloadRace(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	s.Close()
-	if n := s.liveStates(); n != 0 {
+	if n := s.LiveStates(); n != 0 {
 		t.Errorf("%d Lua states still open", n)
 	}
 }

@@ -285,6 +285,7 @@ func (s *Script) Close() {
 	s.watch.close()
 }
 
-// liveStates reports the states open (pooled or lent out, of every version),
-// for tests.
-func (s *Script) liveStates() int64 { return s.live.Load() }
+// LiveStates reports the Lua states of this script that are open: pooled,
+// owned by a session, or lent to a request, of every version. Tests use it to
+// prove that nothing leaks.
+func (s *Script) LiveStates() int { return int(s.live.Load()) }

@@ -106,7 +106,7 @@ func TestCapabilityWithoutCallbacks(t *testing.T) {
 	}
 	defer func() {
 		s.Close()
-		if n := s.liveStates(); n != 0 {
+		if n := s.LiveStates(); n != 0 {
 			t.Errorf("%d states open", n)
 		}
 	}()

@@ -439,12 +439,12 @@ func TestStateless(t *testing.T) {
 	// A crashed borrowed state is closed, not given back.
 	eventually(t, "the pool to fill", func() bool { return len(s.current().pool.fresh) == cap(s.current().pool.fresh) })
 	ss, _ := open(t, s, "") // takes the spare: the filler stays idle
-	before := s.liveStates()
+	before := s.LiveStates()
 	if _, err := call(t, ss, "hit", `{"crash":true}`); !isCrash(err) {
 		t.Fatalf("want a crash, got %v", err)
 	}
 	ss.Close("")
-	if got := s.liveStates(); got != before-1 {
+	if got := s.LiveStates(); got != before-1 {
 		t.Errorf("live states %d -> %d after closing a crashed stateless session", before, got)
 	}
 }

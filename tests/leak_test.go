@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/luavm"
 )
 
 // Leaks: a shut-down server leaves no goroutine behind, and abandoned
@@ -167,8 +170,24 @@ func TestAbandonedSessionsReaped(t *testing.T) {
 	s.logs.waitFor(t, "fixture terminate reason=normal", int(started.Load())+1)
 	s.client.CloseIdleConnections()
 	settle(t, serving, "after the abandoned sessions were reaped")
+	// Every reaped session closed its Lua state: only the warm pool is left
+	// (its fresh and spare lanes hold DefaultPoolSize states each at most).
+	settleStates(t, s.host, 2*luavm.DefaultPoolSize, "after the abandoned sessions were reaped")
 	s.close()
 	settle(t, baseline, "after Shutdown")
+	settleStates(t, s.host, 0, "after Shutdown")
+}
+
+// settleStates waits (bounded) until h has at most want Lua states open.
+func settleStates(t *testing.T, h *host.Host, want int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for h.LuaStates() > want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d Lua states open after %v, want at most %d", what, h.LuaStates(), waitLong, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // openAndAbandon starts a session, attaches its GET channel, then drops it.
