@@ -58,26 +58,33 @@ func NewModule(c *Codec, pushes Pushes, logger *slog.Logger) *Module {
 	L := c.l
 	t := L.CreateTable(0, 20)
 	t.RawSetString("null", c.null)
-	for name, fn := range map[string]lua.LGFunction{
-		"array":            m.array,
-		"object":           m.object,
-		"json_encode":      m.jsonEncode,
-		"json_decode":      m.jsonDecode,
-		"progress":         m.progress,
-		"notify":           m.notify,
-		"broadcast":        m.broadcast,
-		"resource_updated": m.resourceUpdated,
-		"log":              m.log,
-		"sleep":            m.sleep,
-		"elicit":           m.elicit,
-		"sample":           m.sample,
-		"list_roots":       m.listRoots,
-		"close_stream":     m.closeStream,
-	} {
-		t.RawSetString(name, L.NewFunction(fn))
+	for _, f := range moduleFuncs {
+		fn := f.fn
+		t.RawSetString(f.name, L.NewFunction(func(L *lua.LState) int { return fn(m, L) }))
 	}
 	m.table = t
 	return m
+}
+
+// moduleFuncs are the functions of the mcp module.
+var moduleFuncs = []struct {
+	name string
+	fn   func(*Module, *lua.LState) int
+}{
+	{"array", (*Module).array},
+	{"object", (*Module).object},
+	{"json_encode", (*Module).jsonEncode},
+	{"json_decode", (*Module).jsonDecode},
+	{"progress", (*Module).progress},
+	{"notify", (*Module).notify},
+	{"broadcast", (*Module).broadcast},
+	{"resource_updated", (*Module).resourceUpdated},
+	{"log", (*Module).log},
+	{"sleep", (*Module).sleep},
+	{"elicit", (*Module).elicit},
+	{"sample", (*Module).sample},
+	{"list_roots", (*Module).listRoots},
+	{"close_stream", (*Module).closeStream},
 }
 
 // Loader pushes the module table; register it as package.preload["mcp"].

@@ -73,8 +73,9 @@ func BenchmarkNewVM(b *testing.B) {
 	}
 }
 
-// BenchmarkCloneState is the rollback backup taken before every session-mode
-// call, for a state of 10,000 entries.
+// BenchmarkCloneState is a full deep copy (Codec.Clone) of a state of 10,000
+// entries: what the rollback backup cost before bridge.Mirror, which now
+// patches the previous backup instead (BenchmarkCallToolEcho/state=10k).
 func BenchmarkCloneState(b *testing.B) {
 	for _, bc := range []struct{ name, code string }{
 		{"flat10k", `local t = {} for i = 1, 10000 do t["k" .. i] = i end return t`},

@@ -29,12 +29,23 @@ type pool struct {
 	closed bool
 }
 
+// minSpares is the least number of spare states a pool keeps. Stateless
+// requests borrow one each: the spare lane must hold as many as run at once,
+// or a burst closes the states it gave back and builds new ones (a build
+// costs ten calls). Spares exist only after that many requests ran at once.
+// A pool of size 0 (pooling disabled) keeps none.
+const minSpares = 64
+
 func newPool(s *Version, size int) *pool {
 	ctx, quit := context.WithCancel(context.Background())
+	spares := 0
+	if size > 0 {
+		spares = max(size, minSpares)
+	}
 	return &pool{
 		s:     s,
 		fresh: make(chan *vm, size),
-		spare: make(chan *vm, size),
+		spare: make(chan *vm, spares),
 		want:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
