@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/luamcp/luamcp/internal/jsontext"
 )
 
 // maxKeptBuffer is the largest output buffer a Codec keeps between calls; a
@@ -220,56 +221,10 @@ func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, mark
 }
 
 // appendString appends s as a JSON string. It reports false if s is not valid
-// UTF-8. Control characters, U+2028 and U+2029 are escaped; HTML characters
-// are not.
+// UTF-8 (the encoder refuses such strings rather than repair them).
 func appendString(buf []byte, s string) ([]byte, bool) {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				buf = append(buf, '\\', b)
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			return buf, false
-		}
-		if r == '\u2028' || r == '\u2029' {
-			// Valid JSON, but not valid JavaScript source before ES2019.
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			start = i + size
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"'), true
+	return jsontext.AppendString(buf, s)
 }
-
-const hexDigits = "0123456789abcdef"
 
 // appendNumber writes f much as JavaScript (and encoding/json) would: integral
 // values below 1e21 as plain integers (with their exact digits, so that

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/luamcp/luamcp/internal/jsontext"
 )
 
 // This file decodes the JSON-RPC messages a client POSTs and builds the
@@ -391,55 +393,10 @@ func appendRequest(dst, id []byte, method string, params []byte) []byte {
 	return append(dst, '}')
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
 func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	dst, _ = jsontext.AppendString(dst, s)
+	return dst
 }
 
 // Pooled buffers for encoded responses and events.
