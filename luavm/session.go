@@ -377,6 +377,21 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 }
 
 // outcome splits `result [, state]` and `nil, failure [, state]`.
+// failed answers a callback's in-band failure (`return nil, msg [, state]`):
+// the state it returned is kept, and the client gets code with the script's
+// message, or none when the script gave no message (a bare `return nil`).
+func (c *op) failed(callback string, failure, state lua.LValue, code int, none *mcp.Error) error {
+	c.adopt(state)
+	if failure == lua.LNil {
+		return none
+	}
+	msg, ok := message(failure)
+	if !ok {
+		return c.crashf(callback, "error: want a message string, got %s", describe(failure))
+	}
+	return &mcp.Error{Code: code, Message: msg}
+}
+
 func outcome(rets [3]lua.LValue) (res, failure, state lua.LValue) {
 	if rets[0] != lua.LNil {
 		return rets[0], lua.LNil, rets[1]
@@ -454,15 +469,7 @@ func (ss *session) readResource(c *op, uri string) (json.RawMessage, error) {
 	}
 	res, failure, state := outcome(rets)
 	if res == lua.LNil {
-		c.adopt(state)
-		if failure == lua.LNil {
-			return nil, mcp.ErrResourceNotFound(uri)
-		}
-		msg, ok := message(failure)
-		if !ok {
-			return nil, c.crashf("read_resource", "error: want a message string, got %s", describe(failure))
-		}
-		return nil, &mcp.Error{Code: mcp.CodeResourceNotFound, Message: msg}
+		return nil, c.failed("read_resource", failure, state, mcp.CodeResourceNotFound, mcp.ErrResourceNotFound(uri))
 	}
 	mime := entry.RawGetString("mime_type")
 	if mime == lua.LNil {
@@ -537,15 +544,7 @@ func (ss *session) getPrompt(c *op, name string, args json.RawMessage) (json.Raw
 	}
 	res, failure, state := outcome(rets)
 	if res == lua.LNil {
-		c.adopt(state)
-		if failure == lua.LNil {
-			return nil, mcp.ErrUnknownPrompt(name)
-		}
-		msg, ok := message(failure)
-		if !ok {
-			return nil, c.crashf("get_prompt", "error: want a message string, got %s", describe(failure))
-		}
-		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: msg}
+		return nil, c.failed("get_prompt", failure, state, mcp.CodeInvalidParams, mcp.ErrUnknownPrompt(name))
 	}
 	out, err := v.promptResult(res)
 	if err != nil {

@@ -739,18 +739,28 @@ func (h *Handler) untrackStateless(j *job) {
 	h.statelessWG.Done()
 }
 
-func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
+// headerSession finds the session a GET or DELETE names. Without a valid
+// version header, a session id or a live session it answers (400, 400, 404,
+// empty bodies) and returns nil.
+func (h *Handler) headerSession(w http.ResponseWriter, r *http.Request) *session {
 	if !checkVersionHeader(w, r) {
-		return
+		return nil
 	}
 	sid := r.Header["Mcp-Session-Id"]
 	if len(sid) == 0 || sid[0] == "" {
 		w.WriteHeader(http.StatusBadRequest)
-		return
+		return nil
 	}
 	s := h.reg.get(sid[0])
 	if s == nil {
 		w.WriteHeader(http.StatusNotFound)
+	}
+	return s
+}
+
+func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
+	s := h.headerSession(w, r)
+	if s == nil {
 		return
 	}
 	var lastID uint64
@@ -847,17 +857,8 @@ func (h *Handler) serveResume(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request) {
-	if !checkVersionHeader(w, r) {
-		return
-	}
-	sid := r.Header["Mcp-Session-Id"]
-	if len(sid) == 0 || sid[0] == "" {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	s := h.reg.get(sid[0])
+	s := h.headerSession(w, r)
 	if s == nil {
-		w.WriteHeader(http.StatusNotFound)
 		return
 	}
 	s.terminate("normal")
