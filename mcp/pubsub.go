@@ -6,44 +6,46 @@ import (
 	"sync"
 )
 
-// sink receives the encoded notifications published on the channels it
-// joined. A session is a sink: it numbers each message, keeps it for replay and
-// wakes its GET channel.
-type sink interface {
-	deliver(msg []byte)
+// A Subscriber receives the encoded notifications published on the channels
+// it joined. A session is a Subscriber: it numbers each message, keeps it for
+// replay and wakes its GET channel. Deliver must not block for long.
+type Subscriber interface {
+	Deliver(msg []byte)
 }
 
-// pubSub routes published messages to the sinks subscribed to a channel.
-// Channel names are opaque strings. The in-process implementation below serves
-// one process; a distributed one can replace it behind the same interface.
-type pubSub interface {
-	Subscribe(channel string, s sink)
-	Unsubscribe(channel string, s sink)
+// PubSub routes published messages to the Subscribers of a channel. Channel
+// names are opaque strings. LocalPubSub serves one process; a distributed
+// implementation (keeping its local Subscribers and fanning Publish out to
+// the other processes) can replace it through NewHubWith.
+type PubSub interface {
+	Subscribe(channel string, s Subscriber)
+	Unsubscribe(channel string, s Subscriber)
 	Publish(channel string, msg []byte)
 }
 
-// localPubSub is the in-process pubSub.
-type localPubSub struct {
+// LocalPubSub is the in-process PubSub.
+type LocalPubSub struct {
 	mu    sync.RWMutex
-	chans map[string]map[sink]struct{}
+	chans map[string]map[Subscriber]struct{}
 }
 
-func newLocalPubSub() *localPubSub {
-	return &localPubSub{chans: make(map[string]map[sink]struct{})}
+// NewLocalPubSub returns an empty in-process PubSub.
+func NewLocalPubSub() *LocalPubSub {
+	return &LocalPubSub{chans: make(map[string]map[Subscriber]struct{})}
 }
 
-func (p *localPubSub) Subscribe(channel string, s sink) {
+func (p *LocalPubSub) Subscribe(channel string, s Subscriber) {
 	p.mu.Lock()
 	set := p.chans[channel]
 	if set == nil {
-		set = make(map[sink]struct{})
+		set = make(map[Subscriber]struct{})
 		p.chans[channel] = set
 	}
 	set[s] = struct{}{}
 	p.mu.Unlock()
 }
 
-func (p *localPubSub) Unsubscribe(channel string, s sink) {
+func (p *LocalPubSub) Unsubscribe(channel string, s Subscriber) {
 	p.mu.Lock()
 	if set := p.chans[channel]; set != nil {
 		delete(set, s)
@@ -55,21 +57,21 @@ func (p *localPubSub) Unsubscribe(channel string, s sink) {
 }
 
 // Publish delivers msg to every subscriber. The subscribers are copied first,
-// so a sink may (un)subscribe while it is being delivered to.
-func (p *localPubSub) Publish(channel string, msg []byte) {
+// so a Subscriber may (un)subscribe while it is being delivered to.
+func (p *LocalPubSub) Publish(channel string, msg []byte) {
 	p.mu.RLock()
 	set := p.chans[channel]
 	if len(set) == 0 {
 		p.mu.RUnlock()
 		return
 	}
-	sinks := make([]sink, 0, len(set))
+	sinks := make([]Subscriber, 0, len(set))
 	for s := range set {
 		sinks = append(sinks, s)
 	}
 	p.mu.RUnlock()
 	for _, s := range sinks {
-		s.deliver(msg)
+		s.Deliver(msg)
 	}
 }
 
@@ -83,7 +85,7 @@ func resourceChannel(uri string) string { return "r:" + uri }
 // channels nobody joined, are no-ops.
 type Hub struct {
 	log *slog.Logger
-	ps  pubSub
+	ps  PubSub
 
 	mu       sync.RWMutex
 	sessions map[string]*session
@@ -91,10 +93,16 @@ type Hub struct {
 
 // NewHub returns a Hub backed by the in-process pubsub.
 func NewHub(logger *slog.Logger) *Hub {
+	return NewHubWith(NewLocalPubSub(), logger)
+}
+
+// NewHubWith returns a Hub that routes broadcasts and resource updates
+// through ps.
+func NewHubWith(ps PubSub, logger *slog.Logger) *Hub {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Hub{log: logger, ps: newLocalPubSub(), sessions: make(map[string]*session)}
+	return &Hub{log: logger, ps: ps, sessions: make(map[string]*session)}
 }
 
 func (h *Hub) add(s *session) {
@@ -135,7 +143,7 @@ func (h *Hub) Notify(sessionID, method string, params json.RawMessage) {
 		return
 	}
 	if msg := h.encode(method, params); msg != nil {
-		s.deliver(msg)
+		s.Deliver(msg)
 	}
 }
 
@@ -174,7 +182,7 @@ func (h *Hub) Log(sessionID, level string, data json.RawMessage) {
 		h.log.Warn("mcp: log dropped: data is not valid JSON")
 		return
 	}
-	s.deliver(appendNotification(nil, "notifications/message", logParams(nil, level, data)))
+	s.Deliver(appendNotification(nil, "notifications/message", logParams(nil, level, data)))
 }
 
 // logParams appends {"level":..,"data":..}.

@@ -458,8 +458,8 @@ func (s *session) join(channels []string) {
 }
 
 // deliver numbers a push, keeps it in the replay ring and wakes the GET
-// channel. It implements sink.
-func (s *session) deliver(msg []byte) {
+// channel. It implements Subscriber.
+func (s *session) Deliver(msg []byte) {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
