@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -192,19 +193,35 @@ func (m *Module) keep(buf []byte) {
 
 // encodeArg encodes argument n (a table, or nil for none) under root. It
 // raises on a value that has no JSON form, so bad JSON never leaves the VM.
-func (m *Module) encodeArg(L *lua.LState, fname string, n int, root string) json.RawMessage {
+func (m *Module) encodeArg(L *lua.LState, fname string, n int, root string) (json.RawMessage, error) {
 	v := L.Get(n)
 	if v == lua.LNil {
-		return nil
+		return nil, nil
 	}
 	if _, ok := v.(*lua.LTable); !ok {
 		L.ArgError(n, root+" must be a table or nil, got "+typeName(v))
 	}
 	out, err := m.c.Encode(v, root)
 	if err != nil {
-		raise(L, fname+": "+err.Error())
+		return nil, fmt.Errorf("%s: %w", fname, err)
 	}
-	return out
+	return out, nil
+}
+
+// pushed ends a push function: true when the push went out, or (after a log
+// line) false and the reason when its params could not be encoded. A push
+// that cannot be encoded is dropped, not raised: it is a notification, and
+// the call that made it goes on (behaviour.md: logged and dropped, using up
+// no event id).
+func (m *Module) pushed(L *lua.LState, err error) int {
+	if err != nil {
+		m.logger.Warn("push dropped: its params cannot be encoded", "err", err)
+		L.Push(lua.LFalse)
+		L.Push(lua.LString(err.Error()))
+		return 2
+	}
+	L.Push(lua.LTrue)
+	return 1
 }
 
 // --- pushes -----------------------------------------------------------------
@@ -221,21 +238,21 @@ func target(L *lua.LState, n int) (s string, ok bool) {
 func (m *Module) notify(L *lua.LState) int {
 	sid, ok := target(L, 1)
 	method := L.CheckString(2)
-	params := m.encodeArg(L, "mcp.notify", 3, "params")
-	if ok && m.pushes != nil {
+	params, err := m.encodeArg(L, "mcp.notify", 3, "params")
+	if err == nil && ok && m.pushes != nil {
 		m.pushes.Notify(sid, method, params)
 	}
-	return 0
+	return m.pushed(L, err)
 }
 
 func (m *Module) broadcast(L *lua.LState) int {
 	channel := L.CheckString(1)
 	method := L.CheckString(2)
-	params := m.encodeArg(L, "mcp.broadcast", 3, "params")
-	if m.pushes != nil {
+	params, err := m.encodeArg(L, "mcp.broadcast", 3, "params")
+	if err == nil && m.pushes != nil {
 		m.pushes.Broadcast(channel, method, params)
 	}
-	return 0
+	return m.pushed(L, err)
 }
 
 func (m *Module) resourceUpdated(L *lua.LState) int {
@@ -243,7 +260,7 @@ func (m *Module) resourceUpdated(L *lua.LState) int {
 	if m.pushes != nil {
 		m.pushes.ResourceUpdated(uri)
 	}
-	return 0
+	return m.pushed(L, nil)
 }
 
 // logLevels are the MCP (syslog) severities, lowest first.
@@ -267,15 +284,22 @@ func (m *Module) log(L *lua.LState) int {
 		L.ArgError(2, "invalid log level \""+level+"\" (want one of "+strings.Join(logLevels[:], ", ")+")")
 	}
 	data, err := m.c.Encode(L.Get(3), "data")
-	if err != nil {
-		raise(L, "mcp.log: "+err.Error())
-	}
 	switch to := L.Get(1).(type) {
 	case lua.LString:
+		// A push to the session's channel: dropped (and logged) when its
+		// data cannot be encoded, like notify and broadcast.
+		if err != nil {
+			return m.pushed(L, fmt.Errorf("mcp.log: %w", err))
+		}
 		if m.pushes != nil {
 			m.pushes.Log(string(to), level, data)
 		}
+		return m.pushed(L, nil)
 	case *lua.LTable:
+		// Part of the running call, like progress: bad data fails the call.
+		if err != nil {
+			raise(L, "mcp.log: "+err.Error())
+		}
 		if info := m.calls[to]; info != nil && info.Line != nil {
 			if err := info.Line.Log(level, data); err != nil {
 				m.logger.Debug("mcp.log: message not sent", "err", err)
@@ -283,6 +307,10 @@ func (m *Module) log(L *lua.LState) int {
 		}
 	case *lua.LNilType:
 		// A stateless call has no session to log to.
+		if err != nil {
+			return m.pushed(L, fmt.Errorf("mcp.log: %w", err))
+		}
+		return m.pushed(L, nil)
 	default:
 		L.ArgError(1, "session id or ctx expected, got "+typeName(to))
 	}

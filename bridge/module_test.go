@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -278,15 +279,51 @@ func TestPushes(t *testing.T) {
 	})
 }
 
+func TestPushReturns(t *testing.T) {
+	h := newHarness(t)
+	for _, chunk := range []string{
+		`return mcp.notify("s1", "m", {a = 1})`,
+		`return mcp.notify(nil, "m")`,
+		`return mcp.broadcast("c", "m")`,
+		`return mcp.resource_updated("mem://a")`,
+		`return mcp.log("s1", "info", "x")`,
+		`return mcp.log(nil, "info", "x")`,
+	} {
+		if got := h.mustRun(t, chunk); got != "true" {
+			t.Errorf("%s: got %q, want true", chunk, got)
+		}
+	}
+}
+
+// A push whose params cannot be encoded is logged and dropped: the caller
+// goes on, told why, and nothing reaches the Hub (so no event id is used).
+func TestPushUnencodableDropped(t *testing.T) {
+	tests := []struct{ chunk, want string }{
+		{`return mcp.notify("s", "m", {x = function() end})`, "false, mcp.notify: params.x: cannot encode a function"},
+		{`return mcp.broadcast("c", "m", {list = {1, nil, 3}})`, "false, mcp.broadcast: params.list[2]: nil inside an array (use mcp.null for a JSON null)"},
+		{`return mcp.log("s", "info", {f = print})`, "false, mcp.log: data.f: cannot encode a function"},
+		{`return mcp.log(nil, "info", {f = print})`, "false, mcp.log: data.f: cannot encode a function"},
+	}
+	for _, tt := range tests {
+		h := newHarness(t)
+		var logs strings.Builder
+		h.m.logger = slog.New(slog.NewTextHandler(&logs, nil))
+		if got := h.mustRun(t, tt.chunk); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.chunk, got, tt.want)
+		}
+		if !strings.Contains(logs.String(), "push dropped") {
+			t.Errorf("%s: no log line; log: %s", tt.chunk, logs.String())
+		}
+		equal(t, "pushes", h.pushes.events, nil)
+	}
+}
+
 func TestPushErrors(t *testing.T) {
 	h := newHarness(t)
-	h.mustFail(t, `mcp.notify("s", "m", {x = function() end})`, "mcp.notify: params.x: cannot encode a function")
-	h.mustFail(t, `mcp.broadcast("c", "m", {list = {1, nil, 3}})`, "mcp.broadcast: params.list[2]: nil inside an array")
 	h.mustFail(t, `mcp.notify("s", "m", "text")`, "params must be a table or nil, got string")
 	h.mustFail(t, `mcp.notify("s")`, "string expected, got nil")
 	h.mustFail(t, `mcp.resource_updated()`, "string expected, got nil")
 	h.mustFail(t, `mcp.log("s", "verbose", "x")`, `invalid log level "verbose"`)
-	h.mustFail(t, `mcp.log("s", "info", {f = print})`, "mcp.log: data.f: cannot encode a function")
 	h.mustFail(t, `mcp.log(42, "info", "x")`, "session id or ctx expected, got number")
 	equal(t, "pushes", h.pushes.events, nil)
 }
@@ -295,6 +332,8 @@ func TestLogWithCtx(t *testing.T) {
 	h := newHarness(t)
 	ctx := h.begin(CallInfo{SessionID: "s1", RequestID: json.RawMessage(`1`)})
 	h.mustRun(t, `mcp.log(ctx, "info", {msg = "working"}); saved = ctx`)
+	// Part of the call, like progress: data that cannot be encoded fails it.
+	h.mustFail(t, `mcp.log(ctx, "info", {f = print})`, "mcp.log: data.f: cannot encode a function")
 	h.m.EndCall(ctx)
 	h.mustRun(t, `mcp.log(saved, "error", "late")`)
 	h.mustFail(t, `mcp.log(saved, "loud", "x")`, `invalid log level "loud"`)

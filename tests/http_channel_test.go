@@ -58,6 +58,7 @@ func TestNotifyUnencodableIsDropped(t *testing.T) {
 	get := s.openGET(t, u, sid, nil)
 	s.callTool(t, u, sid, "notify", map[string]any{"n": 1, "bad": true}).wantText(t, "notified")
 	wantPoke(t, get, 1, "1") // the bad push used up no id
+	s.logs.waitFor(t, "push dropped", 1)
 	s.rpc(t, u, sid, 2, "ping", nil)
 }
 

@@ -53,25 +53,33 @@ function mcp.progress(ctx, progress, opts) end
 ---A nil session id (a stateless call's ctx.session_id) or an unknown one does nothing.
 ---@param session_id string?
 ---@param method string e.g. "notifications/tools/list_changed"
----@param params table? encoded as the notification's params; raises if it has no JSON form
+---@param params table? encoded as the notification's params
+---@return boolean ok false when params has no JSON form: the push is logged and dropped
+---@return string? err why it was dropped
 function mcp.notify(session_id, method, params) end
 
 ---Pushes one notification to every session whose `channels(state)` named `channel`.
 ---@param channel string
 ---@param method string
 ---@param params table?
+---@return boolean ok false when params has no JSON form: the push is logged and dropped
+---@return string? err why it was dropped
 function mcp.broadcast(channel, method, params) end
 
 ---Sends notifications/resources/updated {uri} to every session subscribed to `uri`.
 ---@param uri string
+---@return boolean ok always true
 function mcp.resource_updated(uri) end
 
 ---Sends notifications/message {level, data}: with a session id, on that session's GET channel;
 ---with a ctx, on the running call's own stream. Dropped below the session's level (default info).
----A nil target (a stateless ctx.session_id) does nothing; an unknown level raises.
+---A nil target (a stateless ctx.session_id) does nothing; an unknown level raises. Data with no
+---JSON form is logged and dropped for a session target (false, err) and fails the call for a ctx.
 ---@param target string|mcp.Context|nil
 ---@param level mcp.LogLevel
 ---@param data any JSON-encodable
+---@return boolean? ok for a session target: false when the message was dropped
+---@return string? err why it was dropped
 function mcp.log(target, level, data) end
 
 ---Waits `ms` milliseconds; cancellation and timeouts interrupt it (the Lua code stops with an
