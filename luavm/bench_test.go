@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/luamcp/luamcp/mcp"
 )
 
 // BenchmarkCallToolEcho is a warm tools/call through a session-mode Session:
@@ -19,12 +21,7 @@ func BenchmarkCallToolEcho(b *testing.B) {
 		{"state=10k", `{"size":10000}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, _ := load(b, "echo.lua", nil)
-			ss, _, err := s.Init(context.Background(), json.RawMessage(bc.params), "sid")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ss.Close("")
+			ss := echoSession(b, bc.params)
 			ctx := context.Background()
 			c := testCall("sid")
 			args := json.RawMessage(`{"text":"hello"}`)
@@ -100,4 +97,17 @@ func BenchmarkCloneState(b *testing.B) {
 			}
 		})
 	}
+}
+
+// echoSession starts a session of testdata/echo.lua with init params (e.g.
+// {"size":10000} for a large state), closed when the benchmark ends.
+func echoSession(b *testing.B, params string) mcp.Session {
+	b.Helper()
+	s, _ := load(b, "echo.lua", nil)
+	ss, _, err := s.Init(context.Background(), json.RawMessage(params), "sid")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ss.Close("") })
+	return ss
 }

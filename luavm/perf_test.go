@@ -65,12 +65,7 @@ func BenchmarkSnapshot(b *testing.B) {
 		{"state=10k", `{"size":10000}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, _ := load(b, "echo.lua", nil)
-			ss, _, err := s.Init(context.Background(), json.RawMessage(bc.params), "sid")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ss.Close("")
+			ss := echoSession(b, bc.params)
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
