@@ -27,6 +27,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/luavm"
 	"github.com/luamcp/luamcp/mcp"
 )
@@ -133,6 +134,7 @@ func New(cfg Config) (*Host, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	logger = logcap.Logger(logger) // scripts and clients supply much of what is logged
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = defaultDebounce
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -132,7 +133,7 @@ func describe(v lua.LValue) string {
 	case lua.LNumber:
 		return v.String()
 	case lua.LString:
-		return fmt.Sprintf("%q", string(v.(lua.LString)))
+		return fmt.Sprintf("%q", logcap.String(string(v.(lua.LString))))
 	}
 	return "a " + v.Type().String()
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/bridge"
+	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -97,6 +98,7 @@ func Load(path string, cfg Config) (*Script, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.Logger = logcap.Logger(cfg.Logger) // scripts write much of what is logged
 	if cfg.PoolSize == 0 {
 		cfg.PoolSize = DefaultPoolSize
 	}

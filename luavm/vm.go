@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/luamcp/luamcp/bridge"
+	"github.com/luamcp/luamcp/internal/logcap"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -217,21 +219,37 @@ func (r *run) fail(name string, err error) error {
 	return r.crash(name, msg, trace)
 }
 
-// crash logs a failed callback and returns the error that stands for it.
+// crash logs a failed callback, with its traceback, and returns the error
+// that stands for it. The message and the traceback come from the script:
+// they are cut at logcap.Max.
 func (r *run) crash(name, msg, trace string) error {
 	v := r.v
 	v.broken = true
-	if !r.quiet {
-		attrs := []any{"callback", name, "error", msg}
-		if trace != "" {
-			attrs = append(attrs, "traceback", trace)
-		}
-		v.s.logger.Error("Lua callback failed", attrs...)
-	}
+	msg = logcap.String(msg)
 	if r.quiet {
 		return errors.New(msg)
 	}
-	return fmt.Errorf("%s: %s: %s", v.s.name, name, msg)
+	attrs := []any{"callback", name, "error", msg}
+	if trace != "" {
+		attrs = append(attrs, "traceback", logcap.String(trace))
+	}
+	v.s.logger.Error("Lua callback failed", attrs...)
+	return &crashError{script: v.s.name, callback: name, msg: msg}
+}
+
+// A crashError is a callback that crashed, logged by run.crash. The
+// transport logs the crashes it is given too: in a log, a crashError names
+// the callback and leaves the message out, so that no message is logged
+// twice (a script's error can be megabytes long).
+type crashError struct {
+	script, callback, msg string
+}
+
+func (e *crashError) Error() string { return e.script + ": " + e.callback + ": " + e.msg }
+
+// LogValue is how a crashError appears in a log record.
+func (e *crashError) LogValue() slog.Value {
+	return slog.StringValue(e.script + ": " + e.callback + " crashed (logged as \"Lua callback failed\")")
 }
 
 // crashf reports a callback whose result breaks the contract.
