@@ -9,7 +9,7 @@ import (
 )
 
 func TestAuthHook(t *testing.T) {
-	s, logs := load(t, "auth.lua", func(c *Config) { c.MaxCall = 100 * time.Millisecond })
+	s, logs := load(t, "auth.lua", func(c *Config) { c.CallTimeout = 100 * time.Millisecond })
 	auth := s.Options().Auth
 	if auth == nil {
 		t.Fatal("no Auth hook")

@@ -84,10 +84,13 @@ func (c *checker) call(cb, nret int, args ...lua.LValue) ([3]lua.LValue, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
 	name := callbackNames[cb]
-	r := c.v.begin(ctx)
-	r.quiet = true
-	rets, err := r.call(name, c.v.fns[cb], nret, args...)
-	r.end()
+	var rets [3]lua.LValue
+	r, err := c.v.begin(ctx)
+	if err == nil {
+		r.quiet = true
+		rets, err = r.call(name, c.v.fns[cb], nret, args...)
+		r.end()
+	}
 	if err != nil {
 		p := problem(err.Error(), c.ver.chunk, c.line(cb))
 		p.Message = name + ": " + p.Message

@@ -11,18 +11,18 @@ import (
 
 // Each misbehaving tool fails its own call, and the server goes on.
 func TestHostileLua(t *testing.T) {
-	short, _ := load(t, "hostile.lua", func(c *Config) { c.MaxCall = 100 * time.Millisecond })
+	short, _ := load(t, "hostile.lua", func(c *Config) { c.CallTimeout = 100 * time.Millisecond })
 	long, _ := load(t, "hostile.lua", nil)
 	tests := []struct {
 		s     *Script
 		kind  string
 		crash string // part of the crash message
 	}{
-		{short, "loop", "exceeded the maximum call time (100ms)"},
-		{short, "pcall_loop", "exceeded the maximum call time"},
-		{short, "coroutine_loop", "exceeded the maximum call time"},
-		{short, "stored_coroutine", "exceeded the maximum call time"},
-		{short, "sleep", "exceeded the maximum call time"},
+		{short, "loop", "call timeout: still running after 100ms"},
+		{short, "pcall_loop", "call timeout: still running after"},
+		{short, "coroutine_loop", "call timeout: still running after"},
+		{short, "stored_coroutine", "call timeout: still running after"},
+		{short, "sleep", "call timeout: still running after"},
 		{long, "rep", "string.rep: the resulting string would exceed 64 MiB"},
 		{long, "rep_method", "string.rep: the resulting string would exceed"},
 		{long, "recurse", "stack overflow"},

@@ -128,7 +128,7 @@ func (ss *session) followIdle() {
 	if ss.isClosed() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(migrateTimeout, ss.script.cfg.MaxCall))
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
 	defer cancel()
 	ss.follow(ctx)
 }
@@ -215,7 +215,10 @@ func (v *vm) listJSON(ctx context.Context, cb int, state lua.LValue) []byte {
 		}
 		state = c
 	}
-	r := v.begin(ctx)
+	r, err := v.begin(ctx)
+	if err != nil {
+		return []byte("error: " + err.Error())
+	}
 	defer r.end()
 	rets, err := r.call(name, v.fns[cb], 1, state)
 	if err != nil {

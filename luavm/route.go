@@ -12,11 +12,18 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// parseRoute reads the module's route table into mcp.Options (script-api.md
-// "Route options"). Unset options stay zero, which mcp.Options reads as their
+// routeOptions are a script's route table: the transport's options, and the
+// ones luavm applies itself.
+type routeOptions struct {
+	mcp.Options
+	callTimeout time.Duration // call_timeout_ms; 0: Config.CallTimeout
+}
+
+// parseRoute reads the module's route table (script-api.md "Route
+// options"). Unset options stay zero, which mcp.Options reads as their
 // defaults; Path defaults to /mcp/<name>.
-func parseRoute(v lua.LValue, name string) (mcp.Options, error) {
-	opts := mcp.Options{Path: "/mcp/" + name}
+func parseRoute(v lua.LValue, name string) (routeOptions, error) {
+	opts := routeOptions{Options: mcp.Options{Path: "/mcp/" + name}}
 	if v == lua.LNil {
 		return opts, nil
 	}
@@ -39,7 +46,7 @@ func parseRoute(v lua.LValue, name string) (mcp.Options, error) {
 	return opts, err
 }
 
-func setOption(o *mcp.Options, key string, v lua.LValue) error {
+func setOption(o *routeOptions, key string, v lua.LValue) error {
 	var err error
 	switch key {
 	case "path":
@@ -69,6 +76,8 @@ func setOption(o *mcp.Options, key string, v lua.LValue) error {
 		o.SessionTTL, err = msOption(key, v, 1)
 	case "request_timeout_ms":
 		o.RequestTimeout, err = msOption(key, v, 1)
+	case "call_timeout_ms":
+		o.callTimeout, err = msOption(key, v, 1)
 	case "session_keepalive_ms":
 		o.SessionKeepAlive, err = msOption(key, v, 0)
 		if err == nil && o.SessionKeepAlive == 0 {
@@ -141,7 +150,7 @@ func describe(v lua.LValue) string {
 // authHook is Options.Auth for a module with an auth function: it runs
 // auth(request) on a pooled state. true passes (0); false or nothing rejects
 // with 401; a number in 400..599 rejects with that status. Anything else, and
-// a crash, is logged and answered 500.
+// a crash, is logged and answered 500; no scheduler slot in time is 503.
 //
 // It runs on the current version; a version without auth (whose route the
 // host remounts) lets the request through.
@@ -170,7 +179,12 @@ func (s *Version) auth(ctx context.Context, r *mcp.AuthRequest) int {
 	}
 	req.RawSetString("headers", headers)
 
-	run := v.begin(ctx)
+	run, err := v.begin(ctx)
+	if err != nil { // no slot: the server is busy, or the client left
+		s.pool.release(v)
+		s.logger.Warn("auth: not run", "error", err)
+		return 503
+	}
 	rets, err := run.call("auth", v.auth, 1, req)
 	run.end()
 	s.pool.release(v)

@@ -4,12 +4,13 @@
 //
 // A state has one owner at a time. A session owns one state for its whole
 // life; a stateless request, a snapshot, an auth check or Describe borrows
-// one. Every callback runs under the caller's context, Config.MaxCall and a
-// memory watchdog; a callback that crashes leaves the session's state exactly
+// one. Every callback runs under the caller's context, its route's call
+// timeout and a memory watchdog, in a slot of the Scheduler (sched.go); a callback that crashes leaves the session's state exactly
 // as it was before the call.
 package luavm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -33,7 +34,12 @@ type Config struct {
 	Logger   *slog.Logger  // default: slog.Default()
 	Pushes   bridge.Pushes // the mcp.Hub; nil drops pushes
 	PoolSize int           // warm fresh states kept per script (default 4; negative: none)
-	MaxCall  time.Duration // hard cap on one callback (default 10 min)
+	// CallTimeout is the hard cap on one callback of a route that does not
+	// set call_timeout_ms (default DefaultCallTimeout).
+	CallTimeout time.Duration
+	// Sched caps the Lua calls running at once, shared by every script
+	// given the same one; nil sets no cap.
+	Sched *Scheduler
 	// MemoryLimit is the process heap size, in bytes, past which this
 	// script's running calls are cancelled (default DefaultMemoryLimit;
 	// negative disables the watchdog).
@@ -42,8 +48,8 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultPoolSize = 4
-	DefaultMaxCall  = 10 * time.Minute
+	DefaultPoolSize    = 4
+	DefaultCallTimeout = 10 * time.Minute
 )
 
 // terminateTimeout bounds terminate(reason, state), which has no caller's
@@ -64,6 +70,7 @@ type Script struct {
 	cfg    Config
 	logger *slog.Logger
 	watch  *watchdog
+	lane   *lane        // the script's share of Config.Sched
 	live   atomic.Int64 // states open, of every version, pooled or lent out
 
 	cur     atomic.Pointer[Version]
@@ -84,6 +91,9 @@ type Version struct {
 	modules *modules
 	pool    *pool
 	retLine int // line of the chunk's final return, for module errors
+
+	callTimeout timeoutError  // the bound of one callback: call_timeout_ms or Config.CallTimeout
+	slotWait    time.Duration // the longest wait for a scheduler slot: request_timeout_ms
 }
 
 var _ mcp.Server = (*Script)(nil)
@@ -91,6 +101,12 @@ var _ mcp.Server = (*Script)(nil)
 // Load compiles one script once and validates its module table and route
 // options. Errors read "file:line: message" where Lua gives a line.
 func Load(path string, cfg Config) (*Script, error) {
+	return LoadContext(context.Background(), path, cfg)
+}
+
+// LoadContext is Load under ctx: cancelling it stops the script's main chunk
+// (which also stops by itself after 5 s).
+func LoadContext(ctx context.Context, path string, cfg Config) (*Script, error) {
 	name := strings.TrimSuffix(filepath.Base(path), ".lua")
 	if cfg.Dir == "" {
 		cfg.Dir = filepath.Dir(path)
@@ -103,8 +119,8 @@ func Load(path string, cfg Config) (*Script, error) {
 		cfg.PoolSize = DefaultPoolSize
 	}
 	cfg.PoolSize = max(cfg.PoolSize, 0)
-	if cfg.MaxCall <= 0 {
-		cfg.MaxCall = DefaultMaxCall
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	chunk := chunkName(path, cfg.Dir)
 	logger := cfg.Logger.With("script", name)
@@ -115,9 +131,10 @@ func Load(path string, cfg Config) (*Script, error) {
 		cfg:      cfg,
 		logger:   logger,
 		watch:    newWatchdog(cfg.MemoryLimit, logger),
+		lane:     cfg.Sched.newLane(),
 		sessions: make(map[*session]struct{}),
 	}
-	ver, err := s.Prepare()
+	ver, err := s.PrepareContext(ctx)
 	if err != nil {
 		s.watch.close()
 		return nil, err
@@ -138,7 +155,11 @@ func chunkName(path, dir string) string {
 // Prepare compiles the script's file again into a version that is not yet
 // current, validating it as Load does: Commit makes it current, Discard drops
 // it. The running version is untouched either way.
-func (s *Script) Prepare() (*Version, error) {
+func (s *Script) Prepare() (*Version, error) { return s.PrepareContext(context.Background()) }
+
+// PrepareContext is Prepare under ctx: cancelling it stops the main chunk
+// (which also stops by itself after 5 s).
+func (s *Script) PrepareContext(ctx context.Context) (*Version, error) {
 	src, err := os.ReadFile(s.path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.chunk, err)
@@ -153,8 +174,6 @@ func (s *Script) Prepare() (*Version, error) {
 		modules: newModules(s.cfg.Dir),
 		retLine: returnLine(proto),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.MaxCall)
-	defer cancel()
 	v, err := ver.newVM(ctx)
 	if err != nil {
 		return nil, err
@@ -198,7 +217,9 @@ func (s *Version) validate(v *vm) error {
 	if v.auth != nil {
 		opts.Auth = s.authHook
 	}
-	s.opts = opts
+	s.opts = opts.Options
+	s.callTimeout = timeoutError{what: "call timeout", limit: cmp.Or(opts.callTimeout, s.cfg.CallTimeout)}
+	s.slotWait = opts.Defaults().RequestTimeout
 	return nil
 }
 

@@ -88,7 +88,10 @@ func (s *Version) start(ctx context.Context, params json.RawMessage, sessionID s
 
 func (ss *session) init(ctx context.Context, params json.RawMessage, sessionID string) (*mcp.InitResult, error) {
 	v := ss.v
-	r := v.begin(ctx)
+	r, err := v.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer r.end()
 	p, err := v.decodeObject(params)
 	if err != nil {
@@ -222,7 +225,12 @@ func (ss *session) begin(ctx context.Context) (*op, error) {
 	if ss.owned {
 		ss.follow(ctx)
 	}
-	ss.op = op{run: ss.v.begin(ctx), live: ss.state}
+	r, err := ss.v.begin(ctx)
+	if err != nil {
+		ss.work.Unlock()
+		return nil, err
+	}
+	ss.op = op{run: r, live: ss.state}
 	c := &ss.op
 	if ss.owned {
 		if t, ok := ss.state.(*lua.LTable); ok {
@@ -355,7 +363,7 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 	if err != nil {
 		return nil, c.crashf("handle_tool", "arguments: %v", err)
 	}
-	ctxT := v.mod.BeginCall(callInfo(call))
+	ctxT := v.mod.BeginCall(c.lineFor(callInfo(call)))
 	// The tool's own name value: boxed already.
 	rets, err := c.call("handle_tool", v.fns[cbHandleTool], 3, tool.RawGetString("name"), argv, ctxT, c.live)
 	v.mod.EndCall(ctxT)
@@ -665,10 +673,13 @@ func (ss *session) Close(reason string) {
 		reason = "normal" // the script leaves, the server goes on
 	}
 	if ss.owned && reason != "" && ss.v.has(cbTerminate) {
-		ctx, cancel := context.WithTimeout(context.Background(), min(terminateTimeout, ss.script.cfg.MaxCall))
-		r := ss.v.begin(ctx)
-		_, _ = r.call("terminate", ss.v.fns[cbTerminate], 0, lua.LString(reason), ss.state)
-		r.end()
+		ctx, cancel := context.WithTimeout(context.Background(), terminateTimeout)
+		if r, err := ss.v.begin(ctx); err != nil {
+			ss.script.logger.Warn("terminate not run", "session", ss.id, "reason", reason, "error", err)
+		} else {
+			_, _ = r.call("terminate", ss.v.fns[cbTerminate], 0, lua.LString(reason), ss.state)
+			r.end()
+		}
 		cancel()
 	}
 	ss.release()

@@ -116,7 +116,7 @@ func TestStateThreading(t *testing.T) {
 }
 
 func TestCrashRollsBack(t *testing.T) {
-	s, _ := load(t, "full.lua", func(c *Config) { c.MaxCall = 100 * time.Millisecond })
+	s, _ := load(t, "full.lua", func(c *Config) { c.CallTimeout = 100 * time.Millisecond })
 	ss, _ := open(t, s, "sid")
 	mustCall(t, ss, "inc", `{}`)
 	const before = `{"count":1,"nested":{"items":[1,2]},"session":"sid"}`
@@ -143,18 +143,19 @@ func TestCrashRollsBack(t *testing.T) {
 	}
 }
 
-func TestMaxCall(t *testing.T) {
-	s, logs := load(t, "full.lua", func(c *Config) { c.MaxCall = 50 * time.Millisecond })
+// Config.CallTimeout bounds the callbacks of a route that sets no call_timeout_ms.
+func TestCallTimeoutDefault(t *testing.T) {
+	s, logs := load(t, "full.lua", func(c *Config) { c.CallTimeout = 50 * time.Millisecond })
 	ss, _ := open(t, s, "sid")
 	_, err := call(t, ss, "loop", `{}`)
 	if !isCrash(err) {
 		t.Fatalf("want a crash, got %v", err)
 	}
-	contains(t, err.Error(), "exceeded the maximum call time (50ms)")
+	contains(t, err.Error(), "call timeout: still running after 50ms")
 	contains(t, err.Error(), "full.lua:")
-	contains(t, logs.String(), "maximum call time")
+	contains(t, logs.String(), "call timeout")
 	if _, err := call(t, ss, "sleep", `{"ms":60000}`); !isCrash(err) {
-		t.Errorf("sleep past MaxCall: %v", err)
+		t.Errorf("sleep past the call timeout: %v", err)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/luamcp/luamcp/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -65,7 +64,7 @@ func TestEditorStubs(t *testing.T) {
 		t.Errorf("types/server.lua annotates %d route options, route.go reads %d", len(fields), len(options))
 	}
 	for _, f := range fields {
-		var o mcp.Options
+		var o routeOptions
 		if err := setOption(&o, f[1], sample(f[1])); err != nil && strings.Contains(err.Error(), "unknown option") {
 			t.Errorf("types/server.lua annotates route.%s, which luavm does not know", f[1])
 		}

@@ -80,7 +80,7 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 	v.mod = bridge.NewModule(v.codec, s.cfg.Pushes, s.logger)
 	v.sandbox()
 
-	run := v.begin(ctx)
+	run := v.start(ctx, &timeoutError{what: "load timeout", limit: loadTimeout})
 	run.quiet = true
 	rets, err := run.call("main chunk", L.NewFunctionFromProto(s.proto), 1)
 	run.end()
@@ -139,7 +139,9 @@ func (v *vm) close() {
 
 // A run is one stretch of Lua work on a vm under one context: a Session
 // method, a chunk, an auth check. It bounds the work by the caller's context,
-// Config.MaxCall and the memory watchdog.
+// a time limit (the call timeout of a callback, the load timeout of the main
+// chunk) and the memory watchdog, and holds a scheduler slot (sched.go)
+// while Lua runs.
 type run struct {
 	v      *vm
 	parent context.Context
@@ -147,23 +149,45 @@ type run struct {
 	cancel context.CancelCauseFunc
 	timer  *time.Timer
 	watch  watched
-	quiet  bool // do not log failures (Load reports them itself)
+	line   slotLine // the call's line to the client, for a tool call (session.go)
+	slot   bool     // holds a scheduler slot, given back by end
+	quiet  bool     // do not log failures (Load reports them itself)
 }
 
-// maxCallError is the cause given to calls that outlive Config.MaxCall.
-type maxCallError time.Duration
-
-func (e maxCallError) Error() string {
-	return fmt.Sprintf("callback exceeded the maximum call time (%s)", time.Duration(e))
+// timeoutError is the cause given to a run that outlives its time limit.
+type timeoutError struct {
+	what  string // "call timeout" or "load timeout"
+	limit time.Duration
 }
 
-// begin starts a run on v; it must be ended before the next one begins.
-func (v *vm) begin(ctx context.Context) *run {
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("%s: still running after %s", e.what, e.limit)
+}
+
+// loadTimeout bounds the main chunk of a script (and of every fresh state
+// of it): a chunk that loops cannot stall a start, a reload or the pool.
+const loadTimeout = 5 * time.Second
+
+// begin starts a callback on v: it takes a scheduler slot, waiting for one
+// at most the route's request_timeout_ms, then runs under ctx and the call
+// timeout. It fails, before any Lua runs, only when no slot came. The run
+// must be ended before the next one begins.
+func (v *vm) begin(ctx context.Context) (*run, error) {
+	ver := v.s
+	if err := ver.lane.acquire(ctx, ver.slotWait); err != nil {
+		return nil, fmt.Errorf("%s: %w", ver.name, err)
+	}
+	r := v.start(ctx, &ver.callTimeout)
+	r.slot = true
+	return r, nil
+}
+
+// start starts a run on v bounded by ctx and *limit, without a slot.
+func (v *vm) start(ctx context.Context, limit *timeoutError) *run {
 	cctx, cancel := context.WithCancelCause(ctx)
-	limit := v.s.cfg.MaxCall
 	v.run = run{v: v, parent: ctx, ctx: cctx, cancel: cancel}
 	r := &v.run
-	r.timer = time.AfterFunc(limit, func() { cancel(maxCallError(limit)) })
+	r.timer = time.AfterFunc(limit.limit, func() { cancel(limit) })
 	r.watch.cancel = cancel
 	v.s.watch.add(&r.watch)
 	v.L.SetContext(cctx)
@@ -176,6 +200,9 @@ func (r *run) end() {
 	r.timer.Stop()
 	r.v.s.watch.remove(&r.watch)
 	r.cancel(nil)
+	if r.slot {
+		r.v.s.lane.release()
+	}
 	*r = run{v: r.v}
 }
 

@@ -8,7 +8,7 @@
 ---@class luamcp.Route
 ---Route options. An unknown key or a value of the wrong type makes the script fail to load.
 ---Under `luamcp serve`, changing `path`, `sessions` or any other option on a running script
----remounts its route: its sessions end with reason "normal".
+---remounts its route: its sessions end with reason "normal" (`call_timeout_ms` excepted: a reload applies it).
 ---@field path string? mount path (default "/mcp/<file name>"); starts with /, no { } ? #
 ---@field sessions boolean? true: session mode (default false: stateless)
 ---@field origins string[]? allowed Origin values (default {}: any Origin gets 403)
@@ -16,7 +16,8 @@
 ---@field page_size integer? page size of every */list result (default 50, >= 1)
 ---@field max_sessions integer? live sessions on this route (default unlimited)
 ---@field session_ttl_ms integer? idle session reaping (default 300000)
----@field request_timeout_ms integer? how long a buffered caller waits (default 60000)
+---@field request_timeout_ms integer? how long a buffered caller waits (default 60000); also the longest wait for a free Lua slot
+---@field call_timeout_ms integer? hard cap on one callback's run time; past it the call is a crash (default: `serve --call-timeout`, 600000)
 ---@field session_max_pending integer? queued requests per session (default 100)
 ---@field session_keepalive_ms integer? GET-channel keep-alive comment period (default 30000; 0 off)
 ---@field session_buffer_max integer? GET-channel events kept for Last-Event-ID replay (default 256)
