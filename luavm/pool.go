@@ -127,20 +127,25 @@ func (p *pool) get(ctx context.Context) (*vm, error) {
 }
 
 // getSpare returns a state for a short borrower: a spare one if any, else a
-// fresh one.
+// fresh one, whose globals are recorded first (isolate.go).
 func (p *pool) getSpare(ctx context.Context) (*vm, error) {
 	select {
 	case v := <-p.spare:
 		return v, nil
 	default:
 	}
-	return p.get(ctx)
+	v, err := p.get(ctx)
+	if err == nil {
+		v.globals = v.snapshotGlobals()
+	}
+	return v, err
 }
 
-// release takes back a borrowed state: kept as a spare if its work ended
-// cleanly, closed otherwise.
+// release takes back a borrowed state: kept as a spare, with its globals
+// put back as its snapshot has them, if its work ended cleanly; closed
+// otherwise.
 func (p *pool) release(v *vm) {
-	if v.broken || v.closed {
+	if v.broken || v.closed || !v.isolate() {
 		v.close()
 		return
 	}

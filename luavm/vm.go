@@ -52,10 +52,11 @@ type vm struct {
 	loaded  *lua.LTable     // package.loaded
 	loading map[string]bool // modules being required, for loop detection
 
-	buf    []byte         // scratch for encoded results
-	mirror *bridge.Mirror // the rollback backup of the owning session's state; nil until needed
-	fields []field        // scratch for top-level object keys
-	run    run            // the run in progress; a state runs one at a time
+	buf     []byte         // scratch for encoded results
+	mirror  *bridge.Mirror // the rollback backup of the owning session's state; nil until needed
+	globals *globals       // the snapshot a spare state is put back to (isolate.go); nil until lent as one
+	fields  []field        // scratch for top-level object keys
+	run     run            // the run in progress; a state runs one at a time
 
 	// broken is set when a call on the state crashed or was interrupted:
 	// Lua may have been stopped halfway through anything, so the state is
