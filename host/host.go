@@ -32,9 +32,9 @@ import (
 	"github.com/luamcp/luamcp/mcp"
 )
 
-// describeTimeout bounds the init + tools run that lists a script's tools at
-// mount time, so a script that loops in init cannot stall the start.
-const describeTimeout = 10 * time.Second
+// describeTimeout bounds the init + tools run that lists a script's tools
+// at mount time, so a script that loops in init cannot stall the start.
+const describeTimeout = 5 * time.Second
 
 // Config says what to mount.
 type Config struct {
@@ -51,6 +51,12 @@ type Config struct {
 	// Debounce is how long the watcher waits for a burst of writes to end
 	// before it reloads (default 100 ms).
 	Debounce time.Duration
+	// CallTimeout bounds one callback of a route that sets no
+	// call_timeout_ms (0 = the luavm default, 10 minutes).
+	CallTimeout time.Duration
+	// MaxRunning caps the Lua calls running at once across every route,
+	// shared fairly among them (0 = luavm.DefaultMaxRunning()).
+	MaxRunning int
 }
 
 // Route describes one mounted script.
@@ -93,12 +99,20 @@ type Host struct {
 	handler http.Handler
 	router  atomic.Pointer[mux.Router]
 	watcher *watcher
+	ctx     context.Context // bounds loads and Describe runs; Shutdown cancels it
+	stop    context.CancelFunc
+	work    sync.WaitGroup // changes applied and routes retired in the background
 
-	mu     sync.Mutex         // guards mounts, failed and closed; held while applying changes
+	mu     sync.Mutex         // guards the fields below; never held while Lua runs
 	mounts map[string]*mount  // by file
 	failed map[string]*failed // by file
-	closed bool
-	freed  bool // a route path was released since the last retry of the failed scripts
+	// loading holds the files whose load is in flight (a change's jobs);
+	// a change to one of them meanwhile is recorded in redo (true: forced)
+	// and applied once the load is done.
+	loading map[string]bool
+	redo    map[string]bool
+	closed  bool
+	freed   bool // a route path was released since the last retry of the failed scripts
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -142,13 +156,19 @@ func New(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("reading scripts folder: %w", err)
 	}
 	h := &Host{
-		cfg:    cfg,
-		logger: logger,
-		hub:    mcp.NewHub(logger),
-		mounts: make(map[string]*mount),
-		failed: make(map[string]*failed),
+		cfg:     cfg,
+		logger:  logger,
+		hub:     mcp.NewHub(logger),
+		mounts:  make(map[string]*mount),
+		failed:  make(map[string]*failed),
+		loading: make(map[string]bool),
+		redo:    make(map[string]bool),
 	}
-	h.vmCfg = luavm.Config{Dir: cfg.Dir, Logger: logger, Pushes: h.hub, PoolSize: cfg.PoolSize}
+	h.ctx, h.stop = context.WithCancel(context.Background())
+	h.vmCfg = luavm.Config{
+		Dir: cfg.Dir, Logger: logger, Pushes: h.hub, PoolSize: cfg.PoolSize,
+		CallTimeout: cfg.CallTimeout, Sched: luavm.NewScheduler(cfg.MaxRunning),
+	}
 	h.router.Store(mux.NewRouter())
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.router.Load().ServeHTTP(w, r)
@@ -161,43 +181,30 @@ func New(cfg Config) (*Host, error) {
 		}
 		h.watcher = w
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if err := h.scan(); err != nil {
 		if h.watcher != nil {
 			h.watcher.stop()
 		}
+		h.stop()
 		return nil, err
 	}
 	return h, nil
 }
 
-// scan brings the mounts in line with the folder: new files are mounted,
-// changed ones reloaded, missing ones unmounted. It runs with h.mu held.
+// scan mounts every server file of the folder; the scripts load in
+// parallel.
 func (h *Host) scan() error {
 	entries, err := os.ReadDir(h.cfg.Dir)
 	if err != nil {
 		return fmt.Errorf("reading scripts folder: %w", err)
 	}
-	present := make(map[string]bool)
-	for _, e := range entries { // os.ReadDir sorts by name: mounting is deterministic
+	files := make(map[string]bool)
+	for _, e := range entries {
 		if isServerFile(e) {
-			file := filepath.Join(h.cfg.Dir, e.Name())
-			present[file] = true
-			h.sync(file, false)
+			files[filepath.Join(h.cfg.Dir, e.Name())] = false
 		}
 	}
-	for file := range h.mounts {
-		if !present[file] {
-			h.sync(file, false)
-		}
-	}
-	for file := range h.failed {
-		if !present[file] {
-			delete(h.failed, file)
-		}
-	}
-	h.publish()
+	h.change(files, true)
 	return nil
 }
 
@@ -220,11 +227,97 @@ func checkPath(path string) error {
 	return nil
 }
 
-// sync applies the state of one server file: mounts it, reloads it, or
-// unmounts it. Content already mounted, or already failed, is left alone
-// unless force (a module it may depend on changed). It runs with h.mu held;
-// the caller publishes the router.
-func (h *Host) sync(file string, force bool) {
+// A job is one server file to load: a new mount, or a new version of a
+// mounted script. A change plans its jobs under h.mu, loads them in
+// parallel without it (Lua runs there: the main chunk, init and tools under
+// their bounds), then settles them under h.mu in file name order.
+type job struct {
+	file  string
+	sum   [sha256.Size]byte
+	m     *mount // the mount to reload; nil for a new mount
+	force bool
+
+	// Set by load.
+	script   *luavm.Script // a new script to mount (a new mount, or a remount)
+	reloaded bool          // m.script committed a new version
+	tools    []string
+	err      error
+}
+
+// change applies the state of server files (file -> forced): each is
+// mounted, reloaded, remounted or unmounted. Content already mounted, or
+// already failed, is left alone unless forced (a module it may depend on
+// changed). When a route path was freed, the scripts that failed are tried
+// again.
+//
+// The files load in parallel. With ordered (at start) their results are
+// applied in file name order once all are loaded, so that of two scripts
+// claiming one path the first by name keeps it; otherwise each as soon as it
+// is loaded, so that a script that loops while loading delays only itself.
+func (h *Host) change(files map[string]bool, ordered bool) {
+	for len(files) > 0 {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return
+		}
+		var jobs []*job
+		for _, file := range slices.Sorted(maps.Keys(files)) {
+			if j := h.plan(file, files[file]); j != nil {
+				jobs = append(jobs, j)
+				h.loading[file] = true
+			}
+		}
+		h.publish()
+		h.mu.Unlock()
+
+		loaded := make(chan *job, len(jobs))
+		for _, j := range jobs {
+			go func() {
+				h.load(j)
+				loaded <- j
+			}()
+		}
+		if ordered {
+			for range jobs {
+				<-loaded
+			}
+		}
+		files = make(map[string]bool)
+		for i := range jobs {
+			j := jobs[i]
+			if !ordered {
+				j = <-loaded
+			}
+			h.mu.Lock()
+			delete(h.loading, j.file)
+			h.settle(j)
+			if force, ok := h.redo[j.file]; ok {
+				files[j.file] = force
+				delete(h.redo, j.file)
+			}
+			h.publish()
+			h.mu.Unlock()
+		}
+		h.mu.Lock()
+		if h.freed {
+			h.freed = false
+			for file := range h.failed {
+				files[file] = true
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+// plan decides what to do with one server file, and does what needs no
+// Lua: a removed file is unmounted, a file that cannot be read fails. It
+// returns the job that loads the file, or nil. It runs with h.mu held.
+func (h *Host) plan(file string, force bool) *job {
+	if h.loading[file] {
+		h.redo[file] = h.redo[file] || force
+		return nil
+	}
 	src, err := os.ReadFile(file)
 	m := h.mounts[file]
 	if errors.Is(err, fs.ErrNotExist) {
@@ -232,45 +325,101 @@ func (h *Host) sync(file string, force bool) {
 		if m != nil {
 			h.unmount(m, "removed")
 		}
-		return
+		return nil
 	}
 	sum := sha256.Sum256(src)
 	if err != nil {
 		h.fail(file, err, sum)
-		return
+		return nil
 	}
 	switch {
 	case m != nil && (force || m.sum != sum):
-		h.reload(m, sum)
+		m.sum = sum // a failed edit is reported once
+		return &job{file: file, sum: sum, m: m, force: force}
 	case m == nil:
 		if f := h.failed[file]; f != nil && f.sum == sum && !force {
+			return nil
+		}
+		return &job{file: file, sum: sum, force: force}
+	}
+	return nil
+}
+
+// load runs a job's Lua, without h.mu: a new script is loaded; a mounted one
+// prepares its new version and commits it when its route options allow
+// (otherwise it is loaded afresh, to be remounted). Either way its tools are
+// listed. Loads and listings stop when the host shuts down.
+func (h *Host) load(j *job) {
+	if j.m != nil {
+		ver, err := j.m.script.PrepareContext(h.ctx)
+		if err != nil {
+			j.err = err
 			return
 		}
-		h.mountNew(file, sum)
+		if sameRoute(j.m.opts, ver.Options()) {
+			j.m.script.Commit(ver)
+			j.reloaded = true
+			j.tools = h.describe(j.m.script)
+			return
+		}
+		ver.Discard()
+	}
+	j.script, j.err = luavm.LoadContext(h.ctx, j.file, h.vmCfg)
+	if j.err == nil {
+		j.tools = h.describe(j.script)
 	}
 }
 
-// mountNew loads a script and mounts it on its path.
-func (h *Host) mountNew(file string, sum [sha256.Size]byte) {
-	script, err := luavm.Load(file, h.vmCfg)
-	if err != nil {
-		h.fail(file, err, sum)
+// settle applies a loaded job to the mounts. It runs with h.mu held.
+func (h *Host) settle(j *job) {
+	if h.closed {
+		if j.script != nil {
+			j.script.Close()
+		}
 		return
 	}
-	opts := script.Options()
-	if err := h.claim(file, opts.Path); err != nil {
-		script.Close()
-		h.fail(file, err, sum)
-		return
+	file, m := j.file, j.m
+	switch {
+	case m != nil && j.err != nil:
+		h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: j.err}).Error())
+	case m != nil && j.reloaded:
+		m.route.Tools = j.tools
+		h.logger.Info("script reloaded", "script", file, "path", m.opts.Path)
+	case m != nil: // its route options changed
+		opts := j.script.Options()
+		if err := h.claim(file, opts.Path); err != nil {
+			j.script.Close()
+			h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: err}).Error())
+			return
+		}
+		delete(h.mounts, file)
+		h.publish() // the old route stops taking requests before the new one may take its path
+		h.retire(m)
+		h.mount(j)
+		h.logger.Info("script remounted: its route options changed, its sessions ended", "script", file, "path", opts.Path)
+	case j.err != nil:
+		h.fail(file, j.err, j.sum)
+	default:
+		if err := h.claim(file, j.script.Options().Path); err != nil {
+			j.script.Close()
+			h.fail(file, err, j.sum)
+			return
+		}
+		h.mount(j)
+		if h.watcher != nil { // at start-up the status lines say it
+			h.logger.Info("script mounted", "script", file, "path", j.script.Options().Path)
+		}
 	}
-	delete(h.failed, file)
-	m := &mount{script: script, opts: opts, sum: sum}
-	m.handler = mcp.NewHandler(script, opts, h.hub, h.logger.With("route", opts.Path))
-	m.route = Route{Path: opts.Path, Script: file, Sessions: opts.Sessions, Tools: describe(script, h.logger)}
-	h.mounts[file] = m
-	if h.watcher != nil { // at start-up the status lines say it
-		h.logger.Info("script mounted", "script", file, "path", opts.Path)
-	}
+}
+
+// mount serves a loaded script on its path. It runs with h.mu held.
+func (h *Host) mount(j *job) {
+	delete(h.failed, j.file)
+	opts := j.script.Options()
+	m := &mount{script: j.script, opts: opts, sum: j.sum}
+	m.handler = mcp.NewHandler(j.script, opts, h.hub, h.logger.With("route", opts.Path))
+	m.route = Route{Path: opts.Path, Script: j.file, Sessions: opts.Sessions, Tools: j.tools}
+	h.mounts[j.file] = m
 }
 
 // claim reports an error when another mounted script has path.
@@ -286,45 +435,6 @@ func (h *Host) claim(file, path string) error {
 	return nil
 }
 
-// reload moves a mounted script to its file's new content. A version that
-// fails to load leaves the running one untouched; one whose route options
-// the running handler cannot take is mounted afresh (remount).
-func (h *Host) reload(m *mount, sum [sha256.Size]byte) {
-	file := m.route.Script
-	m.sum = sum // a failed edit is reported once
-	ver, err := m.script.Prepare()
-	if err != nil {
-		h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: err}).Error())
-		return
-	}
-	opts := ver.Options()
-	if !sameRoute(m.opts, opts) {
-		ver.Discard()
-		h.remount(m, opts, sum)
-		return
-	}
-	m.script.Commit(ver)
-	m.route.Tools = describe(m.script, h.logger)
-	h.logger.Info("script reloaded", "script", file, "path", opts.Path)
-}
-
-// remount replaces a mount whose route options changed: the new one serves at
-// once, the old one's sessions end (reason "normal").
-func (h *Host) remount(m *mount, opts mcp.Options, sum [sha256.Size]byte) {
-	file := m.route.Script
-	if err := h.claim(file, opts.Path); err != nil {
-		h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: err}).Error())
-		return
-	}
-	delete(h.mounts, file)
-	h.publish() // the old route stops taking requests before the new one may take its path
-	h.retire(m)
-	h.mountNew(file, sum)
-	if h.mounts[file] != nil {
-		h.logger.Info("script remounted: its route options changed, its sessions ended", "script", file, "path", opts.Path)
-	}
-}
-
 // unmount removes a mount: its route answers 404, its sessions end.
 func (h *Host) unmount(m *mount, why string) {
 	delete(h.mounts, m.route.Script)
@@ -333,17 +443,20 @@ func (h *Host) unmount(m *mount, why string) {
 	h.logger.Info("script unmounted", "script", m.route.Script, "path", m.opts.Path, "why", why)
 }
 
-// retire ends a mount that is no longer routed: its sessions terminate with
-// reason "normal", then its script closes.
+// retire ends a mount that is no longer routed, in the background: its
+// sessions terminate with reason "normal", then its script closes. Its path
+// is free at once.
 func (h *Host) retire(m *mount) {
 	h.freed = true
 	m.script.Retire()
-	ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
-	defer cancel()
-	if err := m.handler.Shutdown(ctx); err != nil {
-		h.logger.Warn("sessions of an unmounted script did not end in time", "path", m.opts.Path, "err", err)
-	}
-	m.script.Close()
+	h.work.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
+		defer cancel()
+		if err := m.handler.Shutdown(ctx); err != nil {
+			h.logger.Warn("sessions of an unmounted script did not end in time", "path", m.opts.Path, "err", err)
+		}
+		m.script.Close()
+	})
 }
 
 // retireTimeout bounds how long an unmounted route's sessions may take to end.
@@ -380,14 +493,15 @@ func (h *Host) sorted() []*mount {
 	return list
 }
 
-// describe lists a script's tools for the status lines; a failure is logged and
-// does not stop the script from serving (init may depend on client params).
-func describe(s *luavm.Script, logger *slog.Logger) []string {
-	ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
+// describe lists a script's tools for the status lines; a failure is logged
+// and does not stop the script from serving (init may depend on client
+// params).
+func (h *Host) describe(s *luavm.Script) []string {
+	ctx, cancel := context.WithTimeout(h.ctx, describeTimeout)
 	defer cancel()
 	tools, err := s.Describe(ctx)
 	if err != nil {
-		logger.Warn("cannot list tools", "script", s.Name(), "err", err)
+		h.logger.Warn("cannot list tools", "script", s.Name(), "err", err)
 		return nil
 	}
 	if tools == nil {
@@ -449,34 +563,50 @@ func (h *Host) LoadErrors() []error {
 	return errs
 }
 
-// Shutdown stops watching, ends every session of every route (each script's
-// terminate runs with reason "shutdown"), then closes the scripts. Routes
-// shut down in parallel so that one slow script does not use up the others'
-// time. It returns when all sessions are gone or ctx ends; later calls return
-// the first call's result.
+// Shutdown stops watching, stops the loads in progress, ends every session
+// of every route (each script's terminate runs with reason "shutdown"), then
+// closes the scripts. Routes shut down in parallel so that one slow script
+// does not use up the others' time. It returns when all of that is done, or
+// when ctx ends: Lua that does not stop is abandoned, never waited for. Later
+// calls return the first call's result.
 func (h *Host) Shutdown(ctx context.Context) error {
 	h.shutdownOnce.Do(func() {
-		if h.watcher != nil {
-			h.watcher.stop()
+		h.stop()
+		done := make(chan error, 1)
+		go func() { done <- h.shutdown(ctx) }()
+		select {
+		case err := <-done:
+			h.shutdownErr = err
+		case <-ctx.Done():
+			h.logger.Warn("shutdown: Lua calls still running were abandoned")
+			h.shutdownErr = ctx.Err()
 		}
-		h.mu.Lock()
-		h.closed = true
-		mounts := h.sorted()
-		h.mu.Unlock()
-		errs := make([]error, len(mounts))
-		var wg sync.WaitGroup
-		for i, m := range mounts {
-			wg.Go(func() {
-				if err := m.handler.Shutdown(ctx); err != nil {
-					errs[i] = fmt.Errorf("shutting down %s: %w", m.route.Path, err)
-				}
-			})
-		}
-		wg.Wait()
-		for _, m := range mounts {
-			m.script.Close()
-		}
-		h.shutdownErr = errors.Join(errs...)
 	})
 	return h.shutdownErr
+}
+
+func (h *Host) shutdown(ctx context.Context) error {
+	if h.watcher != nil {
+		h.watcher.stop()
+	}
+	h.mu.Lock()
+	h.closed = true
+	mounts := h.sorted()
+	h.mu.Unlock()
+	errs := make([]error, len(mounts))
+	var wg sync.WaitGroup
+	for i, m := range mounts {
+		wg.Go(func() {
+			if err := m.handler.Shutdown(ctx); err != nil {
+				errs[i] = fmt.Errorf("shutting down %s: %w", m.route.Path, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, m := range mounts {
+		wg.Go(m.script.Close)
+	}
+	wg.Wait()
+	h.work.Wait() // changes settle as closed; retired routes end
+	return errors.Join(errs...)
 }

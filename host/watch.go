@@ -134,13 +134,16 @@ func (w *watcher) relevant(ev fsnotify.Event) bool {
 // apply brings the mounts in line with a batch of changed paths. A server
 // file is mounted, reloaded or unmounted; any other path is a module (or a
 // folder of modules): every script that required it reloads, and every
-// script that failed to load is tried again.
+// script that failed to load is tried again. The work runs in the
+// background (Host.change): a script that loops while it loads delays only
+// itself, never the watcher or the files that follow.
 func (h *Host) apply(paths []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return
 	}
+	files := make(map[string]bool)
 	var modules []string
 	for _, p := range paths {
 		rel, err := filepath.Rel(h.cfg.Dir, p)
@@ -148,15 +151,17 @@ func (h *Host) apply(paths []string) {
 			continue
 		}
 		if filepath.Dir(rel) == "." && strings.HasSuffix(rel, ".lua") {
-			h.sync(p, false)
+			if _, ok := files[p]; !ok {
+				files[p] = false
+			}
 			continue
 		}
 		modules = append(modules, filepath.ToSlash(rel))
 	}
 	if len(modules) > 0 {
-		for _, m := range h.sorted() {
+		for _, m := range h.mounts {
 			if dependsOn(m.script.Modules(), modules) {
-				h.sync(m.route.Script, true)
+				files[m.route.Script] = true
 			}
 		}
 	}
@@ -164,10 +169,12 @@ func (h *Host) apply(paths []string) {
 	// is now free.
 	retry := len(modules) > 0 || h.freed
 	h.freed = false
-	for _, file := range slices.Sorted(maps.Keys(h.failed)) {
-		h.sync(file, retry)
+	for file := range h.failed {
+		files[file] = files[file] || retry
 	}
-	h.publish()
+	if len(files) > 0 {
+		h.work.Go(func() { h.change(files, false) })
+	}
 }
 
 // dependsOn reports whether one of the files required is, or lies under,

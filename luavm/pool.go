@@ -36,6 +36,9 @@ type pool struct {
 // A pool of size 0 (pooling disabled) keeps none.
 const minSpares = 64
 
+// closeGrace is how long close waits for a build in progress to stop.
+const closeGrace = time.Second
+
 func newPool(s *Version, size int) *pool {
 	ctx, quit := context.WithCancel(context.Background())
 	spares := 0
@@ -171,7 +174,13 @@ func (p *pool) close() {
 	p.mu.Unlock()
 	close(p.stop)
 	p.quit()
-	<-p.done
+	// A build is interrupted by quit; one whose Lua does not stop in time
+	// is abandoned: put closes what it builds.
+	select {
+	case <-p.done:
+	case <-time.After(closeGrace):
+		p.s.logger.Warn("a Lua state being built did not stop: abandoned")
+	}
 	for _, lane := range []chan *vm{p.fresh, p.spare} {
 		for {
 			select {

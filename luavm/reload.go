@@ -22,8 +22,8 @@ import (
 //   - The old version's pool is closed; states it lent out are closed when
 //     they come back.
 
-// migrateTimeout bounds the list callbacks a move runs when no caller's
-// context bounds them.
+// migrateTimeout bounds the list callbacks the moves of one commit run, and
+// those of a session moved after its call.
 const migrateTimeout = 10 * time.Second
 
 // listChanges are the list notifications, by the callbacks whose output they
@@ -70,8 +70,12 @@ func (s *Script) Commit(ver *Version) {
 	old := s.cur.Swap(ver)
 	old.pool.close()
 	s.logger.Debug("new version committed", "sessions", len(s.liveSessions()))
+	// One bound for them all: list callbacks that loop cannot hold the
+	// commit for migrateTimeout per session.
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+	defer cancel()
 	for _, ss := range s.liveSessions() {
-		ss.followIdle()
+		ss.followIdle(ctx)
 	}
 }
 
@@ -118,9 +122,9 @@ func (ss *session) behind() bool {
 	return !ss.closed && ss.s != cur && ss.stuck != cur
 }
 
-// followIdle moves the session to the current version unless a call runs on
-// it (that call's end moves it).
-func (ss *session) followIdle() {
+// followIdle moves the session to the current version, under ctx, unless a
+// call runs on it (that call's end moves it).
+func (ss *session) followIdle(ctx context.Context) {
 	if !ss.work.TryLock() {
 		return
 	}
@@ -128,8 +132,6 @@ func (ss *session) followIdle() {
 	if ss.isClosed() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
-	defer cancel()
 	ss.follow(ctx)
 }
 

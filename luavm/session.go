@@ -258,7 +258,11 @@ func (ss *session) end(c *op, err error) {
 	}
 	ss.work.Unlock()
 	if ss.owned && ss.behind() {
-		go ss.followIdle() // a reload happened during the call
+		go func() { // a reload happened during the call
+			ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+			defer cancel()
+			ss.followIdle(ctx)
+		}()
 	}
 }
 
