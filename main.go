@@ -22,6 +22,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/luavm"
 )
 
 // version is the release this source tree builds.
@@ -60,6 +61,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 					&cli.BoolFlag{Name: "no-watch", Usage: "do not reload scripts when their files change"},
+					&cli.DurationFlag{Name: "call-timeout", Value: luavm.DefaultCallTimeout, Usage: "hard cap on one callback of a route that sets no call_timeout_ms"},
+					&cli.IntFlag{Name: "max-running", Usage: "Lua calls running at once, shared fairly by the routes; 0: 4 × GOMAXPROCS"},
 				},
 			},
 			checkCommand(),
@@ -77,13 +80,26 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	callTimeout, maxRunning := c.Duration("call-timeout"), c.Int("max-running")
+	if callTimeout <= 0 {
+		return fmt.Errorf("--call-timeout must be positive, not %s", callTimeout)
+	}
+	if maxRunning < 0 {
+		return fmt.Errorf("--max-running must be at least 1 (0: the default), not %d", maxRunning)
+	}
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
+	if addr, ok := ln.Addr().(*net.TCPAddr); ok && !addr.IP.IsLoopback() {
+		logger.Warn("listening on a non-loopback address: other hosts can connect, but every route still refuses remote peers unless its script sets allow_remote_access", "addr", ln.Addr().String())
+	}
 	watch := !c.Bool("no-watch")
-	h, err := host.New(host.Config{Dir: c.String("dir"), Logger: logger, Watch: watch})
+	h, err := host.New(host.Config{
+		Dir: c.String("dir"), Logger: logger, Watch: watch,
+		CallTimeout: callTimeout, MaxRunning: maxRunning,
+	})
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,9 @@ func TestServeErrors(t *testing.T) {
 		{"nothing to serve", []string{"--dir", empty, "--addr", "127.0.0.1:0", "--no-watch"}, "no server to mount"},
 		{"log level", []string{"--dir", scripts, "--log-level", "loud"}, "--log-level"},
 		{"log format", []string{"--dir", scripts, "--log-format", "xml"}, "--log-format"},
+		{"call timeout zero", []string{"--dir", scripts, "--call-timeout", "0s"}, "--call-timeout must be positive"},
+		{"call timeout unparsable", []string{"--dir", scripts, "--call-timeout", "soon"}, "call-timeout"},
+		{"max running", []string{"--dir", scripts, "--max-running", "-1"}, "--max-running must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"luamcp", "serve"}, tc.args...)
@@ -367,5 +370,35 @@ func TestServeWaitsForFiles(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second): // liveness bound only
 		t.Fatal("serve did not stop")
+	}
+}
+
+// TestServeWarnsOnRemoteBind: binding an address other machines can reach
+// gets one warning line; a loopback address gets none.
+func TestServeWarnsOnRemoteBind(t *testing.T) {
+	empty := t.TempDir()
+	for _, tc := range []struct {
+		addr string
+		warn bool
+	}{
+		{"0.0.0.0:0", true},
+		{"127.0.0.1:0", false},
+		{"localhost:0", false},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			var logs syncWriter
+			// --no-watch on an empty folder: serve ends right after binding.
+			err := newApp(io.Discard, &logs).Run([]string{"luamcp", "serve", "--dir", empty, "--addr", tc.addr, "--no-watch"})
+			if err == nil || !strings.Contains(err.Error(), "no server to mount") {
+				t.Fatalf("serve: %v", err)
+			}
+			got := strings.Count(logs.String(), "listening on a non-loopback address")
+			if tc.warn && (got != 1 || !strings.Contains(logs.String(), "allow_remote_access")) {
+				t.Errorf("want one warning naming allow_remote_access; log:\n%s", logs.String())
+			}
+			if !tc.warn && got != 0 {
+				t.Errorf("a loopback address was warned about; log:\n%s", logs.String())
+			}
+		})
 	}
 }
