@@ -74,7 +74,9 @@ func (v *vm) sandbox() {
 		v.loaded.RawSetString(name, G.RawGetString(name))
 	}
 	v.loaded.RawSetString("_G", G)
-	v.loaded.RawSetString("mcp", v.mod.Table())
+	mcp := v.mod.Table()
+	mcp.RawSetString("sleep", L.NewFunction(v.withoutSlot(mcp.RawGetString("sleep").(*lua.LFunction).GFunction)))
+	v.loaded.RawSetString("mcp", mcp)
 	pkg := L.CreateTable(0, 1)
 	pkg.RawSetString("loaded", v.loaded)
 	G.RawSetString("package", pkg)

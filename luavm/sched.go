@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/bridge"
+	lua "github.com/yuin/gopher-lua"
 )
 
 // A Scheduler caps the Lua calls that run at once across the scripts that
@@ -18,8 +19,10 @@ import (
 // Every callback takes a slot before it runs and gives it back when it ends
 // (vm.begin, run.end); so do auth and the list callbacks a reload runs. The
 // main chunk does not: it runs while a script loads, under its own bound
-// (loadTimeout). A call that waits for the client (mcp.elicit, mcp.sample,
-// mcp.list_roots) gives its slot back while it waits (slotLine).
+// (loadTimeout). A call that waits (for the client: mcp.elicit, mcp.sample,
+// mcp.list_roots; or mcp.sleep) gives its slot back while it waits, and
+// takes one again as a new call would (slotLine, withoutSlot): slots bound
+// the Lua that runs, not the calls that are open.
 //
 // A call goes through these states:
 //
@@ -256,10 +259,32 @@ func (s *Scheduler) leaveRing(l *lane) {
 	}
 }
 
+// yield gives the run's slot back while it waits for something other than
+// Lua; it reports whether it had one.
+func (r *run) yield() bool {
+	if !r.slot {
+		return false
+	}
+	r.v.s.lane.release()
+	r.slot = false
+	return true
+}
+
+// resume takes a slot again after yield, as a new call of the script would.
+// When none comes (the call's context ended) the call is cancelled: Lua
+// does not go on without a slot.
+func (r *run) resume() error {
+	if err := r.v.s.lane.acquire(r.ctx, 0); err != nil {
+		r.cancel(err)
+		return err
+	}
+	r.slot = true
+	return nil
+}
+
 // slotLine is a tool call's line to the client. A request to the client
 // (mcp.elicit, mcp.sample, mcp.list_roots) waits for a person or a model:
-// the call gives its slot back while it waits, and takes one again, as a
-// new call of its script would, before Lua goes on.
+// the call holds no slot while it waits.
 type slotLine struct {
 	bridge.CallLine
 	r *run
@@ -267,19 +292,13 @@ type slotLine struct {
 
 // Request sends a request to the client without holding a slot.
 func (l *slotLine) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	r := l.r
-	if !r.slot {
+	if !l.r.yield() {
 		return l.CallLine.Request(ctx, method, params)
 	}
-	lane := r.v.s.lane
-	lane.release()
-	r.slot = false
 	res, err := l.CallLine.Request(ctx, method, params)
-	if aerr := lane.acquire(r.ctx, 0); aerr != nil {
-		r.cancel(aerr) // Lua does not go on without a slot
-		return nil, aerr
+	if rerr := l.r.resume(); rerr != nil {
+		return nil, rerr
 	}
-	r.slot = true
 	return res, err
 }
 
@@ -291,4 +310,21 @@ func (r *run) lineFor(info *bridge.CallInfo) *bridge.CallInfo {
 		info.Line = &r.line
 	}
 	return info
+}
+
+// withoutSlot wraps a Go function of the sandbox that waits without running
+// Lua (mcp.sleep): the running call holds no slot while it waits. When fn
+// raises, the call is ending (its context is done) and stays without one.
+func (v *vm) withoutSlot(fn lua.LGFunction) lua.LGFunction {
+	return func(L *lua.LState) int {
+		r := &v.run
+		if !r.yield() {
+			return fn(L)
+		}
+		n := fn(L)
+		if err := r.resume(); err != nil {
+			L.RaiseError("%s", err.Error())
+		}
+		return n
+	}
 }

@@ -221,9 +221,10 @@ const schedScript = `local mcp = require("mcp")
 return {
   route = { call_timeout_ms = 30000 },
   init = function() return { name = "s", version = "1" }, { tools = {} }, {} end,
-  tools = function() return { { name = "spin" }, { name = "ok" }, { name = "ask" } } end,
+  tools = function() return { { name = "spin" }, { name = "ok" }, { name = "ask" }, { name = "nap" } } end,
   handle_tool = function(name, args, ctx)
     if name == "spin" then while true do end end
+    if name == "nap" then mcp.log(ctx, "info", "napping") mcp.sleep(60000) return "woke" end
     if name == "ask" then return (mcp.elicit(ctx, { message = "?" })) and "answered" or "no" end
     return "ok"
   end,
@@ -356,6 +357,43 @@ func TestSchedulerElicitFreesSlot(t *testing.T) {
 	close(line.answer)
 	if got := text(t, <-done); got != "answered" {
 		t.Errorf("ask = %q", got)
+	}
+	if n := sched.Running(); n != 0 {
+		t.Errorf("Running() = %d at the end", n)
+	}
+}
+
+// napLine tells when the call logs.
+type napLine struct {
+	out
+	logged chan struct{}
+}
+
+func (l *napLine) Log(string, json.RawMessage) error {
+	close(l.logged)
+	return nil
+}
+
+// A sleeping call holds no slot either, and takes one again when it wakes.
+func TestSchedulerSleepFreesSlot(t *testing.T) {
+	sched := NewScheduler(1)
+	s := loadSched(t, sched, "napper")
+	line := &napLine{logged: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := statelessCall(ctx, s, &mcp.Call{RequestID: json.RawMessage("1"), Out: line}, "nap")
+		done <- err
+	}()
+	<-line.logged
+	eventually(t, "the sleeping call to give its slot back", func() bool { return sched.Running() == 0 })
+	out, err := statelessCall(context.Background(), s, testCall(""), "ok")
+	if err != nil || text(t, out) != "ok" {
+		t.Fatalf("a call while the other sleeps: %s, %v", out, err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("the cancelled nap: %v", err)
 	}
 	if n := sched.Running(); n != 0 {
 		t.Errorf("Running() = %d at the end", n)
