@@ -501,6 +501,9 @@ func (h *Host) describe(s *luavm.Script) []string {
 	defer cancel()
 	tools, err := s.Describe(ctx)
 	if err != nil {
+		if ctx.Err() != nil && h.ctx.Err() == nil {
+			err = fmt.Errorf("init({}) and tools() did not return within %s", describeTimeout)
+		}
 		h.logger.Warn("cannot list tools", "script", s.Name(), "err", err)
 		return nil
 	}

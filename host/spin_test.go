@@ -59,7 +59,7 @@ func TestLoopingScriptsAtStart(t *testing.T) {
 			t.Errorf("%s: tools %v, want unknown", r.Path, r.Tools)
 		}
 	}
-	if n := strings.Count(logs.String(), "cannot list tools"); n != 4 {
+	if n := strings.Count(logs.String(), "did not return within 5s"); n != 4 {
 		t.Errorf("%d tool listings failed, want the 4 looping inits:\n%s", n, logs.String())
 	}
 }
