@@ -21,6 +21,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/host"
 )
 
@@ -43,6 +44,7 @@ func main() {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
+	hostlib.UserAgent = "luamcp/" + version
 	return &cli.App{
 		Name:      "luamcp",
 		Usage:     "serve MCP servers written in Lua",
@@ -60,6 +62,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 					&cli.BoolFlag{Name: "no-watch", Usage: "do not reload scripts when their files change"},
+					envFileFlag(),
 				},
 			},
 			checkCommand(),
@@ -75,6 +78,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 func serve(c *cli.Context) error {
 	logger, err := newLogger(c.String("log-level"), c.String("log-format"), c.App.ErrWriter)
 	if err != nil {
+		return err
+	}
+	if err := loadEnvFile(c.String("env-file")); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", c.String("addr"))
@@ -159,7 +165,11 @@ func printStatus(w io.Writer, base string, h *host.Host) {
 		if r.Tools != nil {
 			tools = strings.Join(r.Tools, ", ")
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\ttools: %s\n", base, r.Path, mode, tools)
+		grants := ""
+		if !r.Grants.Empty() {
+			grants = "\t" + r.Grants.String()
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\ttools: %s%s\n", base, r.Path, mode, tools, grants)
 	}
 	tw.Flush()
 	for _, err := range h.LoadErrors() {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/luavm"
 	"github.com/luamcp/luamcp/mcp"
 )
@@ -63,6 +64,8 @@ type Route struct {
 	// Tools names the script's tools as init({}) + tools() listed them at
 	// mount (or reload) time; nil when that failed (the failure is logged).
 	Tools []string
+	// Grants is what the script's route.allow grants (host-api.md).
+	Grants *hostlib.Grants
 }
 
 // LoadError is a script that could not be mounted. Its message reads
@@ -264,7 +267,8 @@ func (h *Host) mountNew(file string, sum [sha256.Size]byte) {
 	delete(h.failed, file)
 	m := &mount{script: script, opts: opts, sum: sum}
 	m.handler = mcp.NewHandler(script, opts, h.hub, h.logger.With("route", opts.Path))
-	m.route = Route{Path: opts.Path, Script: file, Sessions: opts.Sessions, Tools: describe(script, h.logger)}
+	m.route = Route{Path: opts.Path, Script: file, Sessions: opts.Sessions, Tools: describe(script, h.logger),
+		Grants: script.Grants()}
 	h.mounts[file] = m
 	if h.watcher != nil { // at start-up the status lines say it
 		h.logger.Info("script mounted", "script", file, "path", opts.Path)
@@ -303,6 +307,7 @@ func (h *Host) reload(m *mount, sum [sha256.Size]byte) {
 	}
 	m.script.Commit(ver)
 	m.route.Tools = describe(m.script, h.logger)
+	m.route.Grants = m.script.Grants()
 	h.logger.Info("script reloaded", "script", file, "path", opts.Path)
 }
 

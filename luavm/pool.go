@@ -178,4 +178,5 @@ func (p *pool) close() {
 			break
 		}
 	}
+	p.s.lib.Close()
 }

@@ -68,6 +68,8 @@ func setOption(o *mcp.Options, key string, v lua.LValue) error {
 		o.SessionTTL, err = msOption(key, v, 1)
 	case "request_timeout_ms":
 		o.RequestTimeout, err = msOption(key, v, 1)
+	case "allow":
+		// route.allow is the host library's: Version.validate parses it.
 	case "session_keepalive_ms":
 		o.SessionKeepAlive, err = msOption(key, v, 0)
 		if err == nil && o.SessionKeepAlive == 0 {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/bridge"
+	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -82,7 +83,8 @@ type Version struct {
 	opts    mcp.Options
 	modules *modules
 	pool    *pool
-	retLine int // line of the chunk's final return, for module errors
+	lib     *hostlib.Lib // route.allow and what its states share; nil until validate
+	retLine int          // line of the chunk's final return, for module errors
 }
 
 var _ mcp.Server = (*Script)(nil)
@@ -161,6 +163,7 @@ func (s *Script) Prepare() (*Version, error) {
 		v.close()
 		return nil, err
 	}
+	v.host.Grant(ver.lib)
 	ver.pool = newPool(ver, s.cfg.PoolSize)
 	ver.pool.start(v)
 	return ver, nil
@@ -196,7 +199,17 @@ func (s *Version) validate(v *vm) error {
 	if v.auth != nil {
 		opts.Auth = s.authHook
 	}
+	route, _ := mod.RawGetString("route").(*lua.LTable)
+	var allow lua.LValue = lua.LNil
+	if route != nil {
+		allow = route.RawGetString("allow")
+	}
+	grants, err := hostlib.ParseAllow(allow, s.cfg.Dir, nil)
+	if err != nil {
+		return s.moduleError("%v", err)
+	}
 	s.opts = opts
+	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir, Logger: s.logger})
 	return nil
 }
 
@@ -242,6 +255,9 @@ func (s *Script) Modules() []string {
 	slices.Sort(files)
 	return files
 }
+
+// Grants returns what the current version's route.allow grants.
+func (s *Script) Grants() *hostlib.Grants { return s.current().lib.Grants() }
 
 // Describe runs init({}) and tools on a pooled state and returns the tool
 // names; it also checks that the capabilities init advertises have their
