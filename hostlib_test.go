@@ -40,7 +40,9 @@ func TestGrantsReported(t *testing.T) {
 	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", "--json", dir}); err != nil {
 		t.Fatal(err)
 	}
-	var report struct{ Scripts []struct{ Grants map[string][]string } }
+	var report struct {
+		Scripts []struct{ Grants map[string][]string }
+	}
 	if err := json.Unmarshal(out.Bytes(), &report); err != nil || len(report.Scripts) != 1 {
 		t.Fatalf("--json printed %s: %v", out.String(), err)
 	}
