@@ -52,9 +52,11 @@ func urlParse(_ *State, L *lua.LState) int {
 	set("scheme", u.Scheme)
 	set("host", u.Hostname())
 	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err == nil {
-			t.RawSetString("port", lua.LNumber(n))
+		n, err := strconv.Atoi(p)
+		if err != nil || n > 65535 {
+			return fail(L, "url: invalid port %q", p)
 		}
+		t.RawSetString("port", lua.LNumber(n))
 	}
 	path := u.Path
 	if u.Opaque != "" {
