@@ -144,14 +144,14 @@ func (s *State) open(L *lua.LState, need access) (*os.Root, fsPath) {
 func fsFail(L *lua.LState, p fsPath, err error) int {
 	var msg string
 	switch {
+	case errors.Is(err, syscall.ENOTEMPTY): // before ErrExist, which it also is
+		msg = "folder not empty"
 	case errors.Is(err, fs.ErrNotExist):
 		msg = "not found"
 	case errors.Is(err, fs.ErrExist):
 		msg = "already exists"
 	case errors.Is(err, fs.ErrPermission):
 		msg = "permission denied"
-	case errors.Is(err, syscall.ENOTEMPTY):
-		msg = "folder not empty"
 	case errors.Is(err, syscall.ENOTDIR):
 		msg = "not a folder"
 	case errors.Is(err, syscall.EISDIR):

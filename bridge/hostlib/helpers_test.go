@@ -68,3 +68,5 @@ func runCases(t *testing.T, L *lua.LState, cases []luaCase) {
 		})
 	}
 }
+
+func lstr(s string) lua.LString { return lua.LString(s) }
