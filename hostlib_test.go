@@ -100,3 +100,46 @@ func TestEnvFile(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+func TestNewTemplates(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		template, tool, args, want string
+	}{
+		{"http", "", "", ""}, // it calls api.github.com: checked, not called
+		{"fs", "save", `{"name":"first","text":"hello"}`, "saved first"},
+		{"exec", "word_count", `{"text":"one two three\n"}`, "1 lines, 3 words, 14 bytes"},
+	} {
+		t.Run(tc.template, func(t *testing.T) {
+			var out bytes.Buffer
+			name := "t_" + tc.template
+			if err := newApp(&out, io.Discard).Run([]string{"luamcp", "new", "--dir", dir, "--template", tc.template, name}); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(dir, name+".lua")
+			if !strings.Contains(out.String(), "try it:  luamcp call "+file+" ") {
+				t.Errorf("new printed %q", out.String())
+			}
+			if err := newApp(io.Discard, io.Discard).Run([]string{"luamcp", "check", file}); err != nil {
+				t.Errorf("check of the %s starter: %v", tc.template, err)
+			}
+			if tc.tool == "" {
+				return
+			}
+			var res bytes.Buffer
+			if err := newApp(&res, io.Discard).Run([]string{"luamcp", "call", file, tc.tool, tc.args}); err != nil {
+				t.Fatalf("call %s: %v\n%s", tc.tool, err, res.String())
+			}
+			if !strings.Contains(res.String(), tc.want) {
+				t.Errorf("%s answered %s, want %q", tc.tool, res.String(), tc.want)
+			}
+		})
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "data", "first.txt")); err != nil || string(b) != "hello" {
+		t.Errorf("the fs starter wrote %q, %v", b, err)
+	}
+	if err := newApp(io.Discard, io.Discard).Run([]string{"luamcp", "new", "--dir", dir, "--template", "ftp", "x"}); err == nil ||
+		!strings.Contains(err.Error(), "want http, fs or exec") {
+		t.Errorf("an unknown template: %v", err)
+	}
+}
