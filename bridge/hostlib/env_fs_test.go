@@ -3,6 +3,7 @@ package hostlib
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
@@ -69,6 +70,11 @@ func TestFS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, fifo := range []string{"data/fifo", "out/fifo"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, fifo), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	L, _ := newLua(t, newLib(t, dir, `{ read = { "data" }, write = { "out" } }`))
 	abs := filepath.Join(dir, "data", "a.txt")
 	runCases(t, L, []luaCase{
@@ -92,6 +98,9 @@ func TestFS(t *testing.T) {
 		{"write outside write", `local v, err = fs.write("data/new.txt", "x"); eq(v, nil); eq(err, "fs: data/new.txt is not in a writable folder (route.allow.write)")
 			v, err = fs.mkdir("data/d"); eq(err, "fs: data/d is not in a writable folder (route.allow.write)")
 			v, err = fs.remove("data/a.txt"); eq(err, "fs: data/a.txt is not in a writable folder (route.allow.write)")`},
+		{"special files do not block", `local v, err = fs.read("data/fifo"); eq(v, nil); eq(err, "fs: data/fifo is not a regular file")
+			v, err = fs.append("out/fifo", "x"); eq(v, nil)
+			eq(fs.write("out/fifo", "replaced"), true); eq(fs.read("out/fifo"), "replaced")`},
 		{"write and read back", `eq(fs.write("out/notes/n.txt", "one"), true); eq(fs.read("out/notes/n.txt"), "one")
 			eq(fs.write("out/notes/n.txt", "two"), true); eq(fs.read("out/notes/n.txt"), "two")
 			eq(fs.append("out/notes/n.txt", "+three"), true); eq(fs.read("out/notes/n.txt"), "two+three")

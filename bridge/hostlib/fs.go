@@ -140,6 +140,9 @@ func (s *State) open(L *lua.LState, need access) (*os.Root, fsPath) {
 	return root, p
 }
 
+// errNotRegular refuses writes to anything but a regular file.
+var errNotRegular = errors.New("not a regular file")
+
 // fsFail pushes the failure of an operation on p.
 func fsFail(L *lua.LState, p fsPath, err error) int {
 	var msg string
@@ -176,7 +179,9 @@ func fsRead(s *State, L *lua.LState) int {
 		return 2
 	}
 	defer root.Close()
-	f, err := root.Open(p.rel)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer (a call in Go
+	// cannot be interrupted); anything but a regular file is refused below.
+	f, err := root.OpenFile(p.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fsFail(L, p, err)
 	}
@@ -187,6 +192,9 @@ func fsRead(s *State, L *lua.LState) int {
 	}
 	if fi.IsDir() {
 		return fail(L, "fs: %s is a folder", p.shown)
+	}
+	if !fi.Mode().IsRegular() {
+		return fail(L, "fs: %s is not a regular file", p.shown)
 	}
 	if fi.Size() > max {
 		return fail(L, "fs: %s is larger than max_bytes (%d)", p.shown, max)
@@ -234,9 +242,13 @@ func fsWrite(s *State, L *lua.LState, appending bool) int {
 }
 
 func appendFile(root *os.Root, rel, data string) error {
-	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return errors.Join(err, errNotRegular)
 	}
 	_, err = f.WriteString(data)
 	return errors.Join(err, f.Close())
