@@ -143,3 +143,28 @@ func TestNewTemplates(t *testing.T) {
 		t.Errorf("an unknown template: %v", err)
 	}
 }
+
+func TestCallEnvFile(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"e.lua": `local env = require("env")
+return {
+  route = { allow = { env = { "LUAMCP_CALL_EF" } } },
+  init = function() return { name = "e", version = "1" }, { tools = {} }, {} end,
+  tools = function() return { { name = "get", description = "", input_schema = { type = "object" } } } end,
+  handle_tool = function() return "value=" .. tostring(env.get("LUAMCP_CALL_EF")) end,
+}
+`, ".env": "LUAMCP_CALL_EF=from the file\n"})
+	t.Setenv("LUAMCP_CALL_EF", "")
+	os.Unsetenv("LUAMCP_CALL_EF")
+	var out bytes.Buffer
+	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "call", "--env-file", filepath.Join(dir, ".env"),
+		filepath.Join(dir, "e.lua"), "get"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "value=from the file") {
+		t.Errorf("call printed %s", out.String())
+	}
+	if err := newApp(io.Discard, io.Discard).Run([]string{"luamcp", "serve", "--env-file", filepath.Join(dir, "absent"),
+		"--dir", dir, "--addr", "127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "--env-file") {
+		t.Errorf("serve with a missing --env-file: %v", err)
+	}
+}
