@@ -37,6 +37,7 @@ const (
 )
 
 func main() {
+	hostlib.UserAgent = "luamcp/" + version
 	if err := newApp(os.Stdout, os.Stderr).Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "luamcp:", err)
 		os.Exit(1)
@@ -44,7 +45,6 @@ func main() {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	hostlib.UserAgent = "luamcp/" + version
 	return &cli.App{
 		Name:      "luamcp",
 		Usage:     "serve MCP servers written in Lua",
