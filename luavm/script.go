@@ -209,7 +209,7 @@ func (s *Version) validate(v *vm) error {
 		return s.moduleError("%v", err)
 	}
 	s.opts = opts
-	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir, Logger: s.logger})
+	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir})
 	return nil
 }
 

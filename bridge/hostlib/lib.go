@@ -18,7 +18,6 @@ package hostlib
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync/atomic"
 
@@ -32,9 +31,8 @@ var UserAgent = "luamcp"
 
 // Config is what [New] needs.
 type Config struct {
-	Grants *Grants      // route.allow, from ParseAllow; nil grants nothing
-	Dir    string       // the scripts folder: base of relative paths, exec's default cwd
-	Logger *slog.Logger // default: slog.Default()
+	Grants *Grants // route.allow, from ParseAllow; nil grants nothing
+	Dir    string  // the scripts folder: base of relative paths, exec's default cwd
 }
 
 // Lib is the host library of one script version: its grants and the
@@ -42,7 +40,6 @@ type Config struct {
 type Lib struct {
 	grants *Grants
 	dir    string
-	logger *slog.Logger
 
 	// client is the route's one HTTP client (connection reuse); nil when
 	// the script may reach no host.
@@ -56,10 +53,7 @@ func New(cfg Config) *Lib {
 	if cfg.Grants == nil {
 		cfg.Grants = &Grants{}
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	l := &Lib{grants: cfg.Grants, dir: cfg.Dir, logger: cfg.Logger}
+	l := &Lib{grants: cfg.Grants, dir: cfg.Dir}
 	if len(cfg.Grants.HTTP) > 0 {
 		l.transport = l.newTransport()
 		l.client = &http.Client{Transport: l.transport, CheckRedirect: l.checkRedirect}
