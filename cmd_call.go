@@ -29,6 +29,7 @@ func callCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Usage: "the scripts folder modules are required from (default: FILE's folder)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			envFileFlag(),
 		},
 	}
 }
@@ -54,6 +55,9 @@ func callTool(c *cli.Context) error {
 	}
 	logger, err := newLogger(c.String("log-level"), "text", c.App.ErrWriter)
 	if err != nil {
+		return err
+	}
+	if err := loadEnvFile(c.String("env-file")); err != nil {
 		return err
 	}
 	dir := c.String("dir")

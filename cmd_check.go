@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/luavm"
 )
 
@@ -31,6 +32,7 @@ type checked struct {
 	File     string          `json:"file"`
 	Path     string          `json:"path,omitempty"` // the route path, when it loads
 	Tools    []string        `json:"tools"`
+	Grants   *hostlib.Grants `json:"grants,omitempty"` // route.allow, when it loads
 	Problems []luavm.Problem `json:"problems"`
 }
 
@@ -110,6 +112,7 @@ func checkFile(file, dir string) checked {
 	if len(problems) == 0 || tools != nil {
 		if s, err := luavm.Load(file, cfg); err == nil {
 			r.Path = s.Options().Path
+			r.Grants = s.Grants()
 			s.Close()
 		}
 	}
@@ -122,7 +125,11 @@ func printReport(w io.Writer, report []checked, n int) {
 			fmt.Fprintln(w, p)
 		}
 		if len(r.Problems) == 0 {
-			fmt.Fprintf(w, "ok %s  %s  tools: %s\n", r.File, r.Path, strings.Join(r.Tools, ", "))
+			fmt.Fprintf(w, "ok %s  %s  tools: %s", r.File, r.Path, strings.Join(r.Tools, ", "))
+			if !r.Grants.Empty() {
+				fmt.Fprintf(w, "  %s", r.Grants)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	switch n {

@@ -20,6 +20,7 @@ func newCommand() *cli.Command {
 		Action:    newScript,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Value: "scripts", Usage: "folder to write NAME.lua in"},
+			&cli.StringFlag{Name: "template", Usage: "a starter that reaches the world: http, fs or exec (default: a plain tool)"},
 		},
 	}
 }
@@ -28,8 +29,8 @@ func newCommand() *cli.Command {
 // default route, /mcp/NAME.
 var scriptName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// newScript writes DIR/NAME.lua from the starter template; it never
-// overwrites a file.
+// newScript writes DIR/NAME.lua from the chosen template (and the folders it
+// is granted); it never overwrites a file.
 func newScript(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return fmt.Errorf("usage: luamcp new NAME")
@@ -37,6 +38,10 @@ func newScript(c *cli.Context) error {
 	name := strings.TrimSuffix(c.Args().First(), ".lua")
 	if !scriptName.MatchString(name) {
 		return fmt.Errorf("script name %q: use letters, digits, _ and - (it becomes the route /mcp/%s)", name, name)
+	}
+	tmpl, ok := templates[c.String("template")]
+	if !ok {
+		return fmt.Errorf("--template %q: want http, fs or exec", c.String("template"))
 	}
 	dir := c.String("dir")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -50,7 +55,7 @@ func newScript(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(strings.ReplaceAll(starter, "NAME", name))
+	_, err = f.WriteString(strings.ReplaceAll(tmpl.source, "NAME", name))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -59,7 +64,13 @@ func newScript(c *cli.Context) error {
 	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "wrote %s\n", file)
-	fmt.Fprintf(w, "try it:  luamcp call %s greet '{\"name\":\"you\"}'\n", file)
+	for _, folder := range tmpl.folders {
+		if err := os.MkdirAll(filepath.Join(dir, folder), 0o755); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "made  %s (the script may write there)\n", filepath.Join(dir, folder))
+	}
+	fmt.Fprintf(w, "try it:  luamcp call %s %s\n", file, tmpl.try)
 	fmt.Fprintf(w, "serve:   luamcp serve --dir %s   (edits reload live)\n", dir)
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/host"
 	"github.com/luamcp/luamcp/luavm"
 )
@@ -37,6 +38,7 @@ const (
 )
 
 func main() {
+	hostlib.UserAgent = "luamcp/" + version
 	if err := newApp(os.Stdout, os.Stderr).Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "luamcp:", err)
 		os.Exit(1)
@@ -63,6 +65,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.BoolFlag{Name: "no-watch", Usage: "do not reload scripts when their files change"},
 					&cli.DurationFlag{Name: "call-timeout", Value: luavm.DefaultCallTimeout, Usage: "hard cap on one callback of a route that sets no call_timeout_ms"},
 					&cli.IntFlag{Name: "max-running", Usage: "Lua calls running at once, shared fairly by the routes; 0: 4 × GOMAXPROCS"},
+					envFileFlag(),
 				},
 			},
 			checkCommand(),
@@ -86,6 +89,9 @@ func serve(c *cli.Context) error {
 	}
 	if maxRunning < 0 {
 		return fmt.Errorf("--max-running must be at least 1 (0: the default), not %d", maxRunning)
+	}
+	if err := loadEnvFile(c.String("env-file")); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
@@ -175,7 +181,11 @@ func printStatus(w io.Writer, base string, h *host.Host) {
 		if r.Tools != nil {
 			tools = strings.Join(r.Tools, ", ")
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\ttools: %s\n", base, r.Path, mode, tools)
+		grants := ""
+		if !r.Grants.Empty() {
+			grants = "\t" + r.Grants.String()
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\ttools: %s%s\n", base, r.Path, mode, tools, grants)
 	}
 	tw.Flush()
 	for _, err := range h.LoadErrors() {

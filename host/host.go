@@ -27,6 +27,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/luavm"
 	"github.com/luamcp/luamcp/mcp"
@@ -70,6 +71,8 @@ type Route struct {
 	// Tools names the script's tools as init({}) + tools() listed them at
 	// mount (or reload) time; nil when that failed (the failure is logged).
 	Tools []string
+	// Grants is what the script's route.allow grants (host-api.md).
+	Grants *hostlib.Grants
 }
 
 // LoadError is a script that could not be mounted. Its message reads
@@ -384,6 +387,7 @@ func (h *Host) settle(j *job) {
 		h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: j.err}).Error())
 	case m != nil && j.reloaded:
 		m.route.Tools = j.tools
+		m.route.Grants = m.script.Grants()
 		h.logger.Info("script reloaded", "script", file, "path", m.opts.Path)
 	case m != nil: // its route options changed
 		opts := j.script.Options()
@@ -418,7 +422,8 @@ func (h *Host) mount(j *job) {
 	opts := j.script.Options()
 	m := &mount{script: j.script, opts: opts, sum: j.sum}
 	m.handler = mcp.NewHandler(j.script, opts, h.hub, h.logger.With("route", opts.Path))
-	m.route = Route{Path: opts.Path, Script: j.file, Sessions: opts.Sessions, Tools: j.tools}
+	m.route = Route{Path: opts.Path, Script: j.file, Sessions: opts.Sessions, Tools: j.tools,
+		Grants: j.script.Grants()}
 	h.mounts[j.file] = m
 }
 

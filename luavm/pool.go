@@ -192,4 +192,5 @@ func (p *pool) close() {
 			break
 		}
 	}
+	p.s.lib.Close()
 }

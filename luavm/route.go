@@ -78,6 +78,8 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 		o.RequestTimeout, err = msOption(key, v, 1)
 	case "call_timeout_ms":
 		o.callTimeout, err = msOption(key, v, 1)
+	case "allow":
+		// route.allow is the host library's: Version.validate parses it.
 	case "session_keepalive_ms":
 		o.SessionKeepAlive, err = msOption(key, v, 0)
 		if err == nil && o.SessionKeepAlive == 0 {

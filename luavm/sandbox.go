@@ -253,7 +253,8 @@ func (v *vm) compileChunk(L *lua.LState, src []byte, name string) int {
 
 // require(name) loads a Lua module from the script folder ("lib.util" is
 // DIR/lib/util.lua, or DIR/lib/util/init.lua), once per state; "mcp" is the
-// mcp module.
+// mcp module, and the host library's names (http, fs, json, ...) are its
+// modules, built on first use.
 func (v *vm) require(L *lua.LState) int {
 	name := L.CheckString(1)
 	if mod := v.loaded.RawGetString(name); mod != lua.LNil {
@@ -262,6 +263,11 @@ func (v *vm) require(L *lua.LState) int {
 	}
 	if v.loading[name] {
 		L.RaiseError("loop or previous error loading module '%s'", name)
+	}
+	if mod, ok := v.host.Open(name); ok {
+		v.loaded.RawSetString(name, mod)
+		L.Push(mod)
+		return 1
 	}
 	proto, err := v.s.modules.get(name)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/luamcp/luamcp/bridge"
 	"github.com/luamcp/luamcp/internal/logcap"
+	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -90,7 +91,8 @@ type Version struct {
 	opts    mcp.Options
 	modules *modules
 	pool    *pool
-	retLine int // line of the chunk's final return, for module errors
+	retLine int          // line of the chunk's final return, for module errors
+	lib     *hostlib.Lib // route.allow and what its states share; nil until validate
 
 	callTimeout timeoutError  // the bound of one callback: call_timeout_ms or Config.CallTimeout
 	slotWait    time.Duration // the longest wait for a scheduler slot: request_timeout_ms
@@ -182,6 +184,7 @@ func (s *Script) PrepareContext(ctx context.Context) (*Version, error) {
 		v.close()
 		return nil, err
 	}
+	v.host.Grant(ver.lib)
 	ver.pool = newPool(ver, s.cfg.PoolSize)
 	ver.pool.start(v)
 	return ver, nil
@@ -217,9 +220,19 @@ func (s *Version) validate(v *vm) error {
 	if v.auth != nil {
 		opts.Auth = s.authHook
 	}
+	route, _ := mod.RawGetString("route").(*lua.LTable)
+	var allow lua.LValue = lua.LNil
+	if route != nil {
+		allow = route.RawGetString("allow")
+	}
+	grants, err := hostlib.ParseAllow(allow, s.cfg.Dir, nil)
+	if err != nil {
+		return s.moduleError("%v", err)
+	}
 	s.opts = opts.Options
 	s.callTimeout = timeoutError{what: "call timeout", limit: cmp.Or(opts.callTimeout, s.cfg.CallTimeout)}
 	s.slotWait = opts.Defaults().RequestTimeout
+	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir})
 	return nil
 }
 
@@ -265,6 +278,9 @@ func (s *Script) Modules() []string {
 	slices.Sort(files)
 	return files
 }
+
+// Grants returns what the current version's route.allow grants.
+func (s *Script) Grants() *hostlib.Grants { return s.current().lib.Grants() }
 
 // Describe runs init({}) and tools on a pooled state and returns the tool
 // names; it also checks that the capabilities init advertises have their

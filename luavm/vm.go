@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/bridge"
+	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/internal/logcap"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -49,6 +50,7 @@ type vm struct {
 	fns    [numCallbacks]*lua.LFunction
 	auth   *lua.LFunction
 
+	host    hostlib.State   // the host modules (http, fs, json, ...) this state required
 	loaded  *lua.LTable     // package.loaded
 	loading map[string]bool // modules being required, for loop detection
 
@@ -79,6 +81,7 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 	v := &vm{s: s, L: L, loading: make(map[string]bool)}
 	v.codec = bridge.NewCodec(L)
 	v.mod = bridge.NewModule(v.codec, s.cfg.Pushes, s.logger)
+	v.host.Init(L, v.codec)
 	v.sandbox()
 
 	run := v.start(ctx, &timeoutError{what: "load timeout", limit: loadTimeout})
@@ -104,6 +107,9 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 	}
 	v.module = module
 	v.auth, _ = module.RawGetString("auth").(*lua.LFunction)
+	if s.lib != nil { // nil on the first state of a version: Prepare grants it
+		v.host.Grant(s.lib)
+	}
 	return v, nil
 }
 

@@ -13,5 +13,7 @@
 // The fixture servers live in testdata/servers: lib/fixture.lua is a port of
 // the original implementation's test server, and each file beside it mounts
 // that fixture under different route options (one variant per limit a test
-// needs).
+// needs). testdata/hostlib holds the scripts that reach the world (the host
+// library: http, fs, env, exec); hostlib_test.go serves them a fake API on
+// 127.0.0.1 and a temporary folder.
 package tests

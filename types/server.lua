@@ -21,6 +21,17 @@
 ---@field session_max_pending integer? queued requests per session (default 100)
 ---@field session_keepalive_ms integer? GET-channel keep-alive comment period (default 30000; 0 off)
 ---@field session_buffer_max integer? GET-channel events kept for Last-Event-ID replay (default 256)
+---@field allow luamcp.Allow? what the script may reach through http, fs, env and exec (default {}: nothing)
+
+---@class luamcp.Allow
+---Permissions, denied by default and validated at load time (an unknown key, a malformed entry or
+---a missing folder or program fails the load). An entry written "$NAME" takes the value of
+---environment variable NAME, which `env` must also list; unset or empty, it grants nothing.
+---@field http string[]? host patterns: "api.example.com", "host:port", "*.example.com" (sub-domains), "*" (any public host); loopback, private and link-local addresses only when named literally ("127.0.0.1:9000", "localhost:9000")
+---@field read string[]? read-only folders, relative to the scripts folder or absolute
+---@field write string[]? read-write folders (write implies read)
+---@field env string[]? environment variables env.get may read
+---@field exec string[]? programs exec.run may start: names looked up on PATH at load time, or absolute paths
 
 ---@class luamcp.ServerInfo
 ---@field name string

@@ -31,6 +31,7 @@ import (
 
 	"github.com/luamcp/luamcp/bench/internal/report"
 	"github.com/luamcp/luamcp/bench/internal/scenario"
+	"github.com/luamcp/luamcp/bench/internal/upstream"
 )
 
 type config struct {
@@ -169,6 +170,14 @@ func run(c *config) error {
 	fmt.Printf("scale: levels %v, conc %d, warm-up %v, window %v, abandon %d (TTL %v), listeners %d x %d rounds\n\n",
 		c.scale.Levels, c.scale.Conc, c.scale.Warmup, c.scale.Duration, c.scale.Abandon, c.scale.TTL, c.scale.Listeners, c.scale.Rounds)
 
+	// The HTTP API the fetch tools call runs in the harness (on the
+	// generator's CPU when pinned): the same for every server.
+	up, err := upstream.Start()
+	if err != nil {
+		return fmt.Errorf("upstream: %w", err)
+	}
+	defer up.Close()
+
 	var (
 		procs   []*process
 		targets []*scenario.Target
@@ -196,7 +205,7 @@ func run(c *config) error {
 			broken = append(broken, err)
 			continue
 		}
-		args := []string{"-ttl", c.scale.TTL.String()}
+		args := []string{"-ttl", c.scale.TTL.String(), "-upstream", up.Addr}
 		if d.Args != nil {
 			args = append(args, d.Args(c.scripts)...)
 		}

@@ -6,8 +6,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
+	"io"
 	"net/http"
+	"net/url"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -84,6 +88,43 @@ func broadcastServer() *mcp.Server {
 	return s
 }
 
+// fetchServer's tool makes one request to the upstream per call, through one
+// client that keeps connections alive (as luamcp's http module does).
+func fetchServer(upstream string) *mcp.Server {
+	s := newServer(nil)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	base := "http://" + upstream + spec.UpstreamItem + "?text="
+	mcp.AddTool(s, &mcp.Tool{Name: spec.FetchTool, Description: "Fetch an item from the upstream API"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			item, err := fetchItem(ctx, client, base+url.QueryEscape(in.Text))
+			if err != nil {
+				return nil, nil, err
+			}
+			return text(item), nil, nil
+		})
+	return s
+}
+
+// fetchItem GETs u and returns the "text" member of its JSON answer.
+func fetchItem(ctx context.Context, client *http.Client, u string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var item struct {
+		Text string `json:"text"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 10<<20)).Decode(&item); err != nil {
+		return "", err
+	}
+	return item.Text, nil
+}
+
 func handler(s *mcp.Server, opts mcp.StreamableHTTPOptions) http.Handler {
 	opts.Logger = serve.Logger()
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &opts)
@@ -102,6 +143,7 @@ func main() {
 			spec.PathTools:     handler(toolsServer(), mcp.StreamableHTTPOptions{JSONResponse: true}),
 			spec.PathProgress:  handler(progressServer(), mcp.StreamableHTTPOptions{}),
 			spec.PathBroadcast: handler(broadcastServer(), mcp.StreamableHTTPOptions{JSONResponse: true}),
+			spec.PathFetch:     handler(fetchServer(f.Upstream), mcp.StreamableHTTPOptions{JSONResponse: true}),
 		},
 		ChurnSessions: func() int {
 			n := 0

@@ -34,6 +34,11 @@ func main() {
 
 func run(f *serve.Flags, scripts string, pool int) error {
 	logger := serve.Logger()
+	// fetch.lua reads the upstream's URL from the environment; its route
+	// grants that host through "$BENCH_UPSTREAM".
+	if err := os.Setenv(spec.UpstreamEnv, "http://"+f.Upstream); err != nil {
+		return err
+	}
 	h, err := host.New(host.Config{Dir: scripts, Logger: logger, PoolSize: pool})
 	if err != nil {
 		return err
@@ -43,7 +48,9 @@ func run(f *serve.Flags, scripts string, pool int) error {
 	}
 	routes := map[string]http.Handler{}
 	for _, r := range h.Routes() {
-		routes[r.Path] = h.Handler()
+		if r.Path != spec.PathFetch || f.Upstream != "" {
+			routes[r.Path] = h.Handler()
+		}
 	}
 
 	hub := mcp.NewHub(logger)

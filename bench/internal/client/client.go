@@ -279,18 +279,28 @@ func checkText(raw []byte, id int64, want []byte) error {
 
 // Echo calls the echo tool with text (which must need no JSON escaping) and
 // checks that the answer is that text.
-func (c *Client) Echo(text []byte) error {
+func (c *Client) Echo(text []byte) error { return c.textTool("echo", text) }
+
+// Fetch calls the fetch tool with text (which must need no JSON or URL
+// escaping) and checks that the answer is that text, as the upstream sent it
+// back.
+func (c *Client) Fetch(text []byte) error { return c.textTool("fetch", text) }
+
+// textTool calls tool {"text": text} and checks that it answers text.
+func (c *Client) textTool(tool string, text []byte) error {
 	id := c.id()
-	p := append(c.params[:0], `{"name":"echo","arguments":{"text":"`...)
+	p := append(c.params[:0], `{"name":"`...)
+	p = append(p, tool...)
+	p = append(p, `","arguments":{"text":"`...)
 	p = append(p, text...)
 	p = append(p, `"}}`...)
 	c.params = p
 	raw, err := c.call(c.request(id, "tools/call", p), id, nil)
 	if err != nil {
-		return fmt.Errorf("tools/call echo: %w", err)
+		return fmt.Errorf("tools/call %s: %w", tool, err)
 	}
 	if err := checkText(raw, id, text); err != nil {
-		return fmt.Errorf("tools/call echo: %w", err)
+		return fmt.Errorf("tools/call %s: %w", tool, err)
 	}
 	return nil
 }

@@ -70,6 +70,35 @@ func calls(conc int, session bool) func(context.Context, *Target, Scale, *Result
 	}
 }
 
+// fetch is the fetch tools/call scenario: conc sessions calling the tool
+// that makes one HTTP request to the upstream, as fast as answers come.
+func fetch(conc int) func(context.Context, *Target, Scale, *Result) {
+	return func(ctx context.Context, t *Target, s Scale, r *Result) {
+		cs, err := openClients(t, s, spec.PathFetch, conc, true)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		ops := make([]load.Op, conc)
+		for i, c := range cs {
+			prefix := "f" + strconv.Itoa(i) + "-"
+			text := []byte(prefix)
+			n := 0
+			ops[i] = func() error {
+				n++
+				text = strconv.AppendInt(text[:len(prefix)], int64(n), 10)
+				return c.Fetch(text)
+			}
+		}
+		m := &cpuMeter{pid: t.PID}
+		lr := load.Run(ctx, load.Config{Concurrency: conc, Warmup: s.Warmup, Duration: s.Duration, Probe: m.probe}, ops)
+		timed(r, lr, m, "calls/s")
+		if err := closeClients(s, cs, true); err != nil {
+			r.fail(err)
+		}
+	}
+}
+
 // listConc is the number of concurrent listings: a full listing is twenty
 // requests, so a few clients keep a server busy.
 func listConc(s Scale) int { return min(s.Conc, 4) }

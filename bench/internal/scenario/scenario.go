@@ -125,6 +125,7 @@ func All(s Scale) []Scenario {
 		Scenario{fmt.Sprintf("tools/list %d c=%d", spec.ToolCount, listConc(s)), spec.PathTools, list},
 		Scenario{fmt.Sprintf("progress x%d c=%d", spec.ProgressSteps, s.Conc), spec.PathProgress, progress},
 		Scenario{fmt.Sprintf("broadcast %d", s.Listeners), spec.PathBroadcast, broadcast},
+		Scenario{fmt.Sprintf("http.get c=%d", s.Conc), spec.PathFetch, fetch(s.Conc)},
 	)
 }
 

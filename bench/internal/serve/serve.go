@@ -30,6 +30,8 @@ type Flags struct {
 	Addr string
 	// TTL is the idle TTL of sessions on spec.PathChurn.
 	TTL time.Duration
+	// Upstream is the host:port of the HTTP server spec.FetchTool calls.
+	Upstream string
 }
 
 // RegisterFlags defines the common flags on fs.
@@ -37,6 +39,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{}
 	fs.StringVar(&f.Addr, "addr", "127.0.0.1:0", "listen address")
 	fs.DurationVar(&f.TTL, "ttl", 30*time.Second, "idle session TTL of "+spec.PathChurn)
+	fs.StringVar(&f.Upstream, "upstream", "", "host:port of the HTTP server the fetch tool calls ("+spec.PathFetch+" is mounted only with it)")
 	return f
 }
 

@@ -22,12 +22,15 @@ const (
 	// PathBroadcast serves the broadcast tool (session mode): every session
 	// joins BroadcastChannel and receives what the tool pushes on its GET stream.
 	PathBroadcast = "/mcp/broadcast"
+	// PathFetch serves the fetch tool (session mode): each call makes one
+	// HTTP request to the upstream server.
+	PathFetch = "/mcp/fetch"
 	// PathStats is the debug endpoint answering a Stats document.
 	PathStats = "/debug/stats"
 )
 
 // Routes lists every route, in the order scenarios use them.
-var Routes = []string{PathEcho, PathStateless, PathChurn, PathTools, PathProgress, PathBroadcast}
+var Routes = []string{PathEcho, PathStateless, PathChurn, PathTools, PathProgress, PathBroadcast, PathFetch}
 
 // Tool shapes shared by every server.
 const (
@@ -44,6 +47,15 @@ const (
 	BroadcastTool = "broadcast"
 	// BroadcastChannel is the pubsub channel broadcast sessions join.
 	BroadcastChannel = "news"
+	// FetchTool GETs http://<upstream>/item?text=<its "text" argument> (one
+	// request, through a client that keeps connections alive), decodes the
+	// JSON answer {"text": ...} and returns its text as one text block.
+	FetchTool = "fetch"
+	// UpstreamItem is the upstream server's path FetchTool requests.
+	UpstreamItem = "/item"
+	// UpstreamEnv is the environment variable that carries the upstream's
+	// base URL (http://host:port) to the luamcp server's Lua script.
+	UpstreamEnv = "BENCH_UPSTREAM"
 	// ToolCount is the number of tools on PathTools.
 	ToolCount = 1000
 	// PageSize is the page size of tools/list on PathTools.

@@ -1,0 +1,50 @@
+// Package upstream is the HTTP API the fetch scenario's tools call: the
+// harness runs it, and every server's fetch tool makes one request to it per
+// call.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/luamcp/luamcp/bench/internal/spec"
+)
+
+// Server is a running upstream.
+type Server struct {
+	// Addr is its host:port on 127.0.0.1.
+	Addr string
+	srv  *http.Server
+}
+
+// Start serves spec.UpstreamItem on 127.0.0.1: GET ?text=T answers
+// {"text": T} as JSON.
+func Start() (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(spec.UpstreamItem, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(struct {
+			Text string `json:"text"`
+		}{r.URL.Query().Get("text")})
+	})
+	s := &Server{Addr: ln.Addr().String(), srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return s.srv.Close()
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package hostlib
+
+import (
+	"encoding/base64"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// base64Module is `base64`: the standard alphabet (RFC 4648 §4, padded) and
+// the URL-safe one (§5, unpadded, as in JWTs). Decoding accepts text with or
+// without padding, and ignores line breaks and spaces.
+var base64Module = module{
+	funcs: []function{
+		{"encode", func(_ *State, L *lua.LState) int {
+			L.Push(lua.LString(base64.StdEncoding.EncodeToString([]byte(L.CheckString(1)))))
+			return 1
+		}},
+		{"decode", func(_ *State, L *lua.LState) int { return base64Decode(L, base64.RawStdEncoding) }},
+		{"url_encode", func(_ *State, L *lua.LState) int {
+			L.Push(lua.LString(base64.RawURLEncoding.EncodeToString([]byte(L.CheckString(1)))))
+			return 1
+		}},
+		{"url_decode", func(_ *State, L *lua.LState) int { return base64Decode(L, base64.RawURLEncoding) }},
+	},
+}
+
+// base64Decode decodes argument 1 with enc (an unpadded encoding) once
+// whitespace and padding are removed: the bytes, or nil, message.
+func base64Decode(L *lua.LState, enc *base64.Encoding) int {
+	s := strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\t', '\r', '\n':
+			return -1
+		}
+		return r
+	}, L.CheckString(1))
+	b, err := enc.DecodeString(strings.TrimRight(s, "="))
+	if err != nil {
+		return fail(L, "base64: %v", err)
+	}
+	L.Push(lua.LString(b))
+	return 1
+}

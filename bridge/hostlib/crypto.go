@@ -1,0 +1,119 @@
+package hostlib
+
+import (
+	"crypto/hmac"
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"hash"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// maxRandomBytes bounds crypto.random_bytes and crypto.random_hex.
+const maxRandomBytes = 1 << 20
+
+// digests are the hash functions of `crypto` and `crypto.raw`.
+var digests = []struct {
+	name string
+	new  func() hash.Hash
+}{
+	{"sha256", sha256.New},
+	{"sha512", sha512.New},
+	{"sha1", sha1.New},
+	{"md5", md5.New},
+}
+
+// cryptoModule is `crypto`: digests and HMACs as lower-case hex (crypto.raw
+// has the same functions returning bytes), and random bytes from the
+// operating system's generator. sha1 and md5 are there for the protocols
+// that still use them (ETags, legacy signatures), not for security.
+var cryptoModule = module{
+	funcs: append(digestFuncs(hex.EncodeToString),
+		function{"random_bytes", func(_ *State, L *lua.LState) int {
+			L.Push(lua.LString(randomBytes(L)))
+			return 1
+		}},
+		function{"random_hex", func(_ *State, L *lua.LState) int {
+			L.Push(lua.LString(hex.EncodeToString(randomBytes(L))))
+			return 1
+		}},
+		function{"uuid", func(_ *State, L *lua.LState) int {
+			L.Push(lua.LString(uuid4()))
+			return 1
+		}},
+	),
+	extra: func(s *State, t *lua.LTable) {
+		raw := s.L.CreateTable(0, 2*len(digests))
+		for _, f := range digestFuncs(func(b []byte) string { return string(b) }) {
+			fn := f.fn
+			raw.RawSetString(f.name, s.L.NewFunction(func(L *lua.LState) int { return fn(s, L) }))
+		}
+		t.RawSetString("raw", raw)
+	},
+	more: func() []string {
+		var names []string
+		for _, f := range digestFuncs(nil) {
+			names = append(names, "raw."+f.name)
+		}
+		return names
+	}(),
+}
+
+// digestFuncs returns name(s) and hmac_name(key, msg) for every digest,
+// formatting the sum with format.
+func digestFuncs(format func([]byte) string) []function {
+	var fns []function
+	for _, d := range digests {
+		newHash := d.new
+		fns = append(fns,
+			function{d.name, func(_ *State, L *lua.LState) int {
+				h := newHash()
+				h.Write([]byte(L.CheckString(1)))
+				L.Push(lua.LString(format(h.Sum(nil))))
+				return 1
+			}},
+			function{"hmac_" + d.name, func(_ *State, L *lua.LState) int {
+				h := hmac.New(newHash, []byte(L.CheckString(1)))
+				h.Write([]byte(L.CheckString(2)))
+				L.Push(lua.LString(format(h.Sum(nil))))
+				return 1
+			}},
+		)
+	}
+	return fns
+}
+
+// randomBytes reads argument 1 (a count from 0 to maxRandomBytes) and returns
+// that many random bytes.
+func randomBytes(L *lua.LState) []byte {
+	n := L.CheckInt(1)
+	if n < 0 || n > maxRandomBytes {
+		L.ArgError(1, "a byte count from 0 to 1048576 expected")
+	}
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand)
+	return b
+}
+
+// uuid4 returns a random (version 4) UUID in its canonical text form.
+func uuid4() string {
+	var u [16]byte
+	rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // variant RFC 4122
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], u[10:])
+	return string(b[:])
+}

@@ -1,0 +1,138 @@
+package hostlib
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// newLib returns a library for the grants the Lua table allow gives, with
+// dir as the scripts folder.
+func newLib(t testing.TB, dir, allow string) *Lib {
+	t.Helper()
+	L := lua.NewState()
+	defer L.Close()
+	if err := L.DoString("return " + allow); err != nil {
+		t.Fatal(err)
+	}
+	g, err := ParseAllow(L.Get(-1), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := New(Config{Grants: g, Dir: dir})
+	t.Cleanup(lib.Close)
+	return lib
+}
+
+func mkfile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	t.Setenv("LUAMCP_ALLOWED", "yes")
+	t.Setenv("LUAMCP_SECRET", "no")
+	L, _ := newLua(t, newLib(t, t.TempDir(), `{ env = { "LUAMCP_ALLOWED", "LUAMCP_UNSET" } }`))
+	runCases(t, L, []luaCase{
+		{"allowed", `eq(env.get("LUAMCP_ALLOWED"), "yes")`},
+		{"allowed but unset", `local v, err = env.get("LUAMCP_UNSET"); eq(v, nil); eq(err, nil)`},
+		{"not allowed", `local v, err = env.get("LUAMCP_SECRET"); eq(v, nil); eq(err, "env: LUAMCP_SECRET is not allowed (route.allow.env)")`},
+		{"wrong type raises", `fails(env.get, {})`},
+	})
+	L, _ = newLua(t, nil)
+	runCases(t, L, []luaCase{
+		{"before the grants", `local v, err = env.get("LUAMCP_ALLOWED"); eq(v, nil)
+			eq(err, "env: not available while the script's main chunk runs (call it from init or a callback)")`},
+	})
+}
+
+func TestFS(t *testing.T) {
+	dir := t.TempDir()
+	mkfile(t, filepath.Join(dir, "data", "a.txt"), "alpha")
+	mkfile(t, filepath.Join(dir, "data", "sub", "b.txt"), "beta")
+	mkfile(t, filepath.Join(dir, "secret", "s.txt"), "secret")
+	mkfile(t, filepath.Join(dir, "out", "keep.txt"), "")
+	for link, target := range map[string]string{
+		"data/link":  "../secret",      // leads out of the root
+		"data/inner": "a.txt",          // stays inside
+		"out/esc":    "../secret",      // a way out of a write root
+		"data/abs":   dir + "/secret/", // an absolute way out
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, fifo := range []string{"data/fifo", "out/fifo"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, fifo), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	L, _ := newLua(t, newLib(t, dir, `{ read = { "data" }, write = { "out" } }`))
+	abs := filepath.Join(dir, "data", "a.txt")
+	runCases(t, L, []luaCase{
+		{"read", `eq(fs.read("data/a.txt"), "alpha"); eq(fs.read("data/sub/../a.txt"), "alpha"); eq(fs.read("./data//a.txt"), "alpha")
+			eq(fs.read("` + abs + `"), "alpha"); eq(fs.read("data/inner"), "alpha")`},
+		{"read max_bytes", `eq(fs.read("data/a.txt", { max_bytes = 5 }), "alpha")
+			local v, err = fs.read("data/a.txt", { max_bytes = 4 }); eq(v, nil); eq(err, "fs: data/a.txt is larger than max_bytes (4)")`},
+		{"read failures", `local v, err = fs.read("data/missing"); eq(v, nil); eq(err, "fs: data/missing: not found")
+			v, err = fs.read("data"); eq(err, "fs: data is a folder")
+			v, err = fs.read(""); eq(err, "fs: empty path")`},
+		{"dot-dot escape", `local v, err = fs.read("data/../secret/s.txt"); eq(v, nil); eq(err, "fs: data/../secret/s.txt escapes its root")
+			v, err = fs.read("data/sub/../../secret/s.txt"); eq(err, "fs: data/sub/../../secret/s.txt escapes its root")`},
+		{"symlink escape", `local v, err = fs.read("data/link/s.txt"); eq(v, nil); eq(err, "fs: data/link/s.txt escapes its root")
+			v, err = fs.read("data/abs/s.txt"); eq(err, "fs: data/abs/s.txt escapes its root")
+			v, err = fs.write("out/esc/p.txt", "x"); eq(err, "fs: out/esc/p.txt escapes its root")
+			v, err = fs.list("data/link"); eq(err, "fs: data/link escapes its root")`},
+		{"outside every root", `local v, err = fs.read("secret/s.txt"); eq(v, nil)
+			eq(err, "fs: secret/s.txt is outside the allowed folders (route.allow.read, route.allow.write)")
+			v, err = fs.read("/etc/passwd"); eq(err, "fs: /etc/passwd is outside the allowed folders (route.allow.read, route.allow.write)")
+			v, err = fs.read("../x"); eq(err, "fs: ../x is outside the allowed folders (route.allow.read, route.allow.write)")`},
+		{"write outside write", `local v, err = fs.write("data/new.txt", "x"); eq(v, nil); eq(err, "fs: data/new.txt is not in a writable folder (route.allow.write)")
+			v, err = fs.mkdir("data/d"); eq(err, "fs: data/d is not in a writable folder (route.allow.write)")
+			v, err = fs.remove("data/a.txt"); eq(err, "fs: data/a.txt is not in a writable folder (route.allow.write)")`},
+		{"special files do not block", `local v, err = fs.read("data/fifo"); eq(v, nil); eq(err, "fs: data/fifo is not a regular file")
+			v, err = fs.append("out/fifo", "x"); eq(v, nil)
+			eq(fs.write("out/fifo", "replaced"), true); eq(fs.read("out/fifo"), "replaced")`},
+		{"write and read back", `eq(fs.write("out/notes/n.txt", "one"), true); eq(fs.read("out/notes/n.txt"), "one")
+			eq(fs.write("out/notes/n.txt", "two"), true); eq(fs.read("out/notes/n.txt"), "two")
+			eq(fs.append("out/notes/n.txt", "+three"), true); eq(fs.read("out/notes/n.txt"), "two+three")
+			eq(fs.append("out/log/l.txt", "x"), true); eq(fs.read("out/log/l.txt"), "x")
+			local list = fs.list("out/notes"); eq(#list, 1) -- no temporary file left
+			local v, err = fs.write("out", "x"); eq(err, "fs: out is a folder")
+			v, err = fs.write("out/notes", "x"); eq(err, "fs: out/notes: is a folder")`},
+		{"list", `fs.write("out/l/b.txt", "bb"); fs.write("out/l/a.txt", "a"); fs.mkdir("out/l/c")
+			local l = fs.list("out/l"); eq(#l, 3); eq(l[1].name, "a.txt"); eq(l[2].name, "b.txt"); eq(l[3].name, "c")
+			eq(l[2].size, 2); eq(l[2].dir, false); eq(l[3].dir, true)
+			if math.abs(l[1].modified - os.time()) > 60 then error("modified " .. l[1].modified) end
+			local v, err = fs.list("out/none"); eq(err, "fs: out/none: not found")
+			v, err = fs.list("data/a.txt"); eq(v, nil)`},
+		{"stat and exists", `local s = fs.stat("data/a.txt"); eq(s.size, 5); eq(s.dir, false); eq(fs.stat("data").dir, true)
+			local v, err = fs.stat("data/nope"); eq(v, nil); eq(err, "fs: data/nope: not found")
+			eq(fs.exists("data/a.txt"), true); eq(fs.exists("data/nope"), false); eq(fs.exists("out"), true)
+			v, err = fs.exists("secret/s.txt"); eq(v, nil); eq(err, "fs: secret/s.txt is outside the allowed folders (route.allow.read, route.allow.write)")`},
+		{"remove and mkdir", `eq(fs.mkdir("out/m/n"), true); eq(fs.mkdir("out/m/n"), true); eq(fs.exists("out/m/n"), true)
+			local v, err = fs.remove("out/m"); eq(v, nil); eq(err, "fs: out/m: folder not empty")
+			eq(fs.remove("out/m/n"), true); eq(fs.remove("out/m"), true); eq(fs.exists("out/m"), false)
+			v, err = fs.remove("out/m"); eq(err, "fs: out/m: not found")
+			v, err = fs.remove("out"); eq(err, "fs: out is a root folder: it cannot be removed")`},
+		{"wrong types raise", `fails(fs.read, nil); fails(fs.write, "out/x"); fails(fs.read, "data/a.txt", { max_bytes = "1" })`},
+	})
+	if b, err := os.ReadFile(filepath.Join(dir, "secret", "s.txt")); err != nil || string(b) != "secret" {
+		t.Errorf("secret/s.txt changed: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "secret", "p.txt")); err == nil {
+		t.Error("a write escaped through a symbolic link")
+	}
+
+	L, _ = newLua(t, nil)
+	runCases(t, L, []luaCase{{"before the grants", `local v, err = fs.read("data/a.txt"); eq(v, nil)
+		eq(err, "fs: not available while the script's main chunk runs (call it from init or a callback)")`}})
+}

@@ -1,0 +1,141 @@
+package hostlib
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// groupMembers lists the live (not zombie) processes of process group pgid.
+func groupMembers(t *testing.T, pgid int) []string {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // state ppid pgrp ...
+		if len(fields) > 2 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
+			live = append(live, s[:strings.LastIndexByte(s, ')')+1])
+		}
+	}
+	return live
+}
+
+// waitGroupGone waits until process group pgid has no live process.
+func waitGroupGone(t *testing.T, pgid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		live := groupMembers(t, pgid)
+		if len(live) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d still has %v", pgid, live)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func TestExec(t *testing.T) {
+	dir := t.TempDir()
+	mkfile(t, filepath.Join(dir, "data", "f.txt"), "x")
+	mkfile(t, filepath.Join(dir, "out", "keep"), "")
+	if err := os.Symlink("/tmp", filepath.Join(dir, "data", "tmp")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LUAMCP_SECRET", "leaked")
+	realData, _ := filepath.EvalSymlinks(filepath.Join(dir, "data"))
+	realDir, _ := filepath.EvalSymlinks(dir)
+	L, _ := newLua(t, newLib(t, dir, `{ read = { "data" }, write = { "out" }, exec = { "sh", "/bin/echo" } }`))
+	runCases(t, L, []luaCase{
+		{"run", `local r = exec.run{ "sh", "-c", "echo hi; echo err >&2; exit 3" }
+			eq(r.code, 3); eq(r.stdout, "hi\n"); eq(r.stderr, "err\n"); eq(r.truncated, nil)`},
+		{"arguments are not a shell line", `local r = exec.run{ "/bin/echo", "a b", "$HOME", ";", "ls" }; eq(r.stdout, "a b $HOME ; ls\n")`},
+		{"stdin", `eq(exec.run{ "sh", "-c", "cat", stdin = "abc" }.stdout, "abc"); eq(exec.run{ "sh", "-c", "cat" }.stdout, "")`},
+		{"minimal environment", `local r = exec.run{ "sh", "-c", "echo $FOO:$LUAMCP_SECRET:$PATH", env = { FOO = "bar" } }
+			eq(r.stdout:sub(1, 5), "bar::"); if #r.stdout < 7 then error("no PATH") end`},
+		{"cwd", `eq(exec.run{ "sh", "-c", "pwd" }.stdout, "` + realDir + `\n")
+			eq(exec.run{ "sh", "-c", "pwd", cwd = "data" }.stdout, "` + realData + `\n")
+			local v, err = exec.run{ "sh", "-c", "pwd", cwd = "data/../.." }; eq(v, nil); eq(err, "exec: cwd data/../.. escapes its root")
+			v, err = exec.run{ "sh", "-c", "pwd", cwd = "data/tmp" }; eq(err, "exec: cwd data/tmp escapes its root")
+			v, err = exec.run{ "sh", "-c", "pwd", cwd = "/" }; eq(err, "exec: cwd / is outside the allowed folders (route.allow.read, route.allow.write)")
+			v, err = exec.run{ "sh", "-c", "pwd", cwd = "data/f.txt" }; eq(err, "exec: cwd data/f.txt is not a folder")`},
+		{"output cap", `local r = exec.run{ "sh", "-c", "head -c 5000 /dev/zero; head -c 10 /dev/zero >&2", max_bytes = 100 }
+			eq(#r.stdout, 100); eq(#r.stderr, 10); eq(r.truncated, true); eq(r.code, 0)`},
+		{"not allowed", `local v, err = exec.run{ "ls" }; eq(v, nil); eq(err, "exec: ls is not allowed (route.allow.exec)")
+			v, err = exec.run{ "/bin/sh" }; eq(err, "exec: /bin/sh is not allowed (route.allow.exec)")`},
+		{"killed by a signal", `eq(exec.run{ "sh", "-c", "kill -9 $$" }.code, 137)`},
+		{"wrong types raise", `fails(exec.run, {}); fails(exec.run, "sh"); fails(exec.run, { "sh", timeout = 5 })
+			fails(exec.run, { "sh", {} }); fails(exec.run, { "sh", env = { ["A=B"] = "x" } }); fails(exec.run, { "sh", max_bytes = -1 })`},
+	})
+
+	t.Run("timeout kills the group", func(t *testing.T) {
+		// The child and its children ignore SIGTERM; the grandchildren would
+		// write a file if they lived.
+		start := time.Now()
+		runCases(t, L, []luaCase{{"run", `local v, err = exec.run{ "sh", "-c", [[
+			trap '' TERM; echo $$ > out/pid
+			(trap '' TERM; sleep 30; echo late > out/late) &
+			sleep 30 & wait]], timeout_ms = 300 }
+			eq(v, nil); eq(err, "exec: sh timed out after 300 ms")`}})
+		if d := time.Since(start); d > 300*time.Millisecond+time.Second {
+			t.Errorf("returned after %v", d)
+		}
+		waitGroupGone(t, readPid(t, filepath.Join(dir, "out", "pid")))
+	})
+
+	t.Run("background children die with the call", func(t *testing.T) {
+		start := time.Now()
+		runCases(t, L, []luaCase{{"run", `local r = exec.run{ "sh", "-c", "echo $$ > out/pid2; sleep 30 & echo started" }
+			eq(r.stdout, "started\n"); eq(r.code, 0)`}})
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("returned after %v: it waited for the background child", d)
+		}
+		waitGroupGone(t, readPid(t, filepath.Join(dir, "out", "pid2")))
+	})
+
+	t.Run("cancellation kills the group", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		L.SetContext(ctx)
+		defer L.RemoveContext()
+		var cancelled time.Time
+		timer := time.AfterFunc(200*time.Millisecond, func() { cancelled = time.Now(); cancel() })
+		defer timer.Stop()
+		err := L.DoString(`exec.run{ "sh", "-c", "trap '' TERM; echo $$ > out/pid3; sleep 30 & wait" }`)
+		if err == nil {
+			t.Fatal("the run was not interrupted")
+		}
+		if d := time.Since(cancelled); d > time.Second {
+			t.Errorf("returned %v after the cancellation", d)
+		}
+		waitGroupGone(t, readPid(t, filepath.Join(dir, "out", "pid3")))
+	})
+	if _, err := os.Stat(filepath.Join(dir, "out", "late")); err == nil {
+		t.Error("a grandchild outlived its call")
+	}
+}

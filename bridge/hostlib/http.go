@@ -1,0 +1,471 @@
+package hostlib
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Bounds of the `http` module.
+const (
+	defaultHTTPTimeout = 30 * time.Second
+	defaultHTTPMax     = 10 << 20 // response body bytes
+	maxHTTPMax         = 1 << 30  // the largest max_bytes http.request accepts
+	maxHeaderBytes     = 1 << 20  // response header bytes
+	maxRedirects       = 10
+	maxInFlight        = 16   // requests request_all runs at once
+	maxRequestAll      = 1000 // requests one request_all may hold
+)
+
+// httpModule is `http`: requests to the hosts route.allow.http admits,
+// checked again on every redirect and, against SSRF and DNS rebinding, on
+// the address each connection is made to.
+var httpModule = module{
+	funcs: []function{
+		{"request", httpRequest},
+		{"get", httpGet},
+		{"post", httpPost},
+		{"request_all", httpRequestAll},
+	},
+}
+
+// httpOptions are the keys of a request table.
+var httpOptions = map[string]bool{
+	"method": true, "url": true, "query": true, "headers": true, "body": true, "json": true,
+	"form": true, "timeout_ms": true, "max_bytes": true, "follow_redirects": true,
+}
+
+// httpSpec is one request, read from its Lua table.
+type httpSpec struct {
+	method      string
+	url         *url.URL
+	headers     map[string]string
+	body        []byte
+	contentType string
+	timeout     time.Duration
+	max         int64
+	follow      bool
+}
+
+// httpResult is one response, read whole.
+type httpResult struct {
+	status   int
+	header   http.Header
+	body     []byte
+	finalURL string
+}
+
+// http.request{...} -> res | nil, message
+func httpRequest(s *State, L *lua.LState) int {
+	return s.request(L, L.CheckTable(1), "http.request", nil)
+}
+
+// http.get(url [, opts]) -> res | nil, message
+func httpGet(s *State, L *lua.LState) int {
+	u := L.CheckString(1)
+	return s.request(L, optTable(L, 2), "http.get", func(t *lua.LTable) {
+		t.RawSetString("method", lua.LString("GET"))
+		t.RawSetString("url", lua.LString(u))
+	})
+}
+
+// http.post(url, body [, opts]) -> res | nil, message; a table body is sent
+// as JSON.
+func httpPost(s *State, L *lua.LState) int {
+	u := L.CheckString(1)
+	body := L.Get(2)
+	switch body.(type) {
+	case lua.LString, *lua.LTable:
+	default:
+		L.ArgError(2, "a string or a table (sent as JSON) expected")
+	}
+	return s.request(L, optTable(L, 3), "http.post", func(t *lua.LTable) {
+		t.RawSetString("method", lua.LString("POST"))
+		t.RawSetString("url", lua.LString(u))
+		t.RawSetString("body", lua.LNil)
+		t.RawSetString("json", lua.LNil)
+		t.RawSetString("form", lua.LNil)
+		if _, ok := body.(*lua.LTable); ok {
+			t.RawSetString("json", body)
+		} else {
+			t.RawSetString("body", body)
+		}
+	})
+}
+
+// request runs the request t describes; set, when given, fills in a copy of
+// t first (the convenience functions' url, method and body).
+func (s *State) request(L *lua.LState, t *lua.LTable, fname string, set func(*lua.LTable)) int {
+	if set != nil {
+		c := L.CreateTable(0, 8)
+		if t != nil {
+			t.ForEach(func(k, v lua.LValue) { c.RawSet(k, v) })
+		}
+		set(c)
+		t = c
+	}
+	lib := s.granted(L, "http")
+	if lib == nil {
+		return 2
+	}
+	spec, err := s.httpSpec(L, lib, t, fname)
+	if err != nil {
+		return fail(L, "%v", err)
+	}
+	res, err := lib.do(s.ctx(), spec)
+	if err != nil {
+		return fail(L, "%v", err)
+	}
+	L.Push(s.response(L, res))
+	return 1
+}
+
+// http.request_all{req1, req2, ...} -> { {res, err}, ... } in the order
+// given, running at most maxInFlight at a time.
+func httpRequestAll(s *State, L *lua.LState) int {
+	list := L.CheckTable(1)
+	n := list.Len()
+	if n > maxRequestAll {
+		L.ArgError(1, fmt.Sprintf("at most %d requests", maxRequestAll))
+	}
+	lib := s.granted(L, "http")
+	if lib == nil {
+		return 2
+	}
+	specs := make([]*httpSpec, n)
+	results := make([]*httpResult, n)
+	errs := make([]error, n)
+	for i := range n {
+		t, ok := list.RawGetInt(i + 1).(*lua.LTable)
+		if !ok {
+			L.ArgError(1, fmt.Sprintf("request %d is %s, not a table", i+1, describe(list.RawGetInt(i+1))))
+		}
+		specs[i], errs[i] = s.httpSpec(L, lib, t, fmt.Sprintf("http.request_all[%d]", i+1))
+	}
+	ctx := s.ctx()
+	sem := make(chan struct{}, maxInFlight)
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		if spec == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = lib.callEnded(ctx)
+				return
+			}
+			results[i], errs[i] = lib.do(ctx, spec)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	out := L.CreateTable(n, 0)
+	for i := range n {
+		pair := L.CreateTable(2, 0)
+		if errs[i] != nil {
+			pair.RawSetInt(2, lua.LString(errs[i].Error()))
+		} else {
+			pair.RawSetInt(1, s.response(L, results[i]))
+		}
+		out.RawSetInt(i+1, pair)
+	}
+	L.Push(out)
+	return 1
+}
+
+// httpSpec reads a request table. Wrong types raise; a request the script
+// may not make returns an error.
+func (s *State) httpSpec(L *lua.LState, lib *Lib, t *lua.LTable, fname string) (*httpSpec, error) {
+	t.ForEach(func(k, _ lua.LValue) {
+		if ks, ok := k.(lua.LString); !ok || !httpOptions[string(ks)] {
+			L.RaiseError("%s: unknown option %s", fname, describe(k))
+		}
+	})
+	spec := &httpSpec{
+		method:  strings.ToUpper(stringField(L, t, fname, "method", "GET")),
+		headers: stringMap(L, t, fname, "headers"),
+		timeout: time.Duration(intField(L, t, fname, "timeout_ms", defaultHTTPTimeout.Milliseconds(), 1, 1<<40)) * time.Millisecond,
+		max:     intField(L, t, fname, "max_bytes", defaultHTTPMax, 0, maxHTTPMax),
+		follow:  boolField(L, t, fname, "follow_redirects", true),
+	}
+	raw, ok := field(t, "url").(lua.LString)
+	if !ok {
+		L.RaiseError("%s: url must be a string, got %s", fname, describe(field(t, "url")))
+	}
+	var query string
+	if q := field(t, "query"); q != lua.LNil {
+		qt, ok := q.(*lua.LTable)
+		if !ok {
+			L.RaiseError("%s: query must be a table, got %s", fname, describe(q))
+		}
+		query = encodeQuery(L, qt, fname+": query")
+	}
+	bodies := 0
+	if b := field(t, "body"); b != lua.LNil {
+		spec.body = []byte(stringField(L, t, fname, "body", ""))
+		bodies++
+	}
+	var jsonErr error
+	if j := field(t, "json"); j != lua.LNil {
+		spec.body, jsonErr = s.codec.Encode(j, "json")
+		spec.contentType = "application/json"
+		bodies++
+	}
+	if f := field(t, "form"); f != lua.LNil {
+		ft, ok := f.(*lua.LTable)
+		if !ok {
+			L.RaiseError("%s: form must be a table, got %s", fname, describe(f))
+		}
+		spec.body = []byte(encodeQuery(L, ft, fname+": form"))
+		spec.contentType = "application/x-www-form-urlencoded"
+		bodies++
+	}
+	if bodies > 1 {
+		L.RaiseError("%s: give one of body, json and form", fname)
+	}
+	if jsonErr != nil {
+		return nil, fmt.Errorf("http: %v", jsonErr)
+	}
+	u, err := url.Parse(string(raw))
+	if err != nil {
+		return nil, fmt.Errorf("http: %v", urlCause(err))
+	}
+	if query != "" {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += query
+	}
+	if err := lib.checkURL(u, "host"); err != nil {
+		return nil, err
+	}
+	spec.url = u
+	return spec, nil
+}
+
+// response builds res = {status=, headers=, body=, json=, url=}.
+func (s *State) response(L *lua.LState, r *httpResult) *lua.LTable {
+	t := L.CreateTable(0, 5)
+	t.RawSetString("status", lua.LNumber(r.status))
+	h := L.CreateTable(0, len(r.header))
+	for k, vs := range r.header {
+		h.RawSetString(strings.ToLower(k), lua.LString(strings.Join(vs, ", ")))
+	}
+	t.RawSetString("headers", h)
+	t.RawSetString("body", lua.LString(r.body))
+	t.RawSetString("url", lua.LString(r.finalURL))
+	if isJSON(r.header.Get("Content-Type")) {
+		if v, err := s.codec.Decode(r.body); err == nil {
+			t.RawSetString("json", v)
+		}
+	}
+	return t
+}
+
+// isJSON reports whether a Content-Type is JSON (application/json, or a
+// +json type such as application/problem+json).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// deniedError is a request route.allow.http does not permit: the host of a
+// URL or redirect, or the address a connection would reach.
+type deniedError struct{ msg string }
+
+func (e *deniedError) Error() string { return e.msg }
+
+// checkURL checks a URL's scheme and host against the grants. what names the
+// URL in the message ("host", "redirect to").
+func (l *Lib) checkURL(u *url.URL, what string) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("http: unsupported URL scheme %q (want http or https)", u.Scheme)
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" {
+		return errors.New("http: the URL has no host")
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	p, ok := l.grants.matchHost(host, port)
+	if !ok {
+		return &deniedError{fmt.Sprintf("http: %s %s is not allowed (route.allow.http)", what, u.Host)}
+	}
+	if a, err := netip.ParseAddr(host); err == nil && !public(a) && !p.Literal() {
+		return &deniedError{fmt.Sprintf("http: %s %s is a %s address: only an entry that names it literally allows it (route.allow.http)", what, u.Host, addressClass(a))}
+	}
+	return nil
+}
+
+// addressClass names the kind of a non-public address for messages.
+func addressClass(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsPrivate():
+		return "private"
+	case a.IsLinkLocalUnicast():
+		return "link-local"
+	case a.IsUnspecified():
+		return "unspecified"
+	}
+	return "special-purpose"
+}
+
+// newTransport returns the route's transport: no proxy (a proxy would
+// connect in its place, out of reach of the address check), every connection
+// checked by dial, and capped response headers.
+func (l *Lib) newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                  nil,
+		DialContext:            l.dial,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           64,
+		MaxIdleConnsPerHost:    maxInFlight,
+		IdleConnTimeout:        30 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+	}
+}
+
+// dial connects to addr ("host:port", as in the URL) once the resolved
+// address passes the check: a public address, or any address when a literal
+// entry admits the host (an IP entry: that address only). The check runs on
+// the address the socket connects to, after resolution, so a name that
+// resolves to 127.0.0.1 through a wildcard is refused (DNS rebinding).
+func (l *Lib) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	host = strings.ToLower(host)
+	p, ok := l.grants.matchHost(host, port)
+	if !ok {
+		return nil, &deniedError{fmt.Sprintf("http: host %s is not allowed (route.allow.http)", addr)}
+	}
+	d := net.Dialer{
+		Timeout:   30 * time.Second,
+		KeepAlive: 30 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return err
+			}
+			a := ap.Addr().Unmap()
+			switch {
+			case public(a):
+				return nil
+			case p.kind == exactHost, p.kind == literalIP && a == p.addr:
+				return nil
+			}
+			return &deniedError{fmt.Sprintf("http: %s resolves to %s, a %s address: only an entry that names it literally allows it (route.allow.http)",
+				host, a, addressClass(a))}
+		},
+	}
+	return d.DialContext(ctx, network, addr)
+}
+
+// followKey is the context key that carries a request's follow_redirects.
+type followKey struct{}
+
+// checkRedirect re-checks every redirect target against the grants.
+func (l *Lib) checkRedirect(req *http.Request, via []*http.Request) error {
+	if follow, _ := req.Context().Value(followKey{}).(bool); !follow {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= maxRedirects {
+		return &deniedError{fmt.Sprintf("http: stopped after %d redirects", maxRedirects)}
+	}
+	return l.checkURL(req.URL, "redirect to")
+}
+
+// do sends one request and reads its response whole, within spec.timeout
+// and ctx. It touches no Lua state: request_all runs it in parallel.
+func (l *Lib) do(ctx context.Context, spec *httpSpec) (*httpResult, error) {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, followKey{}, spec.follow), spec.timeout)
+	defer cancel()
+	defer func() {
+		if l.closed.Load() {
+			l.transport.CloseIdleConnections()
+		}
+	}()
+	var body io.Reader
+	if spec.body != nil {
+		body = bytes.NewReader(spec.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, spec.method, spec.url.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("http: %v", err)
+	}
+	for k, v := range spec.headers {
+		req.Header.Set(k, v)
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", UserAgent)
+	}
+	if spec.contentType != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", spec.contentType)
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return nil, l.failure(parent, ctx, spec, err)
+	}
+	defer resp.Body.Close()
+	if resp.ContentLength > spec.max {
+		return nil, fmt.Errorf("http: response body is larger than max_bytes (%d)", spec.max)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, spec.max+1))
+	if err != nil {
+		return nil, l.failure(parent, ctx, spec, err)
+	}
+	if int64(len(b)) > spec.max {
+		return nil, fmt.Errorf("http: response body is larger than max_bytes (%d)", spec.max)
+	}
+	return &httpResult{status: resp.StatusCode, header: resp.Header, body: b, finalURL: resp.Request.URL.String()}, nil
+}
+
+// failure turns a failed request into its message: a refusal, the call's
+// end, the request's own timeout, or the network's error.
+func (l *Lib) failure(parent, ctx context.Context, spec *httpSpec, err error) error {
+	var denied *deniedError
+	switch {
+	case errors.As(err, &denied):
+		return denied
+	case parent.Err() != nil:
+		return l.callEnded(parent)
+	case ctx.Err() != nil:
+		return fmt.Errorf("http: timed out after %d ms", spec.timeout.Milliseconds())
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("http: %s: %v", spec.url.Host, err)
+}
+
+// callEnded is the failure of a request whose call was cancelled or timed out.
+func (l *Lib) callEnded(ctx context.Context) error {
+	return fmt.Errorf("http: stopped: the call ended (%v)", context.Cause(ctx))
+}

@@ -1,0 +1,193 @@
+package hostlib
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// testAPI is a local HTTP server with the routes the http tests need.
+type testAPI struct {
+	*httptest.Server
+	inFlight, maxInFlight atomic.Int32
+	closed                chan struct{} // a /slow request's connection went away
+}
+
+func newTestAPI(t *testing.T) *testAPI {
+	api := &testAPI{closed: make(chan struct{}, 16)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Add("X-Multi", "a")
+		w.Header().Add("X-Multi", "b")
+		fmt.Fprintf(w, `{"method":%q,"query":%q,"ua":%q,"auth":%q,"ct":%q,"body":%q}`, r.Method, r.URL.RawQuery,
+			r.UserAgent(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), body)
+	})
+	mux.HandleFunc("/text", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain") })
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		io.WriteString(w, "short and stout")
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, strings.Repeat("x", 100)) })
+	mux.HandleFunc("/big-chunked", func(w http.ResponseWriter, r *http.Request) {
+		for range 10 {
+			io.WriteString(w, strings.Repeat("x", 10))
+			w.(http.Flusher).Flush()
+		}
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			api.closed <- struct{}{}
+		case <-time.After(10 * time.Second):
+		}
+	})
+	mux.HandleFunc("/count", func(w http.ResponseWriter, r *http.Request) {
+		n := api.inFlight.Add(1)
+		for {
+			m := api.maxInFlight.Load()
+			if n <= m || api.maxInFlight.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(30 * time.Millisecond)
+		api.inFlight.Add(-1)
+		io.WriteString(w, r.URL.Query().Get("i"))
+	})
+	api.Server = httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	return api
+}
+
+func (api *testAPI) hostPort() string { return strings.TrimPrefix(api.URL, "http://") }
+
+func (api *testAPI) port() string {
+	_, port, _ := net.SplitHostPort(api.hostPort())
+	return port
+}
+
+func TestHTTP(t *testing.T) {
+	api := newTestAPI(t)
+	other := newTestAPI(t) // a server the script is not granted
+	lib := newLib(t, t.TempDir(), `{ http = { "`+api.hostPort()+`", "localhost:`+other.port()+`" } }`)
+	L, _ := newLua(t, lib)
+	L.SetGlobal("BASE", lstr(api.URL))
+	L.SetGlobal("OTHER", lstr(other.URL))
+	L.SetGlobal("PORT", lstr(api.port()))
+	runCases(t, L, []luaCase{
+		{"get", `local r = http.get(BASE .. "/echo?a=1")
+			eq(r.status, 200); eq(r.headers["content-type"], "application/json"); eq(r.headers["x-multi"], "a, b")
+			eq(r.json.method, "GET"); eq(r.json.query, "a=1"); eq(r.json.ua, "luamcp"); eq(r.url, BASE .. "/echo?a=1")
+			eq(type(r.body), "string")
+			r = http.get(BASE .. "/text"); eq(r.body, "plain"); eq(r.json, nil)`},
+		{"request", `local r = http.request{ method = "put", url = BASE .. "/echo?x=0", query = { q = "lua mcp", page = 2 },
+				headers = { authorization = "Bearer k" }, body = "raw" }
+			eq(r.json.method, "PUT"); eq(r.json.query, "x=0&page=2&q=lua+mcp"); eq(r.json.auth, "Bearer k"); eq(r.json.body, "raw")`},
+		{"json and form bodies", `local r = http.post(BASE .. "/echo", { a = { 1, 2 } }); eq(r.json.ct, "application/json"); eq(r.json.body, '{"a":[1,2]}')
+			r = http.post(BASE .. "/echo", "text", { headers = { ["content-type"] = "text/plain" } }); eq(r.json.ct, "text/plain"); eq(r.json.body, "text")
+			r = http.request{ method = "POST", url = BASE .. "/echo", form = { b = "2 3", a = "1" } }
+			eq(r.json.ct, "application/x-www-form-urlencoded"); eq(r.json.body, "a=1&b=2+3")
+			local v, err = http.post(BASE .. "/echo", { f = print }); eq(v, nil); eq(err, "http: json.f: cannot encode a function")`},
+		{"an error status is a response", `local r = http.get(BASE .. "/status"); eq(r.status, 418); eq(r.body, "short and stout")`},
+		{"host not allowed", `local v, err = http.get("http://example.com/"); eq(v, nil); eq(err, "http: host example.com is not allowed (route.allow.http)")
+			v, err = http.get(OTHER .. "/text"); eq(err, "http: host " .. OTHER:sub(8) .. " is not allowed (route.allow.http)")
+			v, err = http.get("ftp://x/"); eq(err, 'http: unsupported URL scheme "ftp" (want http or https)')
+			v, err = http.get("http:///x"); eq(err, "http: the URL has no host")`},
+		{"a literal name reaches loopback", `local r = http.get("http://localhost:" .. OTHER:match(":(%d+)$") .. "/text"); eq(r.body, "plain")`},
+		{"redirects", `local r = http.get(BASE .. "/redirect?to=/text"); eq(r.status, 200); eq(r.body, "plain"); eq(r.url, BASE .. "/text")
+			r = http.get(BASE .. "/redirect?to=/text", { follow_redirects = false }); eq(r.status, 302); eq(r.headers.location, "/text")
+			local v, err = http.get(BASE .. "/redirect?to=" .. url.encode(OTHER .. "/text")); eq(v, nil)
+			eq(err, "http: redirect to " .. OTHER:sub(8) .. " is not allowed (route.allow.http)")
+			v, err = http.get(BASE .. "/redirect?to=" .. url.encode(BASE .. "/redirect?to=/text") .. "&loop")
+			eq(v.status, 200)`},
+		{"max_bytes", `eq(#http.get(BASE .. "/big").body, 100); eq(#http.get(BASE .. "/big", { max_bytes = 100 }).body, 100)
+			local v, err = http.get(BASE .. "/big", { max_bytes = 99 }); eq(v, nil); eq(err, "http: response body is larger than max_bytes (99)")
+			v, err = http.get(BASE .. "/big-chunked", { max_bytes = 50 }); eq(v, nil); eq(err, "http: response body is larger than max_bytes (50)")`},
+		{"timeout", `local v, err = http.get(BASE .. "/slow", { timeout_ms = 100 }); eq(v, nil); eq(err, "http: timed out after 100 ms")`},
+		{"network error", `local v, err = http.get("http://` + api.hostPort() + `:1/"); eq(v, nil)`},
+		{"wrong types raise", `fails(http.get, {}); fails(http.request, { url = BASE, timeout = 5 }); fails(http.request, { url = BASE, headers = 5 })
+			fails(http.post, BASE, 5); fails(http.request, { url = BASE, body = "a", json = {} }); fails(http.request_all, { 5 })
+			fails(http.request, { method = "GET" })`},
+	})
+	select {
+	case <-api.closed: // the timed-out request's connection was closed
+	case <-time.After(5 * time.Second):
+		t.Error("the server did not see the timed-out request end")
+	}
+
+	t.Run("request_all", func(t *testing.T) {
+		runCases(t, L, []luaCase{{"50", `local reqs = {}
+			for i = 1, 50 do reqs[i] = { url = BASE .. "/count?i=" .. i } end
+			reqs[51] = { url = "http://example.com/" }
+			local out = http.request_all(reqs); eq(#out, 51)
+			for i = 1, 50 do eq(out[i][1].body, tostring(i)); eq(out[i][2], nil) end
+			eq(out[51][1], nil); eq(out[51][2], "http: host example.com is not allowed (route.allow.http)")
+			eq(#http.request_all({}), 0)`}})
+		if m := api.maxInFlight.Load(); m > maxInFlight || m < 2 {
+			t.Errorf("request_all ran %d requests at once, want 2..%d", m, maxInFlight)
+		}
+	})
+
+	t.Run("cancellation", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		L.SetContext(ctx)
+		defer L.RemoveContext()
+		var mu sync.Mutex
+		var cancelled time.Time
+		timer := time.AfterFunc(200*time.Millisecond, func() { mu.Lock(); cancelled = time.Now(); mu.Unlock(); cancel() })
+		defer timer.Stop()
+		if err := L.DoString(`http.request_all{ { url = BASE .. "/slow" }, { url = BASE .. "/slow" } }`); err == nil {
+			t.Fatal("the call was not interrupted")
+		}
+		mu.Lock()
+		d := time.Since(cancelled)
+		mu.Unlock()
+		if d > time.Second {
+			t.Errorf("returned %v after the cancellation", d)
+		}
+		for range 2 {
+			select {
+			case <-api.closed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the server did not see the cancelled request's connection close")
+			}
+		}
+	})
+}
+
+// TestHTTPAddressCheck: through a wildcard, only public addresses are
+// reached; the check is on the resolved address.
+func TestHTTPAddressCheck(t *testing.T) {
+	api := newTestAPI(t)
+	L, _ := newLua(t, newLib(t, t.TempDir(), `{ http = { "*", "*.localhost" } }`))
+	L.SetGlobal("PORT", lstr(api.port()))
+	runCases(t, L, []luaCase{
+		{"a name that resolves to loopback", `local v, err = http.get("http://localhost:" .. PORT .. "/text"); eq(v, nil)
+			if not err:find("^http: localhost resolves to [%d%.:]+, a loopback address: only an entry that names it literally allows it %(route.allow.http%)$") then error(err) end`},
+		{"a sub-domain wildcard", `local v, err = http.get("http://api.localhost:" .. PORT .. "/text"); eq(v, nil)
+			if not err:find("a loopback address", 1, true) and not err:find("no such host", 1, true) then error(err) end`},
+		{"a loopback literal", `local v, err = http.get("http://127.0.0.1:" .. PORT .. "/text"); eq(v, nil)
+			eq(err, "http: host 127.0.0.1:" .. PORT .. " is a loopback address: only an entry that names it literally allows it (route.allow.http)")`},
+		{"cloud metadata", `local v, err = http.get("http://169.254.169.254/latest/meta-data/"); eq(v, nil)
+			eq(err, "http: host 169.254.169.254 is a link-local address: only an entry that names it literally allows it (route.allow.http)")
+			v, err = http.get("http://[::ffff:10.0.0.1]/"); eq(err, "http: host [::ffff:10.0.0.1] is a private address: only an entry that names it literally allows it (route.allow.http)")`},
+	})
+}
+
+func TestHTTPBeforeGrants(t *testing.T) {
+	L, _ := newLua(t, nil)
+	runCases(t, L, []luaCase{{"refused", `local v, err = http.get("http://example.com/"); eq(v, nil)
+		eq(err, "http: not available while the script's main chunk runs (call it from init or a callback)")`}})
+}

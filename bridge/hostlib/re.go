@@ -1,0 +1,199 @@
+package hostlib
+
+import (
+	"fmt"
+	"regexp"
+	"sync"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Bounds of the `re` module. Go's RE2 engine runs in time linear in the input,
+// but a call cannot be interrupted while it matches: the input bounds how long
+// that is, and the pattern bounds the compiled program.
+const (
+	maxRegexpLen = 16 << 10 // bytes of a pattern
+	maxReInput   = 16 << 20 // bytes of a subject string
+	maxMatches   = 100_000  // items find_all and split return without an n
+	reCacheSize  = 512      // compiled patterns kept, process-wide
+)
+
+// reModule is `re`: regular expressions in Go's RE2 syntax
+// (https://pkg.go.dev/regexp/syntax), safe on any input. A pattern that does
+// not compile, or an input past the bounds, is nil, message.
+var reModule = module{
+	funcs: []function{
+		{"match", reMatch},
+		{"find_all", reFindAll},
+		{"replace", reReplace},
+		{"split", reSplit},
+		{"test", reTest},
+	},
+}
+
+// reCache holds compiled patterns; it is emptied when full, which keeps it
+// bounded without bookkeeping (a script uses a handful of patterns).
+var reCache = struct {
+	sync.Mutex
+	m map[string]*regexp.Regexp
+}{m: make(map[string]*regexp.Regexp)}
+
+// compilePattern returns the compiled pattern, from the cache when it can.
+func compilePattern(pattern string) (*regexp.Regexp, error) {
+	if len(pattern) > maxRegexpLen {
+		return nil, fmt.Errorf("re: pattern longer than %d bytes", maxRegexpLen)
+	}
+	reCache.Lock()
+	re := reCache.m[pattern]
+	reCache.Unlock()
+	if re != nil {
+		return re, nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("re: %v", err)
+	}
+	reCache.Lock()
+	if len(reCache.m) >= reCacheSize {
+		clear(reCache.m)
+	}
+	reCache.m[pattern] = re
+	reCache.Unlock()
+	return re, nil
+}
+
+// reArgs reads (pattern, s) and compiles the pattern; on failure it pushes
+// nil, message and returns nil.
+func reArgs(L *lua.LState) (*regexp.Regexp, string) {
+	pattern, s := L.CheckString(1), L.CheckString(2)
+	if len(s) > maxReInput {
+		fail(L, "re: input longer than %d bytes", maxReInput)
+		return nil, ""
+	}
+	re, err := compilePattern(pattern)
+	if err != nil {
+		fail(L, "%v", err)
+		return nil, ""
+	}
+	return re, s
+}
+
+// limitArg reads the optional count n at argument i: -1 (all, up to
+// maxMatches) when absent.
+func limitArg(L *lua.LState, i int) int {
+	if L.Get(i) == lua.LNil {
+		return -1
+	}
+	n := L.CheckInt(i)
+	if n < 0 {
+		L.ArgError(i, "a count >= 0 expected")
+	}
+	return n
+}
+
+// re.match(pattern, s) -> the captures, or the whole match when the pattern
+// has no group; nil when it does not match. An unmatched group is "".
+func reMatch(_ *State, L *lua.LState) int {
+	re, s := reArgs(L)
+	if re == nil {
+		return 2
+	}
+	m := re.FindStringSubmatch(s)
+	if m == nil {
+		L.Push(lua.LNil)
+		return 1
+	}
+	if len(m) == 1 {
+		L.Push(lua.LString(m[0]))
+		return 1
+	}
+	for _, c := range m[1:] {
+		L.Push(lua.LString(c))
+	}
+	return len(m) - 1
+}
+
+// re.find_all(pattern, s [, n]) -> a list of the first n matches (all by
+// default): each the whole match when the pattern has no group, else the
+// list of its captures.
+func reFindAll(_ *State, L *lua.LState) int {
+	n := limitArg(L, 3)
+	re, s := reArgs(L)
+	if re == nil {
+		return 2
+	}
+	limit := n
+	if n < 0 {
+		limit = maxMatches + 1
+	}
+	out := L.CreateTable(0, 0)
+	if re.NumSubexp() == 0 {
+		ms := re.FindAllString(s, limit)
+		if n < 0 && len(ms) > maxMatches {
+			return fail(L, "re: more than %d matches (pass n to take the first n)", maxMatches)
+		}
+		for _, m := range ms {
+			out.Append(lua.LString(m))
+		}
+	} else {
+		ms := re.FindAllStringSubmatch(s, limit)
+		if n < 0 && len(ms) > maxMatches {
+			return fail(L, "re: more than %d matches (pass n to take the first n)", maxMatches)
+		}
+		for _, m := range ms {
+			caps := L.CreateTable(len(m)-1, 0)
+			for _, c := range m[1:] {
+				caps.Append(lua.LString(c))
+			}
+			out.Append(caps)
+		}
+	}
+	L.Push(out)
+	return 1
+}
+
+// re.replace(pattern, s, repl) -> s with every match replaced by repl, in
+// which $1 or ${1} (and ${name}) stand for the captures and $$ for $.
+func reReplace(_ *State, L *lua.LState) int {
+	repl := L.CheckString(3)
+	re, s := reArgs(L)
+	if re == nil {
+		return 2
+	}
+	L.Push(lua.LString(re.ReplaceAllString(s, repl)))
+	return 1
+}
+
+// re.split(pattern, s [, n]) -> the pieces of s between matches; with n, at
+// most n pieces (the last is the unsplit rest).
+func reSplit(_ *State, L *lua.LState) int {
+	n := limitArg(L, 3)
+	re, s := reArgs(L)
+	if re == nil {
+		return 2
+	}
+	limit := n
+	if n < 0 {
+		limit = maxMatches + 1
+	}
+	parts := re.Split(s, limit)
+	if n < 0 && len(parts) > maxMatches {
+		return fail(L, "re: more than %d pieces (pass n to take the first n)", maxMatches)
+	}
+	out := L.CreateTable(len(parts), 0)
+	for _, p := range parts {
+		out.Append(lua.LString(p))
+	}
+	L.Push(out)
+	return 1
+}
+
+// re.test(pattern, s) -> whether s has a match.
+func reTest(_ *State, L *lua.LState) int {
+	re, s := reArgs(L)
+	if re == nil {
+		return 2
+	}
+	L.Push(lua.LBool(re.MatchString(s)))
+	return 1
+}

@@ -1,0 +1,90 @@
+package hostlib
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// timeModule is `time`: Unix time in seconds (a float, to the nanosecond as
+// far as a float64 holds it) and milliseconds, and Go's layouts to format and
+// parse it. Formatting is in UTC.
+var timeModule = module{
+	funcs: []function{
+		{"now", func(_ *State, L *lua.LState) int {
+			L.Push(lua.LNumber(float64(time.Now().UnixNano()) / 1e9))
+			return 1
+		}},
+		{"ms", func(_ *State, L *lua.LState) int {
+			L.Push(lua.LNumber(time.Now().UnixMilli()))
+			return 1
+		}},
+		{"format", timeFormat},
+		{"parse", timeParse},
+	},
+}
+
+// namedLayouts are the names time.format and time.parse accept besides a Go
+// layout (the names of Go's constants).
+var namedLayouts = map[string]string{
+	"RFC3339":     time.RFC3339,
+	"RFC3339Nano": time.RFC3339Nano,
+	"RFC1123":     time.RFC1123,
+	"RFC1123Z":    time.RFC1123Z,
+	"RFC822":      time.RFC822,
+	"RFC822Z":     time.RFC822Z,
+	"RFC850":      time.RFC850,
+	"ANSIC":       time.ANSIC,
+	"UnixDate":    time.UnixDate,
+	"Kitchen":     time.Kitchen,
+	"DateTime":    time.DateTime,
+	"DateOnly":    time.DateOnly,
+	"TimeOnly":    time.TimeOnly,
+}
+
+// layoutArg reads the optional layout argument n (default RFC 3339).
+func layoutArg(L *lua.LState, n int) string {
+	layout := L.OptString(n, time.RFC3339)
+	if named, ok := namedLayouts[layout]; ok {
+		return named
+	}
+	if len(layout) > 256 {
+		L.ArgError(n, "layout longer than 256 bytes")
+	}
+	return layout
+}
+
+// time.format(t [, layout]) -> text, t in Unix seconds, in UTC.
+func timeFormat(_ *State, L *lua.LState) int {
+	t := float64(L.CheckNumber(1))
+	if math.IsNaN(t) || math.Abs(t) > 1e15 {
+		L.ArgError(1, "a Unix time in seconds expected")
+	}
+	layout := layoutArg(L, 2)
+	sec, frac := math.Modf(t)
+	tm := time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC()
+	L.Push(lua.LString(tm.Format(layout)))
+	return 1
+}
+
+// time.parse(text [, layout]) -> Unix seconds | nil, message. A text without
+// a zone is read as UTC. Whole seconds are an integer.
+func timeParse(_ *State, L *lua.LState) int {
+	s := L.CheckString(1)
+	layout := layoutArg(L, 2)
+	if len(s) > 1024 {
+		return fail(L, "time: text longer than 1024 bytes")
+	}
+	tm, err := time.Parse(layout, strings.TrimSpace(s))
+	if err != nil {
+		return fail(L, "time: %v", err)
+	}
+	if tm.Nanosecond() == 0 {
+		L.Push(lua.LNumber(tm.Unix()))
+	} else {
+		L.Push(lua.LNumber(float64(tm.Unix()) + float64(tm.Nanosecond())/1e9))
+	}
+	return 1
+}

@@ -1,0 +1,173 @@
+package hostlib
+
+import (
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// urlModule is `url`: query escaping, and URLs taken apart and put together.
+var urlModule = module{
+	funcs: []function{
+		{"encode", func(_ *State, L *lua.LState) int {
+			L.Push(lua.LString(url.QueryEscape(L.CheckString(1))))
+			return 1
+		}},
+		{"decode", func(_ *State, L *lua.LState) int {
+			s, err := url.QueryUnescape(L.CheckString(1))
+			if err != nil {
+				return fail(L, "url: %v", err)
+			}
+			L.Push(lua.LString(s))
+			return 1
+		}},
+		{"parse", urlParse},
+		{"build", urlBuild},
+		{"query", func(_ *State, L *lua.LState) int {
+			L.Push(lua.LString(encodeQuery(L, L.CheckTable(1), "url.query")))
+			return 1
+		}},
+	},
+}
+
+// url.parse(u) -> {scheme=, host=, port=, path=, query={k=v}, fragment=,
+// user=, password=, raw_query=} | nil, message. host has no brackets and no
+// port; port is a number, or nil when the URL gives none. A key repeated in
+// the query maps to the list of its values. Absent parts are nil.
+func urlParse(_ *State, L *lua.LState) int {
+	u, err := url.Parse(L.CheckString(1))
+	if err != nil {
+		return fail(L, "url: %v", urlCause(err))
+	}
+	t := L.CreateTable(0, 9)
+	set := func(k, v string) {
+		if v != "" {
+			t.RawSetString(k, lua.LString(v))
+		}
+	}
+	set("scheme", u.Scheme)
+	set("host", u.Hostname())
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n > 65535 {
+			return fail(L, "url: invalid port %q", p)
+		}
+		t.RawSetString("port", lua.LNumber(n))
+	}
+	path := u.Path
+	if u.Opaque != "" {
+		path = u.Opaque
+	}
+	set("path", path)
+	set("fragment", u.Fragment)
+	set("raw_query", u.RawQuery)
+	if u.User != nil {
+		set("user", u.User.Username())
+		if pw, ok := u.User.Password(); ok {
+			t.RawSetString("password", lua.LString(pw))
+		}
+	}
+	q := L.CreateTable(0, 0)
+	values, _ := url.ParseQuery(u.RawQuery) // keeps what parses
+	for k, vs := range values {
+		if len(vs) == 1 {
+			q.RawSetString(k, lua.LString(vs[0]))
+			continue
+		}
+		list := L.CreateTable(len(vs), 0)
+		for _, v := range vs {
+			list.Append(lua.LString(v))
+		}
+		q.RawSetString(k, list)
+	}
+	t.RawSetString("query", q)
+	L.Push(t)
+	return 1
+}
+
+// urlCause shortens url.Parse's errors, which repeat the whole input.
+func urlCause(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// url.build(parts) -> text: the inverse of url.parse. query may be a table
+// (encoded as url.query does) or a string (used as it is); raw_query is used
+// when query is absent.
+func urlBuild(_ *State, L *lua.LState) int {
+	parts := L.CheckTable(1)
+	const fname = "url.build"
+	u := url.URL{
+		Scheme:   stringField(L, parts, fname, "scheme", ""),
+		Path:     stringField(L, parts, fname, "path", ""),
+		Fragment: stringField(L, parts, fname, "fragment", ""),
+		RawQuery: stringField(L, parts, fname, "raw_query", ""),
+	}
+	host := stringField(L, parts, fname, "host", "")
+	if port := intField(L, parts, fname, "port", 0, 0, 65535); port > 0 {
+		u.Host = net.JoinHostPort(host, strconv.FormatInt(port, 10))
+	} else if strings.Contains(host, ":") {
+		u.Host = "[" + host + "]"
+	} else {
+		u.Host = host
+	}
+	if user := stringField(L, parts, fname, "user", ""); user != "" {
+		if pw := field(parts, "password"); pw != lua.LNil {
+			u.User = url.UserPassword(user, stringField(L, parts, fname, "password", ""))
+		} else {
+			u.User = url.User(user)
+		}
+	}
+	if u.Host != "" && u.Path != "" && !strings.HasPrefix(u.Path, "/") {
+		u.Path = "/" + u.Path
+	}
+	switch q := field(parts, "query").(type) {
+	case *lua.LNilType:
+	case lua.LString:
+		u.RawQuery = strings.TrimPrefix(string(q), "?")
+	case *lua.LTable:
+		u.RawQuery = encodeQuery(L, q, fname+": query")
+	default:
+		L.RaiseError("%s: query must be a table or a string, got %s", fname, describe(q))
+	}
+	L.Push(lua.LString(u.String()))
+	return 1
+}
+
+// encodeQuery encodes a table of parameters as a query string, keys sorted.
+// A value is a string, number or boolean, or a list of them (the key is
+// repeated); anything else raises, naming what.
+func encodeQuery(L *lua.LState, t *lua.LTable, what string) string {
+	type param struct{ k, v string }
+	var params []param
+	t.ForEach(func(k, v lua.LValue) {
+		ks, ok := k.(lua.LString)
+		if !ok {
+			L.RaiseError("%s: a key is not a string: %s", what, describe(k))
+		}
+		if list, ok := v.(*lua.LTable); ok {
+			for i := 1; i <= list.Len(); i++ {
+				params = append(params, param{string(ks), scalar(L, list.RawGetInt(i), what+"."+string(ks))})
+			}
+			return
+		}
+		params = append(params, param{string(ks), scalar(L, v, what+"."+string(ks))})
+	})
+	slices.SortStableFunc(params, func(a, b param) int { return strings.Compare(a.k, b.k) })
+	var b strings.Builder
+	for i, p := range params {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(p.k))
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(p.v))
+	}
+	return b.String()
+}

@@ -1,0 +1,31 @@
+---@meta time
+-- LuaLS stubs for `local time = require("time")`, always available. Times are Unix seconds;
+-- layouts are Go's (https://pkg.go.dev/time#pkg-constants), or one of the names RFC3339,
+-- RFC3339Nano, RFC1123, RFC1123Z, RFC822, RFC822Z, RFC850, ANSIC, UnixDate, Kitchen, DateTime,
+-- DateOnly, TimeOnly.
+
+---@class time
+local time = {}
+
+---Unix seconds, with a fraction.
+---@return number
+function time.now() end
+
+---Unix milliseconds.
+---@return integer
+function time.ms() end
+
+---Formats a time in UTC (default layout RFC 3339: "2026-12-03T09:34:00Z").
+---@param t number Unix seconds
+---@param layout string?
+---@return string
+function time.format(t, layout) end
+
+---Parses a time (default layout RFC 3339; a text without a zone is UTC).
+---@param text string
+---@param layout string?
+---@return number? seconds an integer when the time has no fraction
+---@return string? err
+function time.parse(text, layout) end
+
+return time
