@@ -253,7 +253,7 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		s.counter += 100 // must never land: progress streams run on snapshots
+		s.counter += 100 // lands, unless the call runs on a snapshot (a concurrent tool)
 		return text("done", false), nil
 	case "log":
 		levels, _ := a["levels"].([]any)
