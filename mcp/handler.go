@@ -331,10 +331,18 @@ var errBodyTooLarge = errors.New("mcp: request body too large")
 // (the server's watch for the client going away, the next request).
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout)) == nil {
-		defer rc.SetReadDeadline(time.Time{})
+	if rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout)) != nil {
+		return h.readBodyBytes(r) // a writer without deadlines (tests, wrappers)
 	}
-	return h.readBodyBytes(r)
+	body, err := h.readBodyBytes(r)
+	if err != nil {
+		// The deadline stays: net/http reads what is left of a body before it
+		// answers, and that read must fail at once, not wait for the client.
+		w.Header().Set("Connection", "close")
+		return nil, err
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return body, nil
 }
 
 func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
@@ -644,6 +652,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 	j := newJob(h, s, m, acc)
 	j.snapshot = h.concurrent(m)
 	streaming := streams(m, acc)
+	j.rp.streaming = streaming // set before the call can run: Outbound reads it
 	if !streaming {
 		j.out.deadline = time.Now().Add(h.opts.RequestTimeout)
 	}
@@ -748,6 +757,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	gen, _ := j.rp.attach(w)
 	defer j.rp.detach(gen)
 	if streams(m, acc) {
+		j.rp.streaming = true
 		j.rp.startStream()
 	}
 	sc := scope{sess: sess, has: ir.Has}

@@ -373,10 +373,9 @@ func (rp *reply) startSSELocked() {
 	rp.queueLocked(b)
 }
 
-// startStream makes a progress stream's answer SSE at once.
+// startStream makes a progress stream's answer (streaming is set) SSE at once.
 func (rp *reply) startStream() {
 	rp.mu.Lock()
-	rp.streaming = true
 	if !rp.sse {
 		rp.startSSELocked()
 	}
