@@ -27,6 +27,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/luamcp/luamcp/bridge"
 	"github.com/luamcp/luamcp/luavm"
 	"github.com/luamcp/luamcp/mcp"
 )
@@ -50,6 +51,13 @@ type Config struct {
 	// Debounce is how long the watcher waits for a burst of writes to end
 	// before it reloads (default 100 ms).
 	Debounce time.Duration
+	// MaxSessions caps the live sessions of all routes together
+	// (0 = mcp.DefaultMaxSessions; negative: no cap); an initialize past it
+	// gets 503.
+	MaxSessions int
+	// BodyTimeout and WriteTimeout set mcp.Options.BodyTimeout and
+	// WriteTimeout on every route (0 = the mcp defaults).
+	BodyTimeout, WriteTimeout time.Duration
 }
 
 // Route describes one mounted script.
@@ -146,7 +154,15 @@ func New(cfg Config) (*Host, error) {
 		mounts: make(map[string]*mount),
 		failed: make(map[string]*failed),
 	}
-	h.vmCfg = luavm.Config{Dir: cfg.Dir, Logger: logger, Pushes: h.hub, PoolSize: cfg.PoolSize}
+	switch {
+	case cfg.MaxSessions > 0:
+		h.hub.SetMaxSessions(cfg.MaxSessions)
+	case cfg.MaxSessions < 0:
+		h.hub.SetMaxSessions(0)
+	}
+	// Each script pushes to its own route's sessions only.
+	pushes := func(path string) bridge.Pushes { return h.hub.Route(path) }
+	h.vmCfg = luavm.Config{Dir: cfg.Dir, Logger: logger, Pushes: pushes, PoolSize: cfg.PoolSize}
 	h.router.Store(mux.NewRouter())
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.router.Load().ServeHTTP(w, r)
@@ -255,7 +271,7 @@ func (h *Host) mountNew(file string, sum [sha256.Size]byte) {
 		h.fail(file, err, sum)
 		return
 	}
-	opts := script.Options()
+	opts := h.routeOptions(script.Options())
 	if err := h.claim(file, opts.Path); err != nil {
 		script.Close()
 		h.fail(file, err, sum)
@@ -269,6 +285,12 @@ func (h *Host) mountNew(file string, sum [sha256.Size]byte) {
 	if h.watcher != nil { // at start-up the status lines say it
 		h.logger.Info("script mounted", "script", file, "path", opts.Path)
 	}
+}
+
+// routeOptions adds the host's transport settings to a script's options.
+func (h *Host) routeOptions(o mcp.Options) mcp.Options {
+	o.BodyTimeout, o.WriteTimeout = h.cfg.BodyTimeout, h.cfg.WriteTimeout
+	return o
 }
 
 // claim reports an error when another mounted script has path.
@@ -295,7 +317,7 @@ func (h *Host) reload(m *mount, sum [sha256.Size]byte) {
 		h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: err}).Error())
 		return
 	}
-	opts := ver.Options()
+	opts := h.routeOptions(ver.Options())
 	if !sameRoute(m.opts, opts) {
 		ver.Discard()
 		h.remount(m, opts, sum)

@@ -11,6 +11,7 @@ package luavm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,9 +29,11 @@ import (
 
 // Config is what Load needs besides the script's path.
 type Config struct {
-	Dir      string        // the scripts folder (require root); default: the script's folder
-	Logger   *slog.Logger  // default: slog.Default()
-	Pushes   bridge.Pushes // the mcp.Hub; nil drops pushes
+	Dir    string       // the scripts folder (require root); default: the script's folder
+	Logger *slog.Logger // default: slog.Default()
+	// Pushes returns where the pushes of a script served on a route path go
+	// (mcp.Hub.Route: the sessions of that route only); nil drops pushes.
+	Pushes   func(path string) bridge.Pushes
 	PoolSize int           // warm fresh states kept per script (default 4; negative: none)
 	MaxCall  time.Duration // hard cap on one callback (default 10 min)
 	// MemoryLimit is the process heap size, in bytes, past which this
@@ -80,6 +83,7 @@ type Version struct {
 	*Script
 	proto   *lua.FunctionProto
 	opts    mcp.Options
+	pushes  bridge.Pushes // where this version's pushes go: its route's sessions; nil drops them
 	modules *modules
 	pool    *pool
 	retLine int // line of the chunk's final return, for module errors
@@ -197,7 +201,39 @@ func (s *Version) validate(v *vm) error {
 		opts.Auth = s.authHook
 	}
 	s.opts = opts
+	if s.cfg.Pushes != nil {
+		s.pushes = s.cfg.Pushes(opts.Path)
+	}
 	return nil
+}
+
+// versionPushes is where the mcp module of a version's states pushes: the
+// version's route, known once its chunk has run on the first state (pushes
+// made by that first run, before any session exists, are dropped).
+type versionPushes struct{ v *Version }
+
+func (p versionPushes) Notify(sessionID, method string, params json.RawMessage) {
+	if q := p.v.pushes; q != nil {
+		q.Notify(sessionID, method, params)
+	}
+}
+
+func (p versionPushes) Broadcast(channel, method string, params json.RawMessage) {
+	if q := p.v.pushes; q != nil {
+		q.Broadcast(channel, method, params)
+	}
+}
+
+func (p versionPushes) ResourceUpdated(uri string) {
+	if q := p.v.pushes; q != nil {
+		q.ResourceUpdated(uri)
+	}
+}
+
+func (p versionPushes) Log(sessionID, level string, data json.RawMessage) {
+	if q := p.v.pushes; q != nil {
+		q.Log(sessionID, level, data)
+	}
 }
 
 // moduleError reports a problem with the server module, at the line of the
