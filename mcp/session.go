@@ -489,11 +489,13 @@ func (s *session) unsubscribe(uri string) {
 }
 
 // join makes the session reachable by pushes: by id through the hub, and
-// on the channels the server named at session start.
+// on the channels the server named at session start. The hub slot that
+// initialize reserved passes to the session (Hub.remove frees it).
 func (s *session) join(channels []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
+		s.h.hub.release() // ended before it joined: its slot was never the hub's to free
 		return
 	}
 	s.channels = channels
