@@ -28,8 +28,10 @@ import (
 // version is the release this source tree builds.
 const version = "0.1.0-dev"
 
-// HTTP server limits. There is no WriteTimeout: event streams and long tool
-// calls stay open as long as they need (sessions have their own idle TTL).
+// HTTP server limits. There is no ReadTimeout or WriteTimeout: event streams
+// and long tool calls stay open as long as they need (sessions have their own
+// idle TTL), and package mcp bounds each POST body read and each write to a
+// client itself (mcp.Options.BodyTimeout, WriteTimeout).
 const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 2 * time.Minute

@@ -143,6 +143,11 @@ func FuzzDecode(f *testing.F) {
 		var m message
 		code := decodeMessage(body, &m)
 		if code != 0 {
+			// An Invalid Request echoes the id it could read: the answer must
+			// still be JSON.
+			if out := appendError(nil, m.id, code, "Invalid Request", nil); !json.Valid(out) {
+				t.Fatalf("error envelope for %q is not JSON: %s", body, out)
+			}
 			return
 		}
 		var ref map[string]json.RawMessage
