@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/luamcp/luamcp/bridge"
 	"github.com/luamcp/luamcp/luavm"
 	"github.com/luamcp/luamcp/mcp"
 )
@@ -65,7 +66,7 @@ func callTool(c *cli.Context) error {
 		dir = filepath.Dir(file)
 	}
 	out := &callPrinter{w: c.App.ErrWriter}
-	s, err := luavm.Load(file, luavm.Config{Dir: dir, Logger: logger, Pushes: callPushes{out}, PoolSize: -1})
+	s, err := luavm.Load(file, luavm.Config{Dir: dir, Logger: logger, Pushes: func(string) bridge.Pushes { return callPushes{out} }, PoolSize: -1})
 	if err != nil {
 		return err
 	}

@@ -24,13 +24,16 @@ import (
 	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/host"
 	"github.com/luamcp/luamcp/luavm"
+	"github.com/luamcp/luamcp/mcp"
 )
 
 // version is the release this source tree builds.
 const version = "0.1.0-dev"
 
-// HTTP server limits. There is no WriteTimeout: event streams and long tool
-// calls stay open as long as they need (sessions have their own idle TTL).
+// HTTP server limits. There is no ReadTimeout or WriteTimeout: event streams
+// and long tool calls stay open as long as they need (sessions have their own
+// idle TTL), and package mcp bounds each POST body read and each write to a
+// client itself (mcp.Options.BodyTimeout, WriteTimeout).
 const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 2 * time.Minute
@@ -65,6 +68,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.BoolFlag{Name: "no-watch", Usage: "do not reload scripts when their files change"},
 					&cli.DurationFlag{Name: "call-timeout", Value: luavm.DefaultCallTimeout, Usage: "hard cap on one callback of a route that sets no call_timeout_ms"},
 					&cli.IntFlag{Name: "max-running", Usage: "Lua calls running at once, shared fairly by the routes; 0: 4 × GOMAXPROCS"},
+					&cli.IntFlag{Name: "max-sessions", Value: mcp.DefaultMaxSessions, Usage: "live sessions across all routes; an initialize past it gets 503"},
 					envFileFlag(),
 				},
 			},
@@ -93,6 +97,10 @@ func serve(c *cli.Context) error {
 	if err := loadEnvFile(c.String("env-file")); err != nil {
 		return err
 	}
+	maxSessions := c.Int("max-sessions")
+	if maxSessions < 1 {
+		return fmt.Errorf("--max-sessions must be at least 1, not %d", maxSessions)
+	}
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
 		return err
@@ -104,7 +112,7 @@ func serve(c *cli.Context) error {
 	watch := !c.Bool("no-watch")
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch,
-		CallTimeout: callTimeout, MaxRunning: maxRunning,
+		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: maxSessions,
 	})
 	if err != nil {
 		return err

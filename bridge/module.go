@@ -209,13 +209,14 @@ func (m *Module) encodeArg(L *lua.LState, fname string, n int, root string) (jso
 }
 
 // pushed ends a push function: true when the push went out, or (after a log
-// line) false and the reason when its params could not be encoded. A push
-// that cannot be encoded is dropped, not raised: it is a notification, and
+// line) false and the reason when it was refused (params that cannot be
+// encoded, a method that is not a notification). A refused push is dropped,
+// not raised: it is a notification, and
 // the call that made it goes on (behaviour.md: logged and dropped, using up
 // no event id).
 func (m *Module) pushed(L *lua.LState, err error) int {
 	if err != nil {
-		m.logger.Warn("push dropped: its params cannot be encoded", "err", err)
+		m.logger.Warn("push dropped", "err", err)
 		L.Push(lua.LFalse)
 		L.Push(lua.LString(err.Error()))
 		return 2
@@ -235,10 +236,23 @@ func target(L *lua.LState, n int) (s string, ok bool) {
 	return L.CheckString(n), true
 }
 
+// pushMethod checks the method of a push: a push only tells a client
+// something, it never asks (requests to the client go through mcp.elicit,
+// mcp.sample and mcp.list_roots, on a call's own stream).
+func pushMethod(fname, method string) error {
+	if !strings.HasPrefix(method, "notifications/") {
+		return fmt.Errorf("%s: method %q is not a notification (want \"notifications/...\")", fname, method)
+	}
+	return nil
+}
+
 func (m *Module) notify(L *lua.LState) int {
 	sid, ok := target(L, 1)
 	method := L.CheckString(2)
 	params, err := m.encodeArg(L, "mcp.notify", 3, "params")
+	if err == nil {
+		err = pushMethod("mcp.notify", method)
+	}
 	if err == nil && ok && m.pushes != nil {
 		m.pushes.Notify(sid, method, params)
 	}
@@ -249,6 +263,9 @@ func (m *Module) broadcast(L *lua.LState) int {
 	channel := L.CheckString(1)
 	method := L.CheckString(2)
 	params, err := m.encodeArg(L, "mcp.broadcast", 3, "params")
+	if err == nil {
+		err = pushMethod("mcp.broadcast", method)
+	}
 	if err == nil && m.pushes != nil {
 		m.pushes.Broadcast(channel, method, params)
 	}

@@ -282,9 +282,9 @@ func TestPushes(t *testing.T) {
 func TestPushReturns(t *testing.T) {
 	h := newHarness(t)
 	for _, chunk := range []string{
-		`return mcp.notify("s1", "m", {a = 1})`,
-		`return mcp.notify(nil, "m")`,
-		`return mcp.broadcast("c", "m")`,
+		`return mcp.notify("s1", "notifications/m", {a = 1})`,
+		`return mcp.notify(nil, "notifications/m")`,
+		`return mcp.broadcast("c", "notifications/m")`,
 		`return mcp.resource_updated("mem://a")`,
 		`return mcp.log("s1", "info", "x")`,
 		`return mcp.log(nil, "info", "x")`,
@@ -295,12 +295,18 @@ func TestPushReturns(t *testing.T) {
 	}
 }
 
-// A push whose params cannot be encoded is logged and dropped: the caller
-// goes on, told why, and nothing reaches the Hub (so no event id is used).
+// A push whose params cannot be encoded, or whose method is not a
+// notification, is logged and dropped: the caller goes on, told why, and
+// nothing reaches the Hub (so no event id is used).
 func TestPushUnencodableDropped(t *testing.T) {
 	tests := []struct{ chunk, want string }{
-		{`return mcp.notify("s", "m", {x = function() end})`, "false, mcp.notify: params.x: cannot encode a function"},
-		{`return mcp.broadcast("c", "m", {list = {1, nil, 3}})`, "false, mcp.broadcast: params.list[2]: nil inside an array (use mcp.null for a JSON null)"},
+		{`return mcp.notify("s", "notifications/m", {x = function() end})`, "false, mcp.notify: params.x: cannot encode a function"},
+		{`return mcp.broadcast("c", "notifications/m", {list = {1, nil, 3}})`, "false, mcp.broadcast: params.list[2]: nil inside an array (use mcp.null for a JSON null)"},
+		// A push only notifies: a request method (or any other) is refused.
+		{`return mcp.notify("s", "sampling/createMessage", {})`, `false, mcp.notify: method "sampling/createMessage" is not a notification (want "notifications/...")`},
+		{`return mcp.notify(nil, "ping")`, `false, mcp.notify: method "ping" is not a notification (want "notifications/...")`},
+		{`return mcp.broadcast("c", "elicitation/create")`, `false, mcp.broadcast: method "elicitation/create" is not a notification (want "notifications/...")`},
+		{`return mcp.broadcast("c", "notifications")`, `false, mcp.broadcast: method "notifications" is not a notification (want "notifications/...")`},
 		{`return mcp.log("s", "info", {f = print})`, "false, mcp.log: data.f: cannot encode a function"},
 		{`return mcp.log(nil, "info", {f = print})`, "false, mcp.log: data.f: cannot encode a function"},
 	}
@@ -360,7 +366,7 @@ func TestNilPushes(t *testing.T) {
 	m := NewModule(NewCodec(L), nil, nil)
 	L.PreloadModule("mcp", m.Loader)
 	if err := L.DoString(`local mcp = require("mcp")
-		mcp.notify("s", "m", {}) mcp.broadcast("c", "m") mcp.resource_updated("u") mcp.log("s", "info", 1)`); err != nil {
+		mcp.notify("s", "notifications/m", {}) mcp.broadcast("c", "notifications/m") mcp.resource_updated("u") mcp.log("s", "info", 1)`); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/luamcp/luamcp/bridge"
 	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/luavm"
@@ -58,6 +59,13 @@ type Config struct {
 	// MaxRunning caps the Lua calls running at once across every route,
 	// shared fairly among them (0 = luavm.DefaultMaxRunning()).
 	MaxRunning int
+	// MaxSessions caps the live sessions of all routes together
+	// (0 = mcp.DefaultMaxSessions; negative: no cap); an initialize past it
+	// gets 503.
+	MaxSessions int
+	// BodyTimeout and WriteTimeout set mcp.Options.BodyTimeout and
+	// WriteTimeout on every route (0 = the mcp defaults).
+	BodyTimeout, WriteTimeout time.Duration
 }
 
 // Route describes one mounted script.
@@ -169,8 +177,16 @@ func New(cfg Config) (*Host, error) {
 	}
 	h.ctx, h.stop = context.WithCancel(context.Background())
 	h.vmCfg = luavm.Config{
-		Dir: cfg.Dir, Logger: logger, Pushes: h.hub, PoolSize: cfg.PoolSize,
+		Dir: cfg.Dir, Logger: logger, PoolSize: cfg.PoolSize,
+		// Each script pushes to its own route's sessions only.
+		Pushes: func(path string) bridge.Pushes { return h.hub.Route(path) },
 		CallTimeout: cfg.CallTimeout, Sched: luavm.NewScheduler(cfg.MaxRunning),
+	}
+	switch {
+	case cfg.MaxSessions > 0:
+		h.hub.SetMaxSessions(cfg.MaxSessions)
+	case cfg.MaxSessions < 0:
+		h.hub.SetMaxSessions(0)
 	}
 	h.router.Store(mux.NewRouter())
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -359,7 +375,7 @@ func (h *Host) load(j *job) {
 			j.err = err
 			return
 		}
-		if sameRoute(j.m.opts, ver.Options()) {
+		if sameRoute(j.m.opts, h.routeOptions(ver.Options())) {
 			j.m.script.Commit(ver)
 			j.reloaded = true
 			j.tools = h.describe(j.m.script)
@@ -390,7 +406,7 @@ func (h *Host) settle(j *job) {
 		m.route.Grants = m.script.Grants()
 		h.logger.Info("script reloaded", "script", file, "path", m.opts.Path)
 	case m != nil: // its route options changed
-		opts := j.script.Options()
+		opts := h.routeOptions(j.script.Options())
 		if err := h.claim(file, opts.Path); err != nil {
 			j.script.Close()
 			h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: err}).Error())
@@ -419,12 +435,18 @@ func (h *Host) settle(j *job) {
 // mount serves a loaded script on its path. It runs with h.mu held.
 func (h *Host) mount(j *job) {
 	delete(h.failed, j.file)
-	opts := j.script.Options()
+	opts := h.routeOptions(j.script.Options())
 	m := &mount{script: j.script, opts: opts, sum: j.sum}
 	m.handler = mcp.NewHandler(j.script, opts, h.hub, h.logger.With("route", opts.Path))
 	m.route = Route{Path: opts.Path, Script: j.file, Sessions: opts.Sessions, Tools: j.tools,
 		Grants: j.script.Grants()}
 	h.mounts[j.file] = m
+}
+
+// routeOptions adds the host's transport settings to a script's options.
+func (h *Host) routeOptions(o mcp.Options) mcp.Options {
+	o.BodyTimeout, o.WriteTimeout = h.cfg.BodyTimeout, h.cfg.WriteTimeout
+	return o
 }
 
 // claim reports an error when another mounted script has path.

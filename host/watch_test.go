@@ -183,3 +183,46 @@ func rpcOK(t *testing.T, url, tool string) rpcResponse {
 	_, res := rpc(t, url, "", "tools/call", map[string]any{"name": tool})
 	return res
 }
+
+// TestTransportSettings: the host's process-wide session cap spans its
+// routes, and its transport settings on every route do not make a reload
+// look like a change of route options (which would end the sessions).
+func TestTransportSettings(t *testing.T) {
+	dir := writeDir(t, map[string]string{
+		"a.lua": server("{ sessions = true }", "one"),
+		"b.lua": server("{ sessions = true }", "one"),
+	})
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h, err := host.New(host.Config{Dir: dir, Logger: logger, PoolSize: 1, Watch: true, Debounce: 20 * time.Millisecond,
+		MaxSessions: 2, BodyTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+
+	resp, _ := rpc(t, srv.URL+"/mcp/a", "", "initialize", initParams)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp, _ := rpc(t, srv.URL+"/mcp/b", "", "initialize", initParams); resp.StatusCode != 200 {
+		t.Fatalf("second session: HTTP %d", resp.StatusCode)
+	}
+	third, err := http.DefaultClient.Do(newRPCRequest(t, srv.URL+"/mcp/a", "", "initialize", initParams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	third.Body.Close()
+	if third.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a third session across the routes: HTTP %d, want 503", third.StatusCode)
+	}
+
+	write(t, filepath.Join(dir, "a.lua"), server("{ sessions = true }", "one", "two"))
+	waitFor(t, "the reload", func() bool { return strings.Contains(logs.String(), "script reloaded") })
+	if strings.Contains(logs.String(), "remounted") {
+		t.Fatalf("an edit that kept the route options remounted the route:\n%s", logs.String())
+	}
+	if resp, res := rpc(t, srv.URL+"/mcp/a", sid, "ping", nil); resp.StatusCode != 200 || res.Error != nil {
+		t.Fatalf("the session after the reload: HTTP %d %+v", resp.StatusCode, res.Error)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/luamcp/luamcp/bridge"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -47,6 +48,11 @@ type pushes struct {
 
 func newPushes() *pushes { return &pushes{notified: make(chan string, 16)} }
 
+// everywhere is a Config.Pushes that sends every route's pushes to p.
+func everywhere(p bridge.Pushes) func(string) bridge.Pushes {
+	return func(string) bridge.Pushes { return p }
+}
+
 func (p *pushes) Notify(sessionID, method string, params json.RawMessage) {
 	select {
 	case p.notified <- method:
@@ -62,7 +68,7 @@ func (p *pushes) Log(sessionID, level string, data json.RawMessage)        {}
 func load(t testing.TB, name string, edit func(*Config)) (*Script, *logBuf) {
 	t.Helper()
 	logger, logs := newLogger()
-	cfg := Config{Dir: "testdata", Logger: logger, PoolSize: 2, Pushes: newPushes()}
+	cfg := Config{Dir: "testdata", Logger: logger, PoolSize: 2, Pushes: everywhere(newPushes())}
 	if edit != nil {
 		edit(&cfg)
 	}

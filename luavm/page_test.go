@@ -68,7 +68,7 @@ func TestPageBadEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger, _ := newLogger()
-	s, err := Load(filepath.Join(dir, "bad.lua"), Config{Dir: dir, Logger: logger, PoolSize: 1, Pushes: newPushes()})
+	s, err := Load(filepath.Join(dir, "bad.lua"), Config{Dir: dir, Logger: logger, PoolSize: 1, Pushes: everywhere(newPushes())})
 	if err != nil {
 		t.Fatal(err)
 	}

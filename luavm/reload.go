@@ -183,7 +183,7 @@ func (ss *session) migrate(ctx context.Context, target *Version) error {
 	ss.mu.Unlock()
 	old.close()
 
-	if p := ss.script.cfg.Pushes; p != nil {
+	if p := target.pushes; p != nil {
 		for _, method := range changed {
 			p.Notify(ss.id, method, nil)
 		}

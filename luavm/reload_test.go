@@ -76,7 +76,7 @@ func TestReloadMovesSessions(t *testing.T) {
 	writeScript(t, file, counterV1)
 	logger, logs := newLogger()
 	rec := &recorder{}
-	s, err := Load(file, Config{Dir: dir, Logger: logger, PoolSize: 2, Pushes: rec})
+	s, err := Load(file, Config{Dir: dir, Logger: logger, PoolSize: 2, Pushes: everywhere(rec)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestReloadRace(t *testing.T) {
 	file := filepath.Join(dir, "c.lua")
 	writeScript(t, file, counterV1)
 	logger, _ := newLogger()
-	s, err := Load(file, Config{Dir: dir, Logger: logger, PoolSize: 2, Pushes: &recorder{}})
+	s, err := Load(file, Config{Dir: dir, Logger: logger, PoolSize: 2, Pushes: everywhere(&recorder{})})
 	if err != nil {
 		t.Fatal(err)
 	}

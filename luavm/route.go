@@ -64,6 +64,13 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 		o.AllowRemoteAccess, err = boolOption(key, v)
 	case "origins":
 		o.Origins, err = stringList(key, v)
+	case "concurrent_tools":
+		o.ConcurrentTools, err = stringList(key, v)
+		for i, name := range o.ConcurrentTools {
+			if err == nil && !toolName.MatchString(name) {
+				err = fmt.Errorf("route.concurrent_tools[%d] %q is not a tool name (1 to 128 characters of A-Z a-z 0-9 _ - .)", i+1, name)
+			}
+		}
 	case "page_size":
 		o.PageSize, err = intOption(key, v, 1)
 	case "max_sessions":

@@ -12,6 +12,7 @@ package luavm
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -31,9 +32,11 @@ import (
 
 // Config is what Load needs besides the script's path.
 type Config struct {
-	Dir      string        // the scripts folder (require root); default: the script's folder
-	Logger   *slog.Logger  // default: slog.Default()
-	Pushes   bridge.Pushes // the mcp.Hub; nil drops pushes
+	Dir    string       // the scripts folder (require root); default: the script's folder
+	Logger *slog.Logger // default: slog.Default()
+	// Pushes returns where the pushes of a script served on a route path go
+	// (mcp.Hub.Route: the sessions of that route only); nil drops pushes.
+	Pushes   func(path string) bridge.Pushes
 	PoolSize int           // warm fresh states kept per script (default 4; negative: none)
 	// CallTimeout is the hard cap on one callback of a route that does not
 	// set call_timeout_ms (default DefaultCallTimeout).
@@ -89,6 +92,7 @@ type Version struct {
 	*Script
 	proto   *lua.FunctionProto
 	opts    mcp.Options
+	pushes  bridge.Pushes // where this version's pushes go: its route's sessions; nil drops them
 	modules *modules
 	pool    *pool
 	retLine int          // line of the chunk's final return, for module errors
@@ -233,7 +237,39 @@ func (s *Version) validate(v *vm) error {
 	s.callTimeout = timeoutError{what: "call timeout", limit: cmp.Or(opts.callTimeout, s.cfg.CallTimeout)}
 	s.slotWait = opts.Defaults().RequestTimeout
 	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir})
+	if s.cfg.Pushes != nil {
+		s.pushes = s.cfg.Pushes(s.opts.Path)
+	}
 	return nil
+}
+
+// versionPushes is where the mcp module of a version's states pushes: the
+// version's route, known once its chunk has run on the first state (pushes
+// made by that first run, before any session exists, are dropped).
+type versionPushes struct{ v *Version }
+
+func (p versionPushes) Notify(sessionID, method string, params json.RawMessage) {
+	if q := p.v.pushes; q != nil {
+		q.Notify(sessionID, method, params)
+	}
+}
+
+func (p versionPushes) Broadcast(channel, method string, params json.RawMessage) {
+	if q := p.v.pushes; q != nil {
+		q.Broadcast(channel, method, params)
+	}
+}
+
+func (p versionPushes) ResourceUpdated(uri string) {
+	if q := p.v.pushes; q != nil {
+		q.ResourceUpdated(uri)
+	}
+}
+
+func (p versionPushes) Log(sessionID, level string, data json.RawMessage) {
+	if q := p.v.pushes; q != nil {
+		q.Log(sessionID, level, data)
+	}
 }
 
 // moduleError reports a problem with the server module, at the line of the

@@ -29,6 +29,9 @@ func TestLoadErrors(t *testing.T) {
 		{"page_size_float.lua", "page_size_float.lua:1: route.page_size must be an integer >= 1, got 2.5"},
 		{"unknown_key.lua", `unknown_key.lua:1: route has an unknown option "sesions"`},
 		{"origins.lua", "origins.lua:1: route.origins[2] must be a string, got 3"},
+		{"concurrent_name.lua", `concurrent_name.lua:1: route.concurrent_tools[2] "not a name" is not a tool name (1 to 128 characters of A-Z a-z 0-9 _ - .)`},
+		{"concurrent_type.lua", "concurrent_type.lua:1: route.concurrent_tools must be a list of strings, got a string"},
+		{"concurrent_item.lua", "concurrent_item.lua:1: route.concurrent_tools[2] must be a string, got 7"},
 		{"callback_type.lua", "callback_type.lua:1: resources must be a function, got a table"},
 		{"auth_type.lua", "auth_type.lua:1: auth must be a function, got a boolean"},
 		{"require_broken.lua", "require_broken.lua:1: error loading module 'lib.broken': lib/broken.lua:3: syntax error near 'return'"},
@@ -65,7 +68,7 @@ func TestRouteOptions(t *testing.T) {
 		Path: "/custom", Sessions: true, Origins: []string{"http://localhost:3000"},
 		AllowRemoteAccess: true, PageSize: 7, MaxSessions: 3, SessionTTL: 1500 * time.Millisecond,
 		RequestTimeout: 2500 * time.Millisecond, SessionMaxPending: 9, SessionKeepAlive: -1,
-		SessionBufferMax: 11,
+		SessionBufferMax: 11, ConcurrentTools: []string{"countdown", "a.b-c_d"},
 	}
 	if !optionsEqual(o, want) {
 		t.Errorf("options\n got %+v\nwant %+v", o, want)

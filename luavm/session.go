@@ -95,7 +95,7 @@ func (ss *session) init(ctx context.Context, params json.RawMessage, sessionID s
 	defer r.end()
 	p, err := v.decodeObject(params)
 	if err != nil {
-		return nil, r.crashf("init", "params: %v", err)
+		return nil, r.paramsError("init", "params", err)
 	}
 	if sessionID != "" {
 		p.RawSetString("mcp_session_id", lua.LString(sessionID))
@@ -180,6 +180,18 @@ func (v *vm) checkCapabilities(has mcp.Capabilities) error {
 		return need("completions", cbComplete)
 	}
 	return nil
+}
+
+// paramsError answers client params that did not decode. Text the decoder
+// refuses (nested too deep, invalid UTF-8, a number out of range) is the
+// client's mistake: -32602, never a crash. Anything else (a memory limit) is
+// the callback's crash.
+func (r *run) paramsError(callback, what string, err error) error {
+	var de *bridge.DecodeError
+	if errors.As(err, &de) {
+		return mcp.ErrInvalidParams(what + ": " + de.Msg)
+	}
+	return r.crashf(callback, "%s: %v", what, err)
 }
 
 // decodeObject decodes JSON params into a table; absent or null is {}.
@@ -365,7 +377,7 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 	}
 	argv, err := v.decodeObject(args)
 	if err != nil {
-		return nil, c.crashf("handle_tool", "arguments: %v", err)
+		return nil, c.paramsError("handle_tool", "arguments", err)
 	}
 	ctxT := v.mod.BeginCall(c.lineFor(callInfo(call)))
 	// The tool's own name value: boxed already.
@@ -548,7 +560,7 @@ func (ss *session) getPrompt(c *op, name string, args json.RawMessage) (json.Raw
 	}
 	argv, err := v.decodeObject(args)
 	if err != nil {
-		return nil, c.crashf("get_prompt", "arguments: %v", err)
+		return nil, c.paramsError("get_prompt", "arguments", err)
 	}
 	rets, err := c.call("get_prompt", v.fns[cbGetPrompt], 3, lua.LString(name), argv, c.live)
 	if err != nil {
@@ -589,7 +601,7 @@ func (ss *session) complete(c *op, ref, argument, hint json.RawMessage) ([]strin
 	for i, raw := range []json.RawMessage{ref, argument, hint} {
 		val, err := v.decodeValue(raw)
 		if err != nil {
-			return nil, c.crashf(name, "params: %v", err)
+			return nil, c.paramsError(name, "params", err)
 		}
 		args[i] = val
 	}

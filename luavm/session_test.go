@@ -358,7 +358,7 @@ func TestSnapshot(t *testing.T) {
 // as it was before the call.
 func TestSnapshotDuringCall(t *testing.T) {
 	p := newPushes()
-	s, _ := load(t, "full.lua", func(c *Config) { c.Pushes = p })
+	s, _ := load(t, "full.lua", func(c *Config) { c.Pushes = everywhere(p) })
 	ss, _ := open(t, s, "sid")
 	mustCall(t, ss, "inc", `{}`)
 
@@ -447,5 +447,50 @@ func TestStateless(t *testing.T) {
 	ss.Close("")
 	if got := s.LiveStates(); got != before-1 {
 		t.Errorf("live states %d -> %d after closing a crashed stateless session", before, got)
+	}
+}
+
+// Client params the decoder refuses (nested too deep, invalid UTF-8, a
+// number out of range) are -32602 Invalid params: the client's mistake,
+// never a crash of the script, and the state is untouched.
+func TestBadParamsAreInvalidParams(t *testing.T) {
+	s, logs := load(t, "full.lua", nil)
+	ss, _ := open(t, s, "sid")
+	mustCall(t, ss, "inc", `{}`)
+	deep := strings.Repeat(`{"a":`, 300) + "1" + strings.Repeat("}", 300)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		run  func(raw string) error
+	}{
+		{"tool arguments", func(raw string) error { _, err := call(t, ss, "echo", raw); return err }},
+		{"prompt arguments", func(raw string) error {
+			_, err := ss.GetPrompt(ctx, testCall(""), "greet", json.RawMessage(raw))
+			return err
+		}},
+		{"completion context", func(raw string) error {
+			_, err := ss.Complete(ctx, json.RawMessage(`{"type":"ref/prompt","name":"greet"}`), json.RawMessage(`{"name":"who","value":"A"}`), json.RawMessage(raw))
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		for _, raw := range []string{deep, "{\"x\":\"\xff\xfe\"}", `{"n":1e400}`} {
+			err := tt.run(raw)
+			var merr *mcp.Error
+			if !errors.As(err, &merr) || merr.Code != mcp.CodeInvalidParams || !strings.HasPrefix(merr.Message, "Invalid params: ") {
+				t.Errorf("%s %.20q: %v, want -32602", tt.name, raw, err)
+			}
+		}
+	}
+	if strings.Contains(logs.String(), "Lua callback failed") {
+		t.Errorf("bad params were logged as a crash:\n%s", logs.String())
+	}
+	jsonEqual(t, state(t, ss), `{"count":1,"nested":{"items":[1,2]},"session":"sid"}`)
+	if got := mustCall(t, ss, "inc", `{}`); !strings.Contains(got, "2") {
+		t.Errorf("inc after bad params = %s", got)
+	}
+	// The init params of a session too.
+	if _, _, err := s.Init(ctx, json.RawMessage(`{"clientInfo":{"name":"`+"\xff"+`"}}`), "sid-2"); err == nil || !strings.Contains(err.Error(), "Invalid params") {
+		t.Errorf("init with invalid UTF-8: %v", err)
 	}
 }

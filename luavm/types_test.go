@@ -91,7 +91,7 @@ func sample(option string) lua.LValue {
 		return lua.LString("/x")
 	case "sessions", "allow_remote_access":
 		return lua.LTrue
-	case "origins":
+	case "origins", "concurrent_tools":
 		return &lua.LTable{}
 	}
 	return lua.LNumber(1)

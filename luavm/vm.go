@@ -80,7 +80,7 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 	s.live.Add(1)
 	v := &vm{s: s, L: L, loading: make(map[string]bool)}
 	v.codec = bridge.NewCodec(L)
-	v.mod = bridge.NewModule(v.codec, s.cfg.Pushes, s.logger)
+	v.mod = bridge.NewModule(v.codec, versionPushes{s}, s.logger)
 	v.host.Init(L, v.codec)
 	v.sandbox()
 

@@ -73,6 +73,7 @@ const (
 	msgMissingRef      = "Invalid params: missing ref or argument"
 	msgBadRef          = "Invalid completion ref or argument"
 	msgInvalidCursor   = "Invalid cursor"
+	msgBadArguments    = "Invalid params: arguments must be an object"
 	msgInternalError   = "Internal error"
 	maxCompletionValue = 100
 )
@@ -94,7 +95,11 @@ func (h *Handler) dispatch(ctx context.Context, sc *scope, m *message, call *Cal
 		if !ok {
 			return appendError(dst, id, CodeInvalidParams, msgMissingTool, nil), nil
 		}
-		res, err := sc.sess.CallTool(ctx, call, name, argsOf(params))
+		args, ok := argsOf(params)
+		if !ok {
+			return h.invalidParams(dst, m, msgBadArguments), nil
+		}
+		res, err := sc.sess.CallTool(ctx, call, name, args)
 		return h.result(ctx, dst, m, res, err)
 
 	case "resources/list", "resources/templates/list", "resources/read",
@@ -131,7 +136,11 @@ func (h *Handler) dispatch(ctx context.Context, sc *scope, m *message, call *Cal
 		if !ok {
 			return appendError(dst, id, CodeInvalidParams, msgMissingPrompt, nil), nil
 		}
-		res, err := sc.sess.GetPrompt(ctx, call, name, argsOf(params))
+		args, ok := argsOf(params)
+		if !ok {
+			return h.invalidParams(dst, m, msgBadArguments), nil
+		}
+		res, err := sc.sess.GetPrompt(ctx, call, name, args)
 		return h.result(ctx, dst, m, res, err)
 
 	case "logging/setLevel":
@@ -160,12 +169,24 @@ func (h *Handler) dispatch(ctx context.Context, sc *scope, m *message, call *Cal
 	return appendError(dst, id, CodeMethodNotFound, msgMethodNotFound, nil), nil
 }
 
-// argsOf returns params.arguments, or {} when it is absent or null.
-func argsOf(params []byte) json.RawMessage {
-	if v, ok := member(params, "arguments"); ok && kindOf(v) != 'n' {
-		return v
+// argsOf returns params.arguments, or {} when it is absent or null; ok is
+// false when it is something other than an object.
+func argsOf(params []byte) (args json.RawMessage, ok bool) {
+	v, found := member(params, "arguments")
+	switch {
+	case !found || kindOf(v) == 'n':
+		return emptyArgs, true
+	case kindOf(v) != '{':
+		return nil, false
 	}
-	return emptyArgs
+	return v, true
+}
+
+// invalidParams appends a -32602 answer: the client sent params the method
+// cannot take. It is the client's mistake, not the server's: logged at debug.
+func (h *Handler) invalidParams(dst []byte, m *message, msg string) []byte {
+	h.log.Debug("mcp: invalid params", "method", m.method, "err", msg)
+	return appendError(dst, m.id, CodeInvalidParams, msg, nil)
 }
 
 // result appends the answer of a Session call that returned res, err.
@@ -185,6 +206,9 @@ func (h *Handler) result(ctx context.Context, dst []byte, m *message, res []byte
 func (h *Handler) failure(ctx context.Context, dst []byte, m *message, err error) ([]byte, error) {
 	var e *Error
 	if errors.As(err, &e) {
+		if e.Code == CodeInvalidParams {
+			h.log.Debug("mcp: invalid params", "method", m.method, "err", e.Message)
+		}
 		return appendErrorValue(dst, m.id, e), nil
 	}
 	if ctx.Err() != nil {

@@ -6,9 +6,10 @@
 // transport owns everything that is not the server's business: the gates
 // (loopback peer and Host, Origin, auth), JSON-RPC decoding and the envelopes,
 // version negotiation, capability gating, pagination, sessions (a FIFO queue
-// and one worker each, timeouts, cancellation, idle expiry), progress streams
-// on snapshots, SSE with replay and resumption, requests to the client and the
-// Hub that routes server pushes. It imports only the standard library and
+// and one worker each, timeouts, cancellation, idle expiry, concurrent tools
+// on snapshots), SSE with replay and resumption, deadlines on every read of a
+// body and every write to a client, requests to the client and the Hub that
+// caps sessions and routes server pushes. It imports only the standard library and
 // knows nothing of Lua.
 //
 // Files, one concept each: handler.go (HTTP verbs and gates), jsonrpc.go

@@ -35,6 +35,14 @@ func ErrUnknownPrompt(name string) *Error {
 	return &Error{Code: CodeInvalidParams, Message: "Unknown prompt: " + name}
 }
 
+// ErrInvalidParams is the error for a request whose params the server cannot
+// take (arguments that do not decode, nested too deep, numbers out of range):
+// -32602 "Invalid params: " and what is wrong. It is the client's mistake,
+// answered and logged at debug, never as a crash.
+func ErrInvalidParams(what string) *Error {
+	return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + what}
+}
+
 // ErrResourceNotFound is the error for a resources/read of a uri that is
 // neither listed nor matched by a template.
 func ErrResourceNotFound(uri string) *Error {

@@ -253,7 +253,7 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		s.counter += 100 // must never land: progress streams run on snapshots
+		s.counter += 100 // lands, unless the call runs on a snapshot (a concurrent tool)
 		return text("done", false), nil
 	case "log":
 		levels, _ := a["levels"].([]any)
@@ -299,6 +299,18 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 		return text("released", false), nil
 	case "badjson":
 		return json.RawMessage(`{"content":[`), nil
+	case "flood": // not listed, so that the list tests keep their counts
+		// Log messages of 64 KiB on the call's stream until the call ends,
+		// for clients that stop reading.
+		data := json.RawMessage(`"` + strings.Repeat("x", 64<<10) + `"`)
+		for {
+			if err := call.Out.Log("info", data); err != nil {
+				return nil, err
+			}
+			if err := sleepCtx(ctx, time.Millisecond); err != nil {
+				return nil, err
+			}
+		}
 	case "session":
 		return text("sid="+call.SessionID+" rid="+string(call.RequestID)+" tok="+string(call.ProgressToken), false), nil
 	}

@@ -28,6 +28,9 @@ type Handler struct {
 	origins map[string]struct{}
 	reg     *registry
 
+	// concurrentTools is the set of Options.ConcurrentTools.
+	concurrentTools map[string]struct{}
+
 	// Requests to clients in stateless mode wait here (per route).
 	pending   pendingTable
 	reqPrefix string
@@ -69,6 +72,12 @@ func NewHandler(srv Server, opts Options, hub *Hub, logger *slog.Logger) *Handle
 	}
 	for _, o := range opts.Origins {
 		h.origins[o] = struct{}{}
+	}
+	if len(opts.ConcurrentTools) > 0 {
+		h.concurrentTools = make(map[string]struct{}, len(opts.ConcurrentTools))
+		for _, name := range opts.ConcurrentTools {
+			h.concurrentTools[name] = struct{}{}
+		}
 	}
 	var p [6]byte
 	_, _ = rand.Read(p[:])
@@ -280,42 +289,63 @@ func jsonContentType(values []string) bool {
 	return strings.EqualFold(strings.TrimSpace(typ), "application/json")
 }
 
-// checkVersionHeader answers 400 and returns false when MCP-Protocol-Version
-// names a version luamcp does not speak. A missing header means 2025-03-26.
-func checkVersionHeader(w http.ResponseWriter, r *http.Request) bool {
+// checkVersionHeader answers 400 (with the request's id, when it has one) and
+// returns false when MCP-Protocol-Version names a version luamcp does not
+// speak. A missing header means 2025-03-26.
+func checkVersionHeader(w http.ResponseWriter, r *http.Request, id []byte) bool {
 	v, ok := r.Header["Mcp-Protocol-Version"]
 	if !ok || len(v) == 0 || supportedVersion(v[0]) {
 		return true
 	}
-	writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest,
+	writeJSONError(w, http.StatusBadRequest, id, CodeInvalidRequest,
 		"Bad Request: Unsupported protocol version (supported versions: 2025-11-25, 2025-06-18, 2025-03-26)")
 	return false
 }
 
 // writeAnswer writes a 200 JSON-RPC answer in a form the client accepts: a
-// JSON body, or one SSE event for a client that accepts only SSE.
-func writeAnswer(w http.ResponseWriter, acc accept, body []byte) {
+// JSON body, or one SSE event for a client that accepts only SSE. The write
+// has the route's write deadline.
+func (h *Handler) writeAnswer(w http.ResponseWriter, acc accept, body []byte) {
+	k := newSink(w, h.opts.WriteTimeout)
 	if acc.json {
-		writeJSON(w, http.StatusOK, body)
-		return
+		_ = k.json(body)
+	} else {
+		_ = k.sse(appendEvent(nil, "", body))
 	}
-	rc := startSSE(w)
-	_, _ = w.Write(appendEvent(nil, "", body))
-	_ = rc.Flush()
+	k.close()
 }
 
 // writeAnswerError writes a 200 JSON-RPC error answer (see writeAnswer).
-func writeAnswerError(w http.ResponseWriter, acc accept, id []byte, code int, msg string) {
+func (h *Handler) writeAnswerError(w http.ResponseWriter, acc accept, id []byte, code int, msg string) {
 	b := getBuf()
 	*b = appendError(*b, id, code, msg, nil)
-	writeAnswer(w, acc, *b)
+	h.writeAnswer(w, acc, *b)
 	putBuf(b)
 }
 
 var errBodyTooLarge = errors.New("mcp: request body too large")
 
-// readBody reads a POST body of at most MaxBodyBytes.
-func (h *Handler) readBody(r *http.Request) ([]byte, error) {
+// readBody reads a POST body of at most MaxBodyBytes, within BodyTimeout: a
+// body dribbled slower than that loses its connection. The read deadline is
+// the connection's, so it is cleared afterwards for the reads that follow
+// (the server's watch for the client going away, the next request).
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout)) != nil {
+		return h.readBodyBytes(r) // a writer without deadlines (tests, wrappers)
+	}
+	body, err := h.readBodyBytes(r)
+	if err != nil {
+		// The deadline stays: net/http reads what is left of a body before it
+		// answers, and that read must fail at once, not wait for the client.
+		w.Header().Set("Connection", "close")
+		return nil, err
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return body, nil
+}
+
+func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 	max := h.opts.MaxBodyBytes
 	if n := r.ContentLength; n >= 0 {
 		if n > max {
@@ -356,36 +386,44 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusRequestEntityTooLarge, nil, CodeInvalidRequest, "Request body too large")
 		return
 	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		if errors.Is(err, errBodyTooLarge) {
+			writeJSONError(w, http.StatusRequestEntityTooLarge, nil, CodeInvalidRequest, "Request body too large")
+		} else {
+			h.log.Debug("mcp: reading the request body failed", "err", err)
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		return
+	}
+	// The body is decoded before the header checks, so that their errors
+	// can carry the request's id.
+	var m message
+	code := decodeMessage(body, &m)
+	id := m.id
+	if m.response {
+		id = nil // a client's answer is not a request: no id to echo
+	}
 	if !jsonContentType(r.Header["Content-Type"]) {
-		writeJSONError(w, http.StatusUnsupportedMediaType, nil, CodeInvalidRequest,
+		writeJSONError(w, http.StatusUnsupportedMediaType, id, CodeInvalidRequest,
 			"Unsupported Media Type: Content-Type must be application/json")
 		return
 	}
 	acc, ok := parseAccept(r.Header["Accept"])
 	if !ok {
-		writeJSONError(w, http.StatusNotAcceptable, nil, CodeInvalidRequest,
+		writeJSONError(w, http.StatusNotAcceptable, id, CodeInvalidRequest,
 			"Not Acceptable: Client must accept application/json or text/event-stream")
 		return
 	}
-	if !checkVersionHeader(w, r) {
+	if !checkVersionHeader(w, r, id) {
 		return
 	}
-	body, err := h.readBody(r)
-	if err != nil {
-		if errors.Is(err, errBodyTooLarge) {
-			writeJSONError(w, http.StatusRequestEntityTooLarge, nil, CodeInvalidRequest, "Request body too large")
-		} else {
-			w.WriteHeader(http.StatusBadRequest)
-		}
-		return
-	}
-	var m message
-	switch decodeMessage(body, &m) {
+	switch code {
 	case CodeParseError:
-		writeAnswerError(w, acc, nil, CodeParseError, "Parse error")
+		h.writeAnswerError(w, acc, nil, CodeParseError, "Parse error")
 		return
 	case CodeInvalidRequest:
-		writeAnswerError(w, acc, nil, CodeInvalidRequest, "Invalid Request")
+		h.writeAnswerError(w, acc, id, CodeInvalidRequest, "Invalid Request")
 		return
 	}
 	switch {
@@ -402,13 +440,10 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		if s == nil {
 			return
 		}
-		switch {
-		case m.method == "resources/subscribe" || m.method == "resources/unsubscribe":
+		if m.method == "resources/subscribe" || m.method == "resources/unsubscribe" {
 			h.serveSubscription(w, s, &m, acc)
-		case streams(&m, acc):
-			h.serveSessionStream(w, r, s, &m, acc)
-		default:
-			h.serveBuffered(w, r, s, &m, acc)
+		} else {
+			h.serveCall(w, r, s, &m, acc)
 		}
 	}
 }
@@ -506,7 +541,14 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		h.writeInitResult(w, acc, m, version, ir)
 		return
 	}
+	// A slot on the route, then one in the process (the hub's).
 	if !h.reg.reserve() {
+		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
+		return
+	}
+	if !h.hub.reserve() {
+		h.reg.release()
+		h.log.Warn("mcp: initialize refused: the process has as many sessions as it may")
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
 		return
 	}
@@ -514,6 +556,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	sess, ir, err := h.srv.Init(r.Context(), params, id)
 	if err != nil {
 		h.reg.release()
+		h.hub.release()
 		h.writeInitError(w, acc, m, err)
 		return
 	}
@@ -523,6 +566,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	channels, err := sess.Channels(r.Context())
 	if err != nil {
 		h.reg.release()
+		h.hub.release()
 		sess.Close("")
 		h.writeInitError(w, acc, m, err)
 		return
@@ -530,11 +574,12 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	s := newSession(h, id, sess, ir, version, clientCapsOf(params))
 	s.start()
 	if !h.reg.add(s) {
+		h.hub.release()
 		s.terminate("shutdown") // the route began shutting down meanwhile
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
 		return
 	}
-	s.join(channels)
+	s.join(channels) // the hub's slot now belongs to the session
 	w.Header()["Mcp-Session-Id"] = []string{id}
 	h.writeInitResult(w, acc, m, version, ir)
 }
@@ -545,7 +590,7 @@ func (h *Handler) writeInitResult(w http.ResponseWriter, acc accept, m *message,
 	}
 	b := getBuf()
 	*b = h.appendInitResult(*b, m.id, version, ir)
-	writeAnswer(w, acc, *b)
+	h.writeAnswer(w, acc, *b)
 	putBuf(b)
 }
 
@@ -556,122 +601,136 @@ func (h *Handler) writeInitError(w http.ResponseWriter, acc accept, m *message, 
 	if errors.As(err, &e) {
 		b := getBuf()
 		*b = appendErrorValue(*b, m.id, e)
-		writeAnswer(w, acc, *b)
+		h.writeAnswer(w, acc, *b)
 		putBuf(b)
 		return
 	}
 	if h.closing.Err() != nil {
-		writeAnswerError(w, acc, m.id, CodeInternalError, msgShuttingDown)
+		h.writeAnswerError(w, acc, m.id, CodeInternalError, msgShuttingDown)
 		return
 	}
 	h.log.Error("mcp: init failed", "err", err)
-	writeAnswerError(w, acc, m.id, CodeInternalError, msgInternalError)
+	h.writeAnswerError(w, acc, m.id, CodeInternalError, msgInternalError)
 }
 
 // serveSubscription answers resources/subscribe and unsubscribe inline,
 // without the queue.
 func (h *Handler) serveSubscription(w http.ResponseWriter, s *session, m *message, acc accept) {
 	if !s.sc.has.Resources {
-		writeAnswerError(w, acc, m.id, CodeMethodNotFound, msgMethodNotFound)
+		h.writeAnswerError(w, acc, m.id, CodeMethodNotFound, msgMethodNotFound)
 		return
 	}
 	uri, ok := stringMember(m.params, "uri")
 	if !ok {
-		writeAnswerError(w, acc, m.id, CodeInvalidParams, msgMissingURI)
+		h.writeAnswerError(w, acc, m.id, CodeInvalidParams, msgMissingURI)
 		return
 	}
 	if m.method == "resources/subscribe" {
-		s.subscribe(uri)
+		if !s.subscribe(uri) {
+			h.writeAnswerError(w, acc, m.id, CodeInternalError, msgTooManySubscriptions)
+			return
+		}
 	} else {
 		s.unsubscribe(uri)
 	}
 	b := getBuf()
 	*b = appendResult(*b, m.id, emptyObject)
-	writeAnswer(w, acc, *b)
+	h.writeAnswer(w, acc, *b)
 	putBuf(b)
 }
 
-// serveBuffered queues a request on its session and waits for the answer,
-// at most request_timeout. Messages the call sends meanwhile turn the answer
-// into an SSE stream.
-func (h *Handler) serveBuffered(w http.ResponseWriter, r *http.Request, s *session, m *message, acc accept) {
+// Messages of the session limits.
+var msgTooManySubscriptions = "Too many subscriptions: a session may hold at most " + strconv.Itoa(maxSubscriptions)
+
+// serveCall admits a request on its session and serves its reply. A buffered
+// caller waits at most request_timeout; messages the call sends meanwhile
+// turn its answer into an SSE stream. A progress stream (a tools/call with a
+// progress token, from a client that accepts SSE) is SSE at once and has no
+// timeout. Either way the call runs in the session's queue, on its state,
+// unless it is a call of one of the route's concurrent tools.
+func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, m *message, acc accept) {
 	j := newJob(h, s, m, acc)
-	j.out.deadline = time.Now().Add(h.opts.RequestTimeout)
+	j.snapshot = h.concurrent(m)
+	streaming := streams(m, acc)
+	j.rp.streaming = streaming // set before the call can run: Outbound reads it
+	if !streaming {
+		j.out.deadline = time.Now().Add(h.opts.RequestTimeout)
+	}
 	gen, wake := j.rp.attach(w)
-	switch s.enqueue(j) {
-	case enqueueOverloaded:
+	switch s.admit(j) {
+	case admitOverloaded:
 		j.rp.detach(gen)
-		writeAnswerError(w, acc, m.id, CodeInternalError, msgOverloaded)
+		h.writeAnswerError(w, acc, m.id, CodeInternalError, msgOverloaded)
 		return
-	case enqueueEnded:
+	case admitEnded:
 		j.rp.detach(gen)
 		writeJSONError(w, http.StatusNotFound, m.id, CodeInvalidRequest, "Unknown or expired session")
 		return
 	}
-	timer := time.NewTimer(h.opts.RequestTimeout)
-	defer timer.Stop()
+	if streaming {
+		j.rp.startStream()
+	}
+	var timeout <-chan time.Time
+	if !streaming {
+		timer := time.NewTimer(h.opts.RequestTimeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	for {
 		select {
 		case <-wake:
-			if j.rp.settle(gen) {
+			switch j.rp.pump(gen) {
+			case pumpOver:
+				return
+			case pumpLost:
+				h.lostClient(s, j, gen)
 				return
 			}
-		case <-timer.C:
+		case <-timeout:
 			s.expire(j)
 			j.rp.abandon(gen, CodeInternalError, msgTimedOut)
 			j.rp.expire()
 			return
 		case <-s.endedCh:
-			j.rp.abandon(gen, CodeInternalError, msgSessionEnded)
+			if streaming {
+				j.rp.abandon(gen, 0, "")
+			} else {
+				j.rp.abandon(gen, CodeInternalError, msgSessionEnded)
+			}
 			return
 		case <-r.Context().Done():
-			// A disconnect is not a cancellation: the call runs on, and a
-			// resumable stream keeps its messages for a reconnecting client.
-			j.rp.detach(gen)
+			h.lostClient(s, j, gen)
 			return
 		}
 	}
 }
 
-// serveSessionStream answers a progress stream of a session: SSE at once, the
-// call on a snapshot of the session's state, beside the buffered queue.
-func (h *Handler) serveSessionStream(w http.ResponseWriter, r *http.Request, s *session, m *message, acc accept) {
-	j := newJob(h, s, m, acc)
-	j.rp.streaming = true
-	gen, wake := j.rp.attach(w)
-	ctx, ok := s.startStream(j)
-	if !ok {
-		j.rp.detach(gen)
-		writeJSONError(w, http.StatusNotFound, m.id, CodeInvalidRequest, "Unknown or expired session")
-		return
-	}
+// lostClient handles a caller that went away, or stopped reading its answer
+// (its write failed). For a buffered call that is not a cancellation: the call
+// runs on and its state lands. A progress stream before 2025-11-25 cannot be
+// resumed, so its call is stopped; on 2025-11-25 the client resumes the
+// stream with GET + Last-Event-ID and the call runs on.
+func (h *Handler) lostClient(s *session, j *job, gen uint32) {
 	j.rp.mu.Lock()
-	j.rp.startSSELocked()
+	stop := j.rp.streaming && !j.rp.resumable
 	j.rp.mu.Unlock()
-	go s.runStream(ctx, j)
-	for {
-		select {
-		case <-wake:
-			if j.rp.settle(gen) {
-				return
-			}
-		case <-s.endedCh:
-			j.rp.abandon(gen, 0, "")
-			return
-		case <-r.Context().Done():
-			j.rp.mu.Lock()
-			resumable := j.rp.resumable
-			j.rp.mu.Unlock()
-			if !resumable {
-				// Before 2025-11-25 a dropped progress stream cancels its call.
-				s.stopStream(j)
-			}
-			// On 2025-11-25 a disconnect is not a cancellation: the client
-			// resumes the stream with GET + Last-Event-ID.
-			j.rp.detach(gen)
-			return
-		}
+	if stop {
+		s.stop(j)
 	}
+	j.rp.detach(gen)
+}
+
+// concurrent reports whether m calls one of the route's concurrent tools.
+func (h *Handler) concurrent(m *message) bool {
+	if len(h.concurrentTools) == 0 || m.method != "tools/call" {
+		return false
+	}
+	name, ok := stringMember(m.params, "name")
+	if !ok {
+		return false
+	}
+	_, ok = h.concurrentTools[name]
+	return ok
 }
 
 // serveStateless answers a request in stateless mode: a fresh Session per
@@ -682,7 +741,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	defer cancel()
 	j := newJob(h, nil, m, acc)
 	if !h.trackStateless(j, cancel) {
-		writeAnswerError(w, acc, m.id, CodeInternalError, msgShuttingDown)
+		h.writeAnswerError(w, acc, m.id, CodeInternalError, msgShuttingDown)
 		return
 	}
 	defer h.untrackStateless(j)
@@ -696,11 +755,10 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 		ir = &InitResult{}
 	}
 	gen, _ := j.rp.attach(w)
+	defer j.rp.detach(gen)
 	if streams(m, acc) {
 		j.rp.streaming = true
-		j.rp.mu.Lock()
-		j.rp.startSSELocked()
-		j.rp.mu.Unlock()
+		j.rp.startStream()
 	}
 	sc := scope{sess: sess, has: ir.Has}
 	b := getBuf()
@@ -716,7 +774,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 		putBuf(b)
 		j.rp.finish(nil)
 	}
-	j.rp.settle(gen)
+	j.rp.pump(gen)
 }
 
 // trackStateless registers a stateless call for Shutdown to stop; it fails
@@ -743,7 +801,7 @@ func (h *Handler) untrackStateless(j *job) {
 // version header, a session id or a live session it answers (400, 400, 404,
 // empty bodies) and returns nil.
 func (h *Handler) headerSession(w http.ResponseWriter, r *http.Request) *session {
-	if !checkVersionHeader(w, r) {
+	if !checkVersionHeader(w, r, nil) {
 		return nil
 	}
 	sid := r.Header["Mcp-Session-Id"]
@@ -791,14 +849,21 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	defer s.detachChannel(a.gen)
-	rc := startSSE(w)
+	// A write that the client does not take within WriteTimeout drops the
+	// channel; the session stays, and its next GET resumes with
+	// Last-Event-ID from the replay ring.
+	k := newSink(w, h.opts.WriteTimeout)
+	defer k.close()
+	if k.sse() != nil {
+		return
+	}
 	var tick <-chan time.Time
 	if h.opts.SessionKeepAlive > 0 {
 		t := time.NewTicker(h.opts.SessionKeepAlive)
 		defer t.Stop()
 		tick = t.C
 	}
-	if len(a.replay) > 0 && writeChannelEvents(w, rc, a.replay) != nil {
+	if len(a.replay) > 0 && writeChannelEvents(k, a.replay) != nil {
 		return
 	}
 	sent := a.sent
@@ -806,7 +871,7 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 	for {
 		evs = s.eventsAfter(sent, evs[:0])
 		if len(evs) > 0 {
-			if writeChannelEvents(w, rc, evs) != nil {
+			if writeChannelEvents(k, evs) != nil {
 				return
 			}
 			sent = evs[len(evs)-1].id
@@ -815,7 +880,7 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 		select {
 		case <-a.wake:
 		case <-tick:
-			if _, err := w.Write(keepAliveComment); err != nil || rc.Flush() != nil {
+			if k.sse(keepAliveComment) != nil {
 				return
 			}
 		case <-r.Context().Done():
@@ -832,25 +897,25 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 func (h *Handler) serveResume(w http.ResponseWriter, r *http.Request, s *session, k, n uint64) {
 	rp := s.findStream(k)
 	if rp == nil {
-		startSSE(w) // nothing left on that stream
+		// Nothing left on that stream: an empty one.
+		sk := newSink(w, h.opts.WriteTimeout)
+		_ = sk.sse()
+		sk.close()
 		return
 	}
 	defer s.endResume()
-	gen, wake, over := rp.resume(w, n)
-	if over {
-		return
-	}
+	gen, wake := rp.resume(w, n)
+	defer rp.detach(gen)
 	for {
 		select {
 		case <-wake:
-			if rp.settle(gen) {
+			if rp.pump(gen) != pumpWait {
 				return
 			}
 		case <-s.endedCh:
 			rp.abandon(gen, 0, "")
 			return
 		case <-r.Context().Done():
-			rp.detach(gen)
 			return
 		}
 	}

@@ -151,13 +151,14 @@ func TestPostChecks(t *testing.T) {
 		headers []string
 		status  int
 		code    int
+		id      any // the id an error echoes; nil: null
 	}{
 		{name: "ok", body: pingBody, status: 200},
 		{name: "too large", body: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 2000) + `"}}`, status: 413},
-		{name: "text/plain", body: pingBody, headers: []string{"Content-Type: text/plain"}, status: 415},
-		{name: "no content type", body: pingBody, headers: []string{"Content-Type:"}, status: 415},
+		{name: "text/plain", body: pingBody, headers: []string{"Content-Type: text/plain"}, status: 415, code: -32600, id: float64(1)},
+		{name: "no content type", body: pingBody, headers: []string{"Content-Type:"}, status: 415, code: -32600, id: float64(1)},
 		{name: "json with charset", body: pingBody, headers: []string{"Content-Type: application/json; charset=utf-8"}, status: 200},
-		{name: "accept html", body: pingBody, headers: []string{"Accept: text/html"}, status: 406},
+		{name: "accept html", body: pingBody, headers: []string{"Accept: text/html"}, status: 406, code: -32600, id: float64(1)},
 		{name: "accept json only", body: pingBody, headers: []string{"Accept: application/json"}, status: 200},
 		{name: "accept sse only", body: pingBody, headers: []string{"Accept: text/event-stream"}, status: 200},
 		{name: "accept any", body: pingBody, headers: []string{"Accept: */*"}, status: 200},
@@ -165,15 +166,15 @@ func TestPostChecks(t *testing.T) {
 		{name: "version 2025-11-25", body: pingBody, headers: []string{"MCP-Protocol-Version: 2025-11-25"}, status: 200},
 		{name: "version 2025-06-18", body: pingBody, headers: []string{"MCP-Protocol-Version: 2025-06-18"}, status: 200},
 		{name: "version 2025-03-26", body: pingBody, headers: []string{"MCP-Protocol-Version: 2025-03-26"}, status: 200},
-		{name: "version unsupported", body: pingBody, headers: []string{"MCP-Protocol-Version: 2024-11-05"}, status: 400, code: -32600},
-		{name: "version garbage", body: pingBody, headers: []string{"MCP-Protocol-Version: banana"}, status: 400, code: -32600},
+		{name: "version unsupported", body: pingBody, headers: []string{"MCP-Protocol-Version: 2024-11-05"}, status: 400, code: -32600, id: float64(1)},
+		{name: "version garbage", body: pingBody, headers: []string{"MCP-Protocol-Version: banana"}, status: 400, code: -32600, id: float64(1)},
 		{name: "parse error", body: `{"jsonrpc":`, status: 200, code: -32700},
 		{name: "empty body", body: ``, status: 200, code: -32700},
 		{name: "batch", body: `[` + pingBody + `]`, status: 200, code: -32600},
 		{name: "fractional id", body: `{"jsonrpc":"2.0","id":2.5,"method":"ping"}`, status: 200, code: -32600},
 		{name: "bool id", body: `{"jsonrpc":"2.0","id":true,"method":"ping"}`, status: 200, code: -32600},
-		{name: "wrong version", body: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, status: 200, code: -32600},
-		{name: "params array", body: `{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}`, status: 200, code: -32600},
+		{name: "wrong version", body: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, status: 200, code: -32600, id: float64(1)},
+		{name: "params array", body: `{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}`, status: 200, code: -32600, id: float64(1)},
 		{name: "notification", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: 202},
 		{name: "null id notification", body: `{"jsonrpc":"2.0","id":null,"method":"whatever"}`, status: 202},
 		{name: "unmatched response", body: `{"jsonrpc":"2.0","id":"s-x-1","result":{}}`, status: 400, code: -32600},
@@ -192,8 +193,9 @@ func TestPostChecks(t *testing.T) {
 				if r.errorCode() != tt.code {
 					t.Fatalf("code %d, want %d: %s", r.errorCode(), tt.code, r.body)
 				}
-				if id, ok := r.msg["id"]; !ok || id != nil {
-					t.Errorf("id = %v, want null", id)
+				// A readable id is echoed; only ids that cannot be read are null.
+				if id, ok := r.msg["id"]; !ok || id != tt.id {
+					t.Errorf("id = %v, want %v", id, tt.id)
 				}
 			}
 		})

@@ -32,6 +32,9 @@ type route struct {
 	url string
 }
 
+// push returns the pushes of the route's server (the hub's view of "/mcp").
+func (rt *route) push() *mcp.RoutePushes { return rt.hub.Route("/mcp") }
+
 // newRoute serves a fake server with opts (Path "/mcp" unless set).
 func newRoute(t *testing.T, f *fakeServer, opts mcp.Options) *route {
 	t.Helper()

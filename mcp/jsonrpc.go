@@ -37,7 +37,9 @@ func (m *message) notification() bool { return m.id == nil && !m.response }
 
 // decodeMessage decodes one POSTed body into m. It returns 0 on success,
 // CodeParseError for a body that is not JSON, or CodeInvalidRequest for JSON
-// that is not a single valid JSON-RPC 2.0 message (batches included).
+// that is not a single valid JSON-RPC 2.0 message (batches included). Even
+// then m.id holds the message's id when it is a valid one (a string or an
+// integer), so that the error can echo it.
 func decodeMessage(body []byte, m *message) int {
 	body = trimSpace(body)
 	if len(body) == 0 || !json.Valid(body) {
@@ -69,9 +71,7 @@ func decodeMessage(body []byte, m *message) int {
 			m.errObj = val
 		}
 	}
-	if s, ok := jsonString(version); !ok || s != "2.0" {
-		return CodeInvalidRequest
-	}
+	// The id is read first, so that an Invalid Request answer can echo it.
 	if id != nil {
 		switch kindOf(id) {
 		case 'n':
@@ -85,6 +85,9 @@ func decodeMessage(body []byte, m *message) int {
 		}
 	}
 	m.id = id
+	if s, ok := jsonString(version); !ok || s != "2.0" {
+		return CodeInvalidRequest
+	}
 	if !hasMethod {
 		if m.result == nil && m.errObj == nil {
 			return CodeInvalidRequest

@@ -35,12 +35,12 @@ func TestDecodeMessage(t *testing.T) {
 		{name: "trailing garbage", body: `{"jsonrpc":"2.0","id":1,"method":"ping"} x`, code: CodeParseError},
 		{name: "scalar", body: `42`, code: CodeInvalidRequest},
 		{name: "batch", body: `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, code: CodeInvalidRequest},
-		{name: "missing method", body: `{"jsonrpc":"2.0","id":1}`, code: CodeInvalidRequest},
-		{name: "method not string", body: `{"jsonrpc":"2.0","id":1,"method":5}`, code: CodeInvalidRequest},
-		{name: "wrong version", body: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, code: CodeInvalidRequest},
-		{name: "missing version", body: `{"id":1,"method":"ping"}`, code: CodeInvalidRequest},
-		{name: "params array", body: `{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}`, code: CodeInvalidRequest},
-		{name: "params null", body: `{"jsonrpc":"2.0","id":1,"method":"m","params":null}`, code: CodeInvalidRequest},
+		{name: "missing method", body: `{"jsonrpc":"2.0","id":1}`, code: CodeInvalidRequest, id: "1"},
+		{name: "method not string", body: `{"jsonrpc":"2.0","id":1,"method":5}`, code: CodeInvalidRequest, id: "1"},
+		{name: "wrong version", body: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, code: CodeInvalidRequest, id: "1"},
+		{name: "missing version", body: `{"id":1,"method":"ping"}`, code: CodeInvalidRequest, id: "1"},
+		{name: "params array", body: `{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}`, code: CodeInvalidRequest, id: "1"},
+		{name: "params null", body: `{"jsonrpc":"2.0","id":1,"method":"m","params":null}`, code: CodeInvalidRequest, id: "1"},
 		{name: "fractional id", body: `{"jsonrpc":"2.0","id":2.5,"method":"ping"}`, code: CodeInvalidRequest},
 		{name: "exponent id", body: `{"jsonrpc":"2.0","id":1e2,"method":"ping"}`, code: CodeInvalidRequest},
 		{name: "bool id", body: `{"jsonrpc":"2.0","id":true,"method":"ping"}`, code: CodeInvalidRequest},
@@ -55,6 +55,10 @@ func TestDecodeMessage(t *testing.T) {
 				t.Fatalf("code = %d, want %d", code, tt.code)
 			}
 			if code != 0 {
+				// An invalid message keeps a valid id, for the error to echo.
+				if string(m.id) != tt.id {
+					t.Fatalf("id = %s, want %q", m.id, tt.id)
+				}
 				return
 			}
 			if string(m.id) != tt.id || m.method != tt.method || string(m.params) != tt.params || m.response != tt.response {
@@ -139,6 +143,11 @@ func FuzzDecode(f *testing.F) {
 		var m message
 		code := decodeMessage(body, &m)
 		if code != 0 {
+			// An Invalid Request echoes the id it could read: the answer must
+			// still be JSON.
+			if out := appendError(nil, m.id, code, "Invalid Request", nil); !json.Valid(out) {
+				t.Fatalf("error envelope for %q is not JSON: %s", body, out)
+			}
 			return
 		}
 		var ref map[string]json.RawMessage

@@ -34,8 +34,10 @@ func TestNoGoroutineLeakAfterShutdown(t *testing.T) {
 		rt.queued(a, 1)
 		stream := rt.stream(context.Background(), b, progressCall("3", `"t"`, `{"block":true}`))
 		stream.nextEvent()
-		// A resumable stream closed early, its call still waiting.
-		closed := readStream(rt.stream(context.Background(), b, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"closestream"}}`))
+		// A resumable stream closed early, its call still waiting (on another
+		// session: b's queue is held by its stream).
+		d := rt.initializeWith(resumableInit)
+		closed := readStream(rt.stream(context.Background(), d, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"closestream"}}`))
 		if len(closed) != 2 {
 			t.Fatalf("closestream: %+v", closed)
 		}
@@ -54,7 +56,7 @@ func TestNoGoroutineLeakAfterShutdown(t *testing.T) {
 		readStream(stream)
 		readStream(elicit)
 		get.nextEvent()
-		if n := len(f.closeReasons()); n != 3 {
+		if n := len(f.closeReasons()); n != 4 {
 			t.Fatalf("%d sessions closed", n)
 		}
 		srv.CloseClientConnections()

@@ -25,16 +25,35 @@ type Options struct {
 	SessionTTL time.Duration
 	// RequestTimeout is how long a buffered caller waits (default 60 s).
 	RequestTimeout time.Duration
-	// SessionMaxPending caps queued buffered requests per session (default 100).
+	// SessionMaxPending caps the calls of a session that wait for its state
+	// (queued behind the running one) or run beside it on a snapshot
+	// (ConcurrentTools); past it a request gets -32603 "Session overloaded"
+	// (default 100).
 	SessionMaxPending int
+	// ConcurrentTools names the tools whose calls run on a snapshot of the
+	// session's state, in parallel with the session's other calls; what
+	// they change in that copy is dropped. Every other tools/call runs in
+	// order on the session's own state, with or without a progress token.
+	ConcurrentTools []string
 	// SessionKeepAlive is the GET-channel keep-alive period (default 30 s);
 	// a negative value disables it.
 	SessionKeepAlive time.Duration
 	// SessionBufferMax is the number of GET-channel events kept for replay
 	// (default 256).
 	SessionBufferMax int
+	// SessionBufferBytes bounds the bytes of the events a session keeps for
+	// replay: its GET channel's, and each resumable POST stream's (default
+	// 4 MiB). The oldest events go first.
+	SessionBufferBytes int
 	// MaxBodyBytes bounds a POST body (default 4 MiB); larger bodies get 413.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time reading a POST body may take (default 30 s):
+	// a client that sends it slower loses its connection.
+	BodyTimeout time.Duration
+	// WriteTimeout bounds each write to a client: an answer, one SSE event
+	// or keep-alive (default 10 s). A client that does not take a write in
+	// that time is dropped: its stream closes, its session stays usable.
+	WriteTimeout time.Duration
 	// Auth, when set, is called after the loopback and Origin gates. It
 	// returns 0 to pass, or the HTTP status to reject with.
 	Auth func(ctx context.Context, r *AuthRequest) int
@@ -50,13 +69,16 @@ type AuthRequest struct {
 
 // Default values of the route options.
 const (
-	DefaultPageSize          = 50
-	DefaultSessionTTL        = 5 * time.Minute
-	DefaultRequestTimeout    = 60 * time.Second
-	DefaultSessionMaxPending = 100
-	DefaultSessionKeepAlive  = 30 * time.Second
-	DefaultSessionBufferMax  = 256
-	DefaultMaxBodyBytes      = 4 << 20
+	DefaultPageSize           = 50
+	DefaultSessionTTL         = 5 * time.Minute
+	DefaultRequestTimeout     = 60 * time.Second
+	DefaultSessionMaxPending  = 100
+	DefaultSessionKeepAlive   = 30 * time.Second
+	DefaultSessionBufferMax   = 256
+	DefaultMaxBodyBytes       = 4 << 20
+	DefaultSessionBufferBytes = 4 << 20
+	DefaultBodyTimeout        = 30 * time.Second
+	DefaultWriteTimeout       = 10 * time.Second
 )
 
 // Defaults returns o with every unset field set to its default.
@@ -81,6 +103,15 @@ func (o Options) Defaults() Options {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.SessionBufferBytes <= 0 {
+		o.SessionBufferBytes = DefaultSessionBufferBytes
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
 	}
 	return o
 }

@@ -76,19 +76,30 @@ func (p *LocalPubSub) Publish(channel string, msg []byte) {
 }
 
 // The two namespaces of channel names: the channels a server names in
-// Session.Channels, and per-uri resource subscriptions.
-func appChannel(name string) string     { return "c:" + name }
-func resourceChannel(uri string) string { return "r:" + uri }
+// Session.Channels, and per-uri resource subscriptions. Both are scoped by
+// the route path, so the sessions of one route never receive another route's
+// broadcasts, even through a PubSub shared by many processes. A route path is
+// a URL path: it never contains '#', which ends it.
+func appChannel(route, name string) string     { return "c:" + route + "#" + name }
+func resourceChannel(route, uri string) string { return "r:" + route + "#" + uri }
 
-// Hub delivers server pushes to the live sessions of every route of one
-// process. It satisfies bridge.Pushes. Pushes to unknown sessions, or to
-// channels nobody joined, are no-ops.
+// DefaultMaxSessions is the process-wide cap on live sessions a Hub starts
+// with (see Hub.SetMaxSessions).
+const DefaultMaxSessions = 10_000
+
+// Hub spans every route of one process: it knows their live sessions, caps
+// their number, and delivers server pushes. A server's pushes go through the
+// view of its own route (Route), which reaches only that route's sessions.
 type Hub struct {
 	log *slog.Logger
 	ps  PubSub
 
 	mu       sync.RWMutex
 	sessions map[string]*session
+	// slots counts the live sessions of every route plus the initializes
+	// that reserved one; it never exceeds max while max > 0.
+	slots int
+	max   int // 0 = unlimited
 }
 
 // NewHub returns a Hub backed by the in-process pubsub.
@@ -102,9 +113,38 @@ func NewHubWith(ps PubSub, logger *slog.Logger) *Hub {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Hub{log: logger, ps: ps, sessions: make(map[string]*session)}
+	return &Hub{log: logger, ps: ps, sessions: make(map[string]*session), max: DefaultMaxSessions}
 }
 
+// SetMaxSessions caps the live sessions of every route served with this hub
+// (DefaultMaxSessions at first); n <= 0 means no cap. An initialize past it
+// gets 503, as past a route's own MaxSessions. Sessions already live stay.
+func (h *Hub) SetMaxSessions(n int) {
+	h.mu.Lock()
+	h.max = max(n, 0)
+	h.mu.Unlock()
+}
+
+// reserve claims a session slot for an initialize; false at the cap.
+func (h *Hub) reserve() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.max > 0 && h.slots >= h.max {
+		return false
+	}
+	h.slots++
+	return true
+}
+
+// release gives back a slot whose initialize failed before add.
+func (h *Hub) release() {
+	h.mu.Lock()
+	h.slots--
+	h.mu.Unlock()
+}
+
+// add makes a session that holds a reserved slot reachable by id; its slot
+// is given back by remove.
 func (h *Hub) add(s *session) {
 	h.mu.Lock()
 	h.sessions[s.id] = s
@@ -115,6 +155,7 @@ func (h *Hub) remove(s *session) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
+		h.slots--
 	}
 	h.mu.Unlock()
 }
@@ -123,6 +164,29 @@ func (h *Hub) lookup(id string) *session {
 	h.mu.RLock()
 	s := h.sessions[id]
 	h.mu.RUnlock()
+	return s
+}
+
+// Route returns the pushes of the server served on path: they reach only
+// the sessions of that route. It satisfies bridge.Pushes.
+func (h *Hub) Route(path string) *RoutePushes {
+	return &RoutePushes{hub: h, path: path}
+}
+
+// RoutePushes delivers the pushes of one route's server (Hub.Route). Pushes
+// to sessions of other routes, to unknown sessions, or to channels nobody
+// joined, are no-ops.
+type RoutePushes struct {
+	hub  *Hub
+	path string
+}
+
+// session returns the live session id of this route, or nil.
+func (p *RoutePushes) session(id string) *session {
+	s := p.hub.lookup(id)
+	if s == nil || s.h.opts.Path != p.path {
+		return nil
+	}
 	return s
 }
 
@@ -137,49 +201,49 @@ func (h *Hub) encode(method string, params json.RawMessage) []byte {
 }
 
 // Notify pushes one notification to one session's GET channel.
-func (h *Hub) Notify(sessionID, method string, params json.RawMessage) {
-	s := h.lookup(sessionID)
+func (p *RoutePushes) Notify(sessionID, method string, params json.RawMessage) {
+	s := p.session(sessionID)
 	if s == nil {
 		return
 	}
-	if msg := h.encode(method, params); msg != nil {
+	if msg := p.hub.encode(method, params); msg != nil {
 		s.Deliver(msg)
 	}
 }
 
-// Broadcast pushes one notification to every session whose Session.Channels
-// named channel. The method is sent as given.
-func (h *Hub) Broadcast(channel, method string, params json.RawMessage) {
-	if msg := h.encode(method, params); msg != nil {
-		h.ps.Publish(appChannel(channel), msg)
+// Broadcast pushes one notification to every session of the route whose
+// Session.Channels named channel. The method is sent as given.
+func (p *RoutePushes) Broadcast(channel, method string, params json.RawMessage) {
+	if msg := p.hub.encode(method, params); msg != nil {
+		p.hub.ps.Publish(appChannel(p.path, channel), msg)
 	}
 }
 
-// ResourceUpdated sends notifications/resources/updated {uri} to every session
-// subscribed to uri.
-func (h *Hub) ResourceUpdated(uri string) {
+// ResourceUpdated sends notifications/resources/updated {uri} to every
+// session of the route subscribed to uri.
+func (p *RoutePushes) ResourceUpdated(uri string) {
 	params := appendString([]byte(`{"uri":`), uri)
 	params = append(params, '}')
-	h.ps.Publish(resourceChannel(uri), appendNotification(nil, "notifications/resources/updated", params))
+	p.hub.ps.Publish(resourceChannel(p.path, uri), appendNotification(nil, "notifications/resources/updated", params))
 }
 
 // Log sends notifications/message {level, data} to one session's GET channel,
 // unless level is below the session's minimum level. level must be valid.
-func (h *Hub) Log(sessionID, level string, data json.RawMessage) {
-	s := h.lookup(sessionID)
+func (p *RoutePushes) Log(sessionID, level string, data json.RawMessage) {
+	s := p.session(sessionID)
 	if s == nil {
 		return
 	}
 	sev := levelSeverity(level)
 	if sev < 0 {
-		h.log.Warn("mcp: log dropped: invalid level", "level", level)
+		p.hub.log.Warn("mcp: log dropped: invalid level", "level", level)
 		return
 	}
 	if sev < int(s.level.Load()) {
 		return
 	}
 	if data != nil && !json.Valid(data) {
-		h.log.Warn("mcp: log dropped: data is not valid JSON")
+		p.hub.log.Warn("mcp: log dropped: data is not valid JSON")
 		return
 	}
 	s.Deliver(appendNotification(nil, "notifications/message", logParams(nil, level, data)))

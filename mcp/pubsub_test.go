@@ -53,15 +53,78 @@ func TestLocalPubSub(t *testing.T) {
 func TestHubWithPubSub(t *testing.T) {
 	ps := &recordingPubSub{LocalPubSub: NewLocalPubSub()}
 	h := NewHubWith(ps, nil)
-	h.Broadcast("news", "notifications/tools/list_changed", nil)
-	h.ResourceUpdated("mem://a")
-	h.Broadcast("news", "notifications/message", json.RawMessage(`{"level":"info","data":1}`))
+	a, b := h.Route("/mcp/a"), h.Route("/mcp/b")
+	a.Broadcast("news", "notifications/tools/list_changed", nil)
+	a.ResourceUpdated("mem://a")
+	b.Broadcast("news", "notifications/message", json.RawMessage(`{"level":"info","data":1}`))
+	// Channel names carry the route: a PubSub shared by many processes keeps
+	// the routes apart.
 	want := []string{
-		`c:news {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
-		`r:mem://a {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"mem://a"}}`,
-		`c:news {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}`,
+		`c:/mcp/a#news {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		`r:/mcp/a#mem://a {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"mem://a"}}`,
+		`c:/mcp/b#news {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}`,
 	}
 	if !slices.Equal(ps.published, want) {
 		t.Errorf("published:\n%q\nwant:\n%q", ps.published, want)
+	}
+}
+
+func TestEventRingBounds(t *testing.T) {
+	ev := func(id uint64, size int) ringEvent { return ringEvent{id: id, data: make([]byte, size)} }
+	ids := func(r *eventRing) []uint64 {
+		var out []uint64
+		for _, e := range r.after(0, nil) {
+			out = append(out, e.id)
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		max, maxB int
+		sizes     []int
+		want      []uint64
+		wantBytes int
+	}{
+		{"count bound", 3, 0, []int{1, 1, 1, 1, 1}, []uint64{3, 4, 5}, 3},
+		{"byte bound drops the oldest", 100, 10, []int{4, 4, 4}, []uint64{2, 3}, 8},
+		{"one big event evicts the rest", 100, 10, []int{3, 3, 9}, []uint64{3}, 9},
+		{"an event over the budget is kept alone", 100, 10, []int{3, 30}, []uint64{2}, 30},
+		{"and goes at the next push", 100, 10, []int{30, 2}, []uint64{2}, 2},
+		{"both bounds", 2, 10, []int{1, 1, 1, 8}, []uint64{3, 4}, 9},
+		{"both bounds, bytes first", 2, 10, []int{1, 1, 10}, []uint64{3}, 10},
+		{"disabled", 0, 10, []int{1}, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &eventRing{max: tt.max, maxBytes: tt.maxB}
+			for i, size := range tt.sizes {
+				r.add(ev(uint64(i+1), size))
+			}
+			if got := ids(r); !slices.Equal(got, tt.want) {
+				t.Errorf("kept %v, want %v", got, tt.want)
+			}
+			if r.bytes != tt.wantBytes {
+				t.Errorf("bytes %d, want %d", r.bytes, tt.wantBytes)
+			}
+		})
+	}
+}
+
+func TestHubSessionSlots(t *testing.T) {
+	h := NewHub(nil)
+	h.SetMaxSessions(2)
+	if !h.reserve() || !h.reserve() {
+		t.Fatal("two slots refused")
+	}
+	if h.reserve() {
+		t.Fatal("a third slot granted past the cap")
+	}
+	h.release()
+	if !h.reserve() {
+		t.Fatal("a released slot was not given again")
+	}
+	h.SetMaxSessions(0)
+	if !h.reserve() {
+		t.Fatal("no cap, and still refused")
 	}
 }

@@ -9,13 +9,18 @@ import (
 	"time"
 )
 
-// This file is one session's state machine. Buffered requests queue in FIFO
-// order and run one at a time on the session's worker goroutine; progress
-// streams run beside them on snapshots. The session lives until DELETE, idle
-// expiry or shutdown, and then tears everything down before Session.Close.
+// This file is one session's state machine. Requests queue in FIFO order and
+// run one at a time on the session's worker goroutine, on the session's own
+// state, whether they are answered as plain JSON or as a progress stream;
+// calls of the route's concurrent tools run beside them on snapshots. The
+// session lives until DELETE, idle expiry or shutdown, and then tears
+// everything down before Session.Close.
 
 // maxResumableStreams bounds the POST streams a session keeps for resumption.
 const maxResumableStreams = 64
+
+// maxSubscriptions bounds the resource subscriptions of one session.
+const maxSubscriptions = 1000
 
 type jobState uint8
 
@@ -25,13 +30,16 @@ const (
 	jobFinished
 )
 
-// job is one request of a session (buffered or streaming) or of a stateless
-// call: the message, the Call the Session sees, and the reply to the client.
+// job is one request of a session or of a stateless call: the message, the
+// Call the Session sees, and the reply to the client.
 type job struct {
 	msg  message
 	call Call
 	out  outbound
 	rp   reply
+	// snapshot marks a call of a concurrent tool: it runs on a snapshot of
+	// the session's state, beside the queue.
+	snapshot bool
 
 	// Guarded by the session's mu.
 	state  jobState
@@ -41,7 +49,7 @@ type job struct {
 // newJob prepares a call of request m from a client that accepts acc.
 func newJob(h *Handler, s *session, m *message, acc accept) *job {
 	j := &job{msg: *m}
-	j.rp = reply{s: s, id: m.id, acceptSSE: acc.sse, sseOnly: !acc.json}
+	j.rp = reply{h: h, s: s, id: m.id, acceptSSE: acc.sse, sseOnly: !acc.json}
 	j.out = outbound{rp: &j.rp, h: h, s: s}
 	j.call = Call{RequestID: m.id, Out: &j.out}
 	if m.method == "tools/call" {
@@ -87,7 +95,7 @@ type session struct {
 	queue    []*job // queue[qhead:] are waiting
 	qhead    int
 	running  *job
-	streams  []*job // progress streams in flight
+	side     []*job // calls running on snapshots, beside the queue
 	resumers int    // GETs attached to resumable POST streams
 	channels []string
 	subs     map[string]struct{}
@@ -125,6 +133,7 @@ func newSession(h *Handler, id string, srv Session, ir *InitResult, version stri
 	s.sc = scope{sess: srv, has: ir.Has, level: &s.level}
 	s.level.Store(defaultLogLevel)
 	s.ring.max = h.opts.SessionBufferMax
+	s.ring.maxBytes = h.opts.SessionBufferBytes
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -140,13 +149,17 @@ func (s *session) start() {
 	s.mu.Unlock()
 }
 
-// queuedLocked is the number of buffered requests waiting (not running).
+// queuedLocked is the number of requests waiting in the queue (not running).
 func (s *session) queuedLocked() int { return len(s.queue) - s.qhead }
+
+// pendingLocked is what session_max_pending counts: every call admitted and
+// not finished, but the one running on the session's state.
+func (s *session) pendingLocked() int { return s.queuedLocked() + len(s.side) }
 
 // idleLocked reports whether nothing holds the session: no GET channel, no
 // stream, no running or queued request.
 func (s *session) idleLocked() bool {
-	return !s.chanLive && s.resumers == 0 && len(s.streams) == 0 && s.running == nil && s.queuedLocked() == 0
+	return !s.chanLive && s.resumers == 0 && len(s.side) == 0 && s.running == nil && s.queuedLocked() == 0
 }
 
 // touchLocked re-evaluates the idle timer after any change or activity. It is
@@ -191,23 +204,35 @@ func (s *session) ttlFired() {
 	s.terminate("normal")
 }
 
-// Outcomes of enqueue.
+// Outcomes of admit.
 const (
-	enqueued = iota
-	enqueueOverloaded
-	enqueueEnded
+	admitted = iota
+	admitOverloaded
+	admitEnded
 )
 
-// enqueue appends a buffered request to the FIFO queue.
-func (s *session) enqueue(j *job) int {
+// admit takes a request in: a snapshot call starts at once beside the queue,
+// any other request joins the FIFO queue. Past SessionMaxPending it is
+// refused.
+func (s *session) admit(j *job) int {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
-		return enqueueEnded
+		return admitEnded
 	}
-	if s.queuedLocked() >= s.h.opts.SessionMaxPending {
+	if s.pendingLocked() >= s.h.opts.SessionMaxPending {
 		s.mu.Unlock()
-		return enqueueOverloaded
+		return admitOverloaded
+	}
+	if j.snapshot {
+		ctx, cancel := context.WithCancel(s.ctx)
+		j.cancel = cancel
+		j.state = jobRunning
+		s.side = append(s.side, j)
+		s.calls.Add(1)
+		s.mu.Unlock()
+		go s.runSnapshot(ctx, j)
+		return admitted
 	}
 	j.state = jobQueued
 	s.queue = append(s.queue, j)
@@ -216,7 +241,7 @@ func (s *session) enqueue(j *job) int {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	return enqueued
+	return admitted
 }
 
 // removeQueuedLocked takes j out of the queue; it reports false when j is
@@ -239,14 +264,19 @@ func (s *session) removeQueuedLocked(j *job) bool {
 }
 
 // expire is called when a buffered caller timed out: a request still queued
-// is removed; a running one runs on and its state lands.
+// is removed; a running one runs on and its state lands. A snapshot call is
+// stopped: nothing it does could land.
 func (s *session) expire(j *job) {
 	s.mu.Lock()
 	s.removeQueuedLocked(j)
+	cancel := j.cancel
 	s.mu.Unlock()
+	if j.snapshot && cancel != nil {
+		cancel()
+	}
 }
 
-// work runs the buffered requests one at a time, in arrival order.
+// work runs the queued requests one at a time, in arrival order.
 func (s *session) work() {
 	defer s.calls.Done()
 	for {
@@ -286,15 +316,26 @@ func (s *session) work() {
 		s.mu.Unlock()
 
 		if err != nil {
-			msg := msgCancelled
-			if ended {
-				msg = msgSessionEnded
-			}
-			out = appendError((*b)[:0], j.msg.id, CodeInternalError, msg, nil)
+			putBuf(b)
+			j.rp.finish(j.interrupted(ended))
+			continue
 		}
 		*b = out
 		j.rp.finish(b)
 	}
+}
+
+// interrupted is the final message of a call whose context ended: a stream
+// ends without a result; a buffered caller gets "Request cancelled", or
+// "Session ended" when the session ended.
+func (j *job) interrupted(ended bool) *[]byte {
+	if j.rp.streaming {
+		return nil
+	}
+	if ended {
+		return errorAnswer(j.msg.id, msgSessionEnded)
+	}
+	return errorAnswer(j.msg.id, msgCancelled)
 }
 
 // Messages of the buffered-call outcomes decided by the transport.
@@ -306,27 +347,12 @@ const (
 	msgShuttingDown = "Server shutting down"
 )
 
-// startStream registers a progress stream; it holds the session until
-// endStream. It returns the call's context, or false when the session ended.
-func (s *session) startStream(j *job) (context.Context, bool) {
+// endSide forgets a snapshot call that returned.
+func (s *session) endSide(j *job) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended {
-		return nil, false
-	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	j.cancel = cancel
-	j.state = jobRunning
-	s.streams = append(s.streams, j)
-	s.calls.Add(1)
-	return ctx, true
-}
-
-func (s *session) endStream(j *job) {
-	s.mu.Lock()
-	for i, c := range s.streams {
+	for i, c := range s.side {
 		if c == j {
-			s.streams = append(s.streams[:i], s.streams[i+1:]...)
+			s.side = append(s.side[:i], s.side[i+1:]...)
 			break
 		}
 	}
@@ -335,21 +361,20 @@ func (s *session) endStream(j *job) {
 	s.mu.Unlock()
 }
 
-// runStream runs a progress stream on a snapshot of the session's state.
-func (s *session) runStream(ctx context.Context, j *job) {
+// runSnapshot runs a call of a concurrent tool on a snapshot of the session's
+// state; whatever it changes there is dropped with the snapshot.
+func (s *session) runSnapshot(ctx context.Context, j *job) {
 	defer s.calls.Done()
-	defer s.endStream(j)
+	defer s.endSide(j)
 	defer j.cancel()
 	snap, err := s.srv.Snapshot(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			j.rp.finish(nil)
+			j.rp.finish(j.interrupted(s.isEnded()))
 			return
 		}
 		s.h.log.Error("mcp: snapshot failed", "err", err)
-		b := getBuf()
-		*b = appendError(*b, j.msg.id, CodeInternalError, msgInternalError, nil)
-		j.rp.finish(b)
+		j.rp.finish(errorAnswer(j.msg.id, msgInternalError))
 		return
 	}
 	sc := scope{sess: snap, has: s.sc.has, level: &s.level}
@@ -358,17 +383,29 @@ func (s *session) runStream(ctx context.Context, j *job) {
 	snap.Close("")
 	if err != nil {
 		putBuf(b)
-		j.rp.finish(nil) // interrupted: the stream ends without a result
+		j.rp.finish(j.interrupted(s.isEnded()))
 		return
 	}
 	*b = out
 	j.rp.finish(b)
 }
 
-// stopStream cancels a progress stream; it ends without a result.
-func (s *session) stopStream(j *job) {
+func (s *session) isEnded() bool {
 	s.mu.Lock()
-	cancel := j.cancel
+	defer s.mu.Unlock()
+	return s.ended
+}
+
+// stop ends a call whose stream's client went away (before 2025-11-25, a
+// dropped stream cancels its call): a queued call leaves the queue, a running
+// one is interrupted (its state does not land), and the stream ends without a
+// result.
+func (s *session) stop(j *job) {
+	s.mu.Lock()
+	var cancel context.CancelFunc
+	if !s.removeQueuedLocked(j) {
+		cancel = j.cancel // nil unless it started
+	}
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -377,37 +414,41 @@ func (s *session) stopStream(j *job) {
 }
 
 // cancelRequest handles notifications/cancelled {requestId}: a queued request
-// is removed, the running one is interrupted (its state does not land), and
-// both callers get "Request cancelled"; a progress stream ends without a
-// result. An unknown id is a no-op. Ids compare as raw JSON, so 7 != "7".
+// is removed, a running one is interrupted (its state does not land); a
+// buffered caller gets "Request cancelled", a stream ends without a result.
+// An unknown id is a no-op. Ids compare as raw JSON, so 7 != "7".
 func (s *session) cancelRequest(id []byte) {
 	if id == nil {
 		return
 	}
 	s.mu.Lock()
-	for i := s.qhead; i < len(s.queue); i++ {
+	var found *job
+	for i := s.qhead; i < len(s.queue) && found == nil; i++ {
 		if j := s.queue[i]; bytes.Equal(j.msg.id, id) {
-			s.removeQueuedLocked(j)
-			s.mu.Unlock()
-			j.rp.finish(errorAnswer(j.msg.id, msgCancelled))
-			return
+			found = j
 		}
 	}
-	if j := s.running; j != nil && bytes.Equal(j.msg.id, id) {
-		cancel := j.cancel
+	if j := s.running; found == nil && j != nil && bytes.Equal(j.msg.id, id) {
+		found = j
+	}
+	for _, j := range s.side {
+		if found == nil && bytes.Equal(j.msg.id, id) {
+			found = j
+		}
+	}
+	if found == nil {
 		s.mu.Unlock()
-		cancel()
-		j.rp.finish(errorAnswer(j.msg.id, msgCancelled))
 		return
 	}
-	for _, j := range s.streams {
-		if bytes.Equal(j.msg.id, id) {
-			s.mu.Unlock()
-			s.stopStream(j)
-			return
-		}
+	var cancel context.CancelFunc
+	if !s.removeQueuedLocked(found) {
+		cancel = found.cancel
 	}
 	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	found.rp.finish(found.interrupted(false))
 }
 
 // errorAnswer builds a -32603 answer with msg in a pooled buffer.
@@ -417,18 +458,23 @@ func errorAnswer(id []byte, msg string) *[]byte {
 	return b
 }
 
-// subscribe joins the resource channel of uri (idempotent).
-func (s *session) subscribe(uri string) {
+// subscribe joins the resource channel of uri (idempotent). It reports false
+// when the session already has maxSubscriptions others.
+func (s *session) subscribe(uri string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
-		return
+		return true
 	}
 	if _, ok := s.subs[uri]; !ok {
+		if len(s.subs) >= maxSubscriptions {
+			return false
+		}
 		s.subs[uri] = struct{}{}
-		s.h.hub.ps.Subscribe(resourceChannel(uri), s)
+		s.h.hub.ps.Subscribe(resourceChannel(s.h.opts.Path, uri), s)
 	}
 	s.touchLocked()
+	return true
 }
 
 // unsubscribe leaves the resource channel of uri (idempotent).
@@ -437,23 +483,25 @@ func (s *session) unsubscribe(uri string) {
 	defer s.mu.Unlock()
 	if _, ok := s.subs[uri]; ok {
 		delete(s.subs, uri)
-		s.h.hub.ps.Unsubscribe(resourceChannel(uri), s)
+		s.h.hub.ps.Unsubscribe(resourceChannel(s.h.opts.Path, uri), s)
 	}
 	s.touchLocked()
 }
 
 // join makes the session reachable by pushes: by id through the hub, and
-// on the channels the server named at session start.
+// on the channels the server named at session start. The hub slot that
+// initialize reserved passes to the session (Hub.remove frees it).
 func (s *session) join(channels []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
+		s.h.hub.release() // ended before it joined: its slot was never the hub's to free
 		return
 	}
 	s.channels = channels
 	s.h.hub.add(s)
 	for _, name := range channels {
-		s.h.hub.ps.Subscribe(appChannel(name), s)
+		s.h.hub.ps.Subscribe(appChannel(s.h.opts.Path, name), s)
 	}
 }
 
@@ -605,7 +653,7 @@ func (s *session) terminate(reason string) {
 		s.queue[i].state = jobFinished
 	}
 	s.queue, s.qhead = nil, 0
-	streams := append([]*job(nil), s.streams...)
+	side := append([]*job(nil), s.side...)
 	subs := s.subs
 	s.subs = nil
 	s.open = nil
@@ -616,14 +664,16 @@ func (s *session) terminate(reason string) {
 	s.h.reg.remove(s)
 	s.h.hub.remove(s)
 	for _, name := range s.channels {
-		s.h.hub.ps.Unsubscribe(appChannel(name), s)
+		s.h.hub.ps.Unsubscribe(appChannel(s.h.opts.Path, name), s)
 	}
 	for uri := range subs {
-		s.h.hub.ps.Unsubscribe(resourceChannel(uri), s)
+		s.h.hub.ps.Unsubscribe(resourceChannel(s.h.opts.Path, uri), s)
 	}
 	s.cancel()
-	for _, j := range streams {
-		j.rp.finish(nil)
+	// Snapshot calls are answered now, not when they return: one that
+	// ignores its context must not hold its caller.
+	for _, j := range side {
+		j.rp.finish(j.interrupted(true))
 	}
 	s.calls.Wait()
 	s.srv.Close(reason)

@@ -222,7 +222,7 @@ func TestChannelHoldsSessionAndDetachRearmsTTL(t *testing.T) {
 	if rt.h.SessionCount() != 1 {
 		t.Fatal("a session with a channel expired")
 	}
-	rt.hub.Notify(sid, "notifications/x", nil)
+	rt.push().Notify(sid, "notifications/x", nil)
 	if ev := get.nextEvent(); ev.id != "1" {
 		t.Fatalf("event %+v", ev)
 	}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -23,7 +24,8 @@ var (
 // retryMillis is the reconnection delay announced in priming events.
 const retryMillis = 1000
 
-// writeJSON writes a complete JSON body with status.
+// writeJSON writes a complete JSON body with status. It is for short answers
+// written at once by the handler; answers a call produced go through a sink.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header()["Content-Type"] = hdrJSON
 	w.WriteHeader(status)
@@ -38,19 +40,105 @@ func writeJSONError(w http.ResponseWriter, status int, id []byte, code int, msg 
 	putBuf(b)
 }
 
-// startSSE sends the headers of an SSE response and flushes them at once. It
-// clears the write deadline so that a server WriteTimeout cannot cut a live
-// stream.
-func startSSE(w http.ResponseWriter) *http.ResponseController {
+// setSSEHeaders sets the headers of an SSE response.
+func setSSEHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h["Content-Type"] = hdrSSE
 	h["Cache-Control"] = hdrNoCache
 	h["X-Accel-Buffering"] = hdrNo
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{})
-	_ = rc.Flush()
-	return rc
+}
+
+// A sink is one handler's HTTP response. Writes to it come from one goroutine
+// at a time (mu): the handler itself, or, in stateless mode, the call it runs
+// inline. Each write has its own deadline (Options.WriteTimeout), cleared
+// once the write is through, so a client that stops reading fails that write
+// instead of holding the writer, while an idle stream stays open as long as
+// it needs (and a server WriteTimeout cannot cut it). After a failed write the
+// sink is dead: every later write fails at once.
+type sink struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	started bool // the status line and headers are written
+	dead    bool // a write failed, or the handler is done with the response
+}
+
+func newSink(w http.ResponseWriter, timeout time.Duration) *sink {
+	return &sink{w: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+var errSinkDead = errors.New("mcp: the response is no longer writable")
+
+// sse sends the SSE headers unless they are out, then the events, and
+// flushes, under one write deadline.
+func (k *sink) sse(events ...[]byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.dead {
+		return errSinkDead
+	}
+	_ = k.rc.SetWriteDeadline(time.Now().Add(k.timeout))
+	if !k.started {
+		k.started = true
+		setSSEHeaders(k.w)
+		k.w.WriteHeader(http.StatusOK)
+	}
+	var err error
+	for _, ev := range events {
+		if len(ev) > 0 {
+			if _, err = k.w.Write(ev); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = k.rc.Flush()
+	}
+	return k.settle(err)
+}
+
+// json writes a complete JSON answer with status 200 and flushes it.
+func (k *sink) json(body []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.dead || k.started {
+		return errSinkDead
+	}
+	k.started = true
+	_ = k.rc.SetWriteDeadline(time.Now().Add(k.timeout))
+	k.w.Header()["Content-Type"] = hdrJSON
+	k.w.WriteHeader(http.StatusOK)
+	_, err := k.w.Write(body)
+	if err == nil {
+		err = k.rc.Flush()
+	}
+	return k.settle(err)
+}
+
+// settle clears the write deadline after a write that went through, so that
+// it neither cuts an idle stream nor outlives the response on a kept-alive
+// connection; a failed write kills the sink.
+func (k *sink) settle(err error) error {
+	if err != nil {
+		k.dead = true
+		return err
+	}
+	_ = k.rc.SetWriteDeadline(time.Time{})
+	return nil
+}
+
+func (k *sink) hasStarted() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.started
+}
+
+// close marks the response finished: the handler is returning.
+func (k *sink) close() {
+	k.mu.Lock()
+	k.dead = true
+	k.mu.Unlock()
 }
 
 // appendEvent appends one SSE event carrying msg. id "" means no id line.
@@ -94,14 +182,18 @@ func parseStreamEventID(s string) (k, n uint64, ok bool) {
 	return 0, 0, false
 }
 
-// eventRing keeps the last max framed GET-channel events for Last-Event-ID
-// replay. It grows on demand, so a session that is never pushed to costs
-// nothing.
+// eventRing keeps the last framed GET-channel events for Last-Event-ID
+// replay: at most max of them and maxBytes of their bytes, the oldest going
+// first (the newest event is always kept, whatever its size, so that a live
+// channel can send it). It grows on demand, so a session that is never pushed
+// to costs nothing. The ring is also what a live GET channel reads from.
 type eventRing struct {
-	evs   []ringEvent
-	start int
-	n     int
-	max   int
+	evs      []ringEvent
+	start    int
+	n        int
+	bytes    int // of the n kept events
+	max      int
+	maxBytes int // 0 = no bound
 }
 
 type ringEvent struct {
@@ -113,17 +205,32 @@ func (r *eventRing) add(e ringEvent) {
 	if r.max <= 0 {
 		return
 	}
-	if r.n < r.max {
-		if len(r.evs) < r.max && r.n == len(r.evs) {
-			r.evs = append(r.evs, e)
-		} else {
-			r.evs[(r.start+r.n)%len(r.evs)] = e
-		}
-		r.n++
-		return
+	if r.n == r.max {
+		r.dropOldest()
 	}
-	r.evs[r.start] = e
+	if r.n < len(r.evs) {
+		r.evs[(r.start+r.n)%len(r.evs)] = e
+	} else {
+		// Grow: the kept events are moved to the front first.
+		evs := make([]ringEvent, 0, min(r.max, max(2*len(r.evs), 4)))
+		for i := 0; i < r.n; i++ {
+			evs = append(evs, r.evs[(r.start+i)%len(r.evs)])
+		}
+		r.evs, r.start = append(evs, e), 0
+		r.evs = r.evs[:cap(r.evs)]
+	}
+	r.n++
+	r.bytes += len(e.data)
+	for r.maxBytes > 0 && r.bytes > r.maxBytes && r.n > 1 {
+		r.dropOldest()
+	}
+}
+
+func (r *eventRing) dropOldest() {
+	r.bytes -= len(r.evs[r.start].data)
+	r.evs[r.start] = ringEvent{}
 	r.start = (r.start + 1) % len(r.evs)
+	r.n--
 }
 
 // after appends the events with an id greater than id to dst, oldest first.
@@ -137,22 +244,31 @@ func (r *eventRing) after(id uint64, dst []ringEvent) []ringEvent {
 	return dst
 }
 
-// reply is one call's line back to its client: the HTTP response of the POST
-// that carried the request (a plain JSON answer, or SSE once something streams)
-// and, for a resumable stream, the events kept for a client that reconnects
-// with GET + Last-Event-ID.
-//
-// At most one handler goroutine is attached at a time (the POST, later a
-// resuming GET). Every write to its ResponseWriter happens under mu while it
-// is attached, from whichever goroutine produces the message, and the handler
-// detaches under mu before it returns, so nothing writes to a finished
-// response.
-type reply struct {
-	mu  sync.Mutex
-	w   http.ResponseWriter // the attached handler's writer; nil when detached
-	rc  *http.ResponseController
-	gen uint32 // attachment number; a handler owns the reply while it matches
+// maxQueuedBytes bounds what a call may queue for a handler that has not
+// written it yet: past it, the client is taken to have stopped reading and
+// its response is dropped (a message alone is always queued, whatever its
+// size).
+const maxQueuedBytes = 4 << 20
 
+// reply is one call's line back to its client: the HTTP response of the POST
+// that carried the request (a plain JSON answer, or SSE once something
+// streams) and, for a resumable stream, the events kept for a client that
+// reconnects with GET + Last-Event-ID.
+//
+// At most one handler is attached at a time (the POST, later a resuming GET);
+// its response is a sink. The call never writes to the network: it queues
+// framed events (or its plain answer) under mu and wakes the attached handler,
+// which writes them (pump), so a client that stops reading holds neither the
+// call nor the session, only its own handler, until the write deadline drops
+// it. In stateless mode there is no other goroutine to wake: the call runs
+// inside the handler, which pumps inline.
+type reply struct {
+	mu     sync.Mutex
+	out    *sink // the attached handler's response; nil when detached
+	gen    uint32
+	signal chan struct{} // wakes the attached handler; nil in stateless mode
+
+	h         *Handler
 	s         *session // nil in stateless mode
 	id        []byte   // the request id
 	acceptSSE bool     // the POST accepted text/event-stream
@@ -160,16 +276,21 @@ type reply struct {
 	resumable bool     // events carry ids and are kept (2025-11-25 sessions)
 	streaming bool     // a progress stream: SSE from the start
 
-	sse       bool   // SSE headers have been sent
+	sse        bool   // the answer is an SSE stream
+	queue      []byte // framed events the attached handler has yet to write
+	queueFinal bool   // queue ends with the final message
+	result     *[]byte
+	closing    bool // CloseStream: the handler ends the response once its queue is out
+	dropped    bool // the attached client stopped reading: detached by emit
+
 	stream    uint64 // resumable stream number (k), 0 before the stream opens
 	seq       uint64 // number of the last event on the stream (n)
 	kept      []keptEvent
-	done      bool // the final message is decided: delivered, kept or dropped
+	keptBytes int
+	done      bool // the final message is decided: queued, kept or dropped
 	finalKept bool // the final message is the last kept event
-	result    *[]byte
-	signal    chan struct{} // wakes the attached handler; nil in stateless mode
-	expired   bool          // the caller stopped waiting (request_timeout)
-	expiredCh chan struct{} // closed when expired; made on demand
+	expired   bool // the caller stopped waiting (request_timeout)
+	expiredCh chan struct{}
 }
 
 type keptEvent struct {
@@ -177,13 +298,14 @@ type keptEvent struct {
 	data []byte
 }
 
-// attach makes w the reply's writer. It returns the attachment number and,
+// attach makes w the reply's response. It returns the attachment number and,
 // in session mode, the channel that wakes the attached handler.
 func (rp *reply) attach(w http.ResponseWriter) (uint32, <-chan struct{}) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
-	rp.w = w
+	rp.out = newSink(w, rp.h.opts.WriteTimeout)
 	rp.gen++
+	rp.dropped = false
 	if rp.s != nil {
 		rp.signal = make(chan struct{}, 1)
 	}
@@ -200,30 +322,41 @@ func (rp *reply) wake() {
 	}
 }
 
-// writeLocked writes one framed event to the attached writer and flushes it.
-// A failed write detaches the writer and wakes its handler.
-func (rp *reply) writeLocked(ev []byte) bool {
-	if rp.w == nil {
+// pumpInline writes what the call queued when the call runs inside its
+// handler (stateless mode).
+func (rp *reply) pumpInline() {
+	if rp.s != nil {
+		return
+	}
+	rp.mu.Lock()
+	gen := rp.gen
+	rp.mu.Unlock()
+	rp.pump(gen)
+}
+
+// queueLocked queues one framed event for the attached handler and reports
+// whether there is one. A client that let maxQueuedBytes pile up is dropped.
+func (rp *reply) queueLocked(ev []byte) bool {
+	if rp.out == nil {
 		return false
 	}
-	_, err := rp.w.Write(ev)
-	if err == nil {
-		err = rp.rc.Flush()
-	}
-	if err != nil {
-		rp.w = nil
+	if len(rp.queue) > 0 && len(rp.queue)+len(ev) > maxQueuedBytes {
+		rp.out, rp.queue, rp.queueFinal, rp.dropped = nil, nil, false, true
 		rp.wake()
 		return false
 	}
+	rp.queue = append(rp.queue, ev...)
+	rp.wake()
 	return true
 }
 
-// startSSELocked turns the attached response into an SSE stream. A resumable
-// stream opens with a priming event (an id and a retry delay, no data), so
-// the client can reconnect to it even before the first message.
+// startSSELocked turns the answer into an SSE stream. A resumable stream
+// opens with a priming event (an id and a retry delay, no data), so the
+// client can reconnect to it even before the first message. The headers go
+// out with the handler's next write.
 func (rp *reply) startSSELocked() {
-	rp.rc = startSSE(rp.w)
 	rp.sse = true
+	rp.wake()
 	if !rp.resumable {
 		return
 	}
@@ -237,11 +370,22 @@ func (rp *reply) startSSELocked() {
 	b = append(b, "\nretry: "...)
 	b = strconv.AppendInt(b, retryMillis, 10)
 	b = append(b, "\ndata:\n\n"...)
-	rp.writeLocked(b)
+	rp.queueLocked(b)
+}
+
+// startStream makes a progress stream's answer (streaming is set) SSE at once.
+func (rp *reply) startStream() {
+	rp.mu.Lock()
+	if !rp.sse {
+		rp.startSSELocked()
+	}
+	rp.mu.Unlock()
+	rp.pumpInline()
 }
 
 // frameLocked frames msg as the next event of the stream, keeping it when the
-// stream is resumable.
+// stream is resumable (at most SessionBufferMax events and SessionBufferBytes
+// bytes; the oldest go first).
 func (rp *reply) frameLocked(msg []byte) []byte {
 	if !rp.resumable {
 		return appendEvent(nil, "", msg)
@@ -249,40 +393,50 @@ func (rp *reply) frameLocked(msg []byte) []byte {
 	rp.seq++
 	var idb [48]byte
 	ev := appendEvent(nil, string(streamEventID(idb[:0], rp.stream, rp.seq)), msg)
-	max := rp.s.h.opts.SessionBufferMax
-	if len(rp.kept) >= max {
-		copy(rp.kept, rp.kept[1:])
-		rp.kept = rp.kept[:len(rp.kept)-1]
-	}
+	opts := &rp.s.h.opts
 	rp.kept = append(rp.kept, keptEvent{seq: rp.seq, data: ev})
+	rp.keptBytes += len(ev)
+	drop := 0
+	for len(rp.kept)-drop > 1 && (len(rp.kept)-drop > opts.SessionBufferMax || rp.keptBytes > opts.SessionBufferBytes) {
+		rp.keptBytes -= len(rp.kept[drop].data)
+		drop++
+	}
+	if drop > 0 {
+		n := copy(rp.kept, rp.kept[drop:])
+		clear(rp.kept[n:])
+		rp.kept = rp.kept[:n]
+	}
 	return ev
 }
 
 // emit sends a message related to the call (progress, log, a request to the
 // client). The first one upgrades a plain JSON answer to SSE. It reports
-// whether the message was delivered or kept for a resuming client.
+// whether the message is on its way to the client or kept for a resuming one.
 func (rp *reply) emit(msg []byte) bool {
 	rp.mu.Lock()
-	defer rp.mu.Unlock()
 	if rp.done || !rp.acceptSSE {
+		rp.mu.Unlock()
 		return false
 	}
 	if !rp.sse {
-		if rp.w == nil {
+		if rp.out == nil {
+			rp.mu.Unlock()
 			return false
 		}
 		rp.startSSELocked()
 	}
-	ev := rp.frameLocked(msg)
-	delivered := rp.writeLocked(ev)
-	return delivered || rp.resumable
+	queued := rp.queueLocked(rp.frameLocked(msg))
+	ok := queued || rp.resumable
+	rp.mu.Unlock()
+	rp.pumpInline()
+	return ok
 }
 
 // canStream reports whether messages related to the call can reach the
 // client: it accepts SSE and the call's stream is still open.
 func (rp *reply) canStream() bool {
 	rp.mu.Lock()
-	ok := rp.acceptSSE && !rp.done && (rp.w != nil || (rp.resumable && rp.sse))
+	ok := rp.acceptSSE && !rp.done && (rp.out != nil || (rp.resumable && rp.sse))
 	rp.mu.Unlock()
 	return ok
 }
@@ -298,58 +452,102 @@ func (rp *reply) finish(msg *[]byte) {
 		return
 	}
 	rp.done = true
-	delivered := false
-	if msg != nil && !rp.sse && rp.sseOnly && rp.w != nil {
+	if msg != nil && !rp.sse && rp.sseOnly && rp.out != nil {
 		rp.startSSELocked()
 	}
 	if msg != nil {
 		if !rp.sse {
-			if rp.w != nil {
+			if rp.out != nil {
 				rp.result, msg = msg, nil // the attached handler writes it
 			}
 		} else {
 			ev := rp.frameLocked(*msg)
 			rp.finalKept = rp.resumable
-			delivered = rp.writeLocked(ev)
+			rp.queueFinal = rp.queueLocked(ev)
 		}
 	}
-	if !rp.finalKept || delivered {
+	if !rp.finalKept {
 		rp.dropStreamLocked() // nothing left for a resuming client
 	}
 	rp.wake()
 	rp.mu.Unlock()
 	putBuf(msg)
+	rp.pumpInline()
 }
 
 // dropStreamLocked forgets the kept events once nobody can resume them.
 func (rp *reply) dropStreamLocked() {
 	if rp.stream != 0 {
 		rp.s.closeStream(rp.stream)
-		rp.kept = nil
+		rp.kept, rp.keptBytes = nil, 0
 	}
 }
 
-// settle is called by the handler attached with gen when it is woken. It
-// writes a plain answer that is ready, and reports whether the handler's part
-// is over (answered, ended, or detached).
-func (rp *reply) settle(gen uint32) bool {
-	rp.mu.Lock()
-	defer rp.mu.Unlock()
-	if rp.gen != gen || rp.w == nil {
-		return true
+// Outcomes of pump.
+const (
+	pumpWait = iota // nothing more to write for now
+	pumpOver        // the handler's part is over: answered, ended, or taken over
+	pumpLost        // the client stopped reading, or its connection failed
+)
+
+// pump is called by the handler attached with gen when it is woken: it writes
+// what the call queued, and reports whether the handler's part is over. Only
+// that handler (or, in stateless mode, the call it runs) calls it.
+func (rp *reply) pump(gen uint32) int {
+	for {
+		rp.mu.Lock()
+		if rp.gen != gen {
+			rp.mu.Unlock()
+			return pumpOver
+		}
+		k := rp.out
+		if k == nil {
+			lost := rp.dropped
+			rp.mu.Unlock()
+			if lost {
+				return pumpLost
+			}
+			return pumpOver
+		}
+		sse, q, final, res := rp.sse, rp.queue, rp.queueFinal, rp.result
+		rp.queue, rp.queueFinal, rp.result = nil, false, nil
+		rp.mu.Unlock()
+
+		var err error
+		switch {
+		case res != nil:
+			err = k.json(*res)
+			putBuf(res)
+		case sse && (len(q) > 0 || !k.hasStarted()):
+			err = k.sse(q)
+		}
+
+		rp.mu.Lock()
+		if err != nil {
+			if rp.gen == gen {
+				rp.out = nil // a resumable stream keeps its events for a reconnect
+			}
+			rp.mu.Unlock()
+			return pumpLost
+		}
+		if final {
+			rp.dropStreamLocked() // the client has it all
+		}
+		switch {
+		case rp.gen != gen:
+			rp.mu.Unlock()
+			return pumpOver
+		case len(rp.queue) > 0 || rp.result != nil:
+			rp.mu.Unlock()
+			continue
+		case res != nil || (rp.done && !rp.queueFinal) || rp.closing:
+			rp.out = nil
+			rp.mu.Unlock()
+			return pumpOver
+		}
+		rp.mu.Unlock()
+		return pumpWait
 	}
-	if rp.result != nil {
-		writeJSON(rp.w, http.StatusOK, *rp.result)
-		putBuf(rp.result)
-		rp.result = nil
-		rp.w = nil
-		return true
-	}
-	if rp.done {
-		rp.w = nil
-		return true
-	}
-	return false
 }
 
 // abandon is called by the handler attached with gen when it stops waiting
@@ -358,34 +556,38 @@ func (rp *reply) settle(gen uint32) bool {
 // own answer is dropped when it comes.
 func (rp *reply) abandon(gen uint32, code int, msg string) {
 	rp.mu.Lock()
-	defer rp.mu.Unlock()
-	if rp.gen != gen || rp.w == nil {
+	if rp.gen != gen || rp.out == nil {
+		rp.mu.Unlock()
 		return
 	}
-	switch {
-	case rp.result != nil:
-		writeJSON(rp.w, http.StatusOK, *rp.result)
-		putBuf(rp.result)
-		rp.result = nil
-	case rp.done:
-	default:
+	k := rp.out
+	if rp.result == nil && !rp.done {
 		rp.done = true
 		if code != 0 && !rp.sse && rp.sseOnly {
 			rp.startSSELocked()
 		}
-		if code != 0 && rp.w != nil {
+		if code != 0 {
 			b := getBuf()
 			*b = appendError(*b, rp.id, code, msg, nil)
 			if rp.sse {
-				rp.writeLocked(appendEvent(nil, rp.nextIDLocked(), *b))
+				rp.queue = append(rp.queue, appendEvent(nil, rp.nextIDLocked(), *b)...)
+				putBuf(b)
 			} else {
-				writeJSON(rp.w, http.StatusOK, *b)
+				rp.result = b
 			}
-			putBuf(b)
 		}
 		rp.dropStreamLocked()
 	}
-	rp.w = nil
+	res, q, sse := rp.result, rp.queue, rp.sse
+	rp.result, rp.queue, rp.queueFinal, rp.out = nil, nil, false, nil
+	rp.mu.Unlock()
+	switch {
+	case res != nil:
+		_ = k.json(*res)
+		putBuf(res)
+	case sse && len(q) > 0:
+		_ = k.sse(q)
+	}
 }
 
 // expire marks that the caller timed out, ending the call's waits for the
@@ -421,18 +623,24 @@ func (rp *reply) nextIDLocked() string {
 	return string(streamEventID(nil, rp.stream, rp.seq))
 }
 
-// detach is called by the handler attached with gen when its client went
-// away. The call runs on; a resumable stream keeps its events.
+// detach is called by the handler attached with gen when it returns early
+// (its client went away). The call runs on; a resumable stream keeps its
+// events.
 func (rp *reply) detach(gen uint32) {
 	rp.mu.Lock()
+	var k *sink
 	if rp.gen == gen {
-		rp.w = nil
+		k = rp.out
+		rp.out, rp.queue, rp.queueFinal = nil, nil, false
 		if rp.result != nil {
 			putBuf(rp.result)
 			rp.result = nil
 		}
 	}
 	rp.mu.Unlock()
+	if k != nil {
+		k.close()
+	}
 }
 
 // closeHTTP ends the attached HTTP response early without ending the call
@@ -440,57 +648,52 @@ func (rp *reply) detach(gen uint32) {
 // reconnects with GET + Last-Event-ID.
 func (rp *reply) closeHTTP() {
 	rp.mu.Lock()
-	defer rp.mu.Unlock()
-	if !rp.resumable || rp.done || rp.w == nil || !rp.acceptSSE {
+	if !rp.resumable || rp.done || rp.out == nil || !rp.acceptSSE {
+		rp.mu.Unlock()
 		return
 	}
 	if !rp.sse {
 		rp.startSSELocked()
-		if !rp.resumable {
-			return
-		}
 	}
-	rp.w = nil
-	rp.wake()
+	if rp.resumable {
+		rp.closing = true
+		rp.wake()
+	}
+	rp.mu.Unlock()
 }
 
-// resume attaches a GET that reconnects to this stream after event n: it
-// replays the kept events after n, and reports over when the stream has
-// nothing more to send. A handler still attached is taken over: a client
-// that resumes has stopped reading the old response.
-func (rp *reply) resume(w http.ResponseWriter, n uint64) (gen uint32, sig <-chan struct{}, over bool) {
+// resume attaches a GET that reconnects to this stream after event n: the
+// kept events after n are queued for it, then the live rest. A handler still
+// attached is taken over: a client that resumes has stopped reading the old
+// response.
+func (rp *reply) resume(w http.ResponseWriter, n uint64) (gen uint32, sig <-chan struct{}) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
-	if rp.w != nil {
+	if rp.out != nil {
 		rp.wake() // the old handler finds itself detached and returns
 	}
-	rp.w = w
+	rp.out = newSink(w, rp.h.opts.WriteTimeout)
 	rp.gen++
 	rp.signal = make(chan struct{}, 1)
-	rp.rc = startSSE(w)
+	rp.closing, rp.dropped = false, false
+	rp.queue, rp.queueFinal = nil, false
 	for _, e := range rp.kept {
-		if e.seq > n && !rp.writeLocked(e.data) {
-			break
+		if e.seq > n {
+			rp.queue = append(rp.queue, e.data...)
 		}
 	}
-	if rp.done {
-		if rp.w != nil {
-			rp.dropStreamLocked()
-		}
-		rp.w = nil
-		return rp.gen, rp.signal, true
-	}
-	return rp.gen, rp.signal, false
+	rp.queueFinal = rp.done && rp.finalKept
+	rp.wake()
+	return rp.gen, rp.signal
 }
 
 // writeChannelEvents writes events to a GET channel and flushes them.
-func writeChannelEvents(w http.ResponseWriter, rc *http.ResponseController, evs []ringEvent) error {
-	for _, e := range evs {
-		if _, err := w.Write(e.data); err != nil {
-			return err
-		}
+func writeChannelEvents(k *sink, evs []ringEvent) error {
+	chunks := make([][]byte, len(evs))
+	for i, e := range evs {
+		chunks[i] = e.data
 	}
-	return rc.Flush()
+	return k.sse(chunks...)
 }
 
 var keepAliveComment = []byte(": keepalive\n\n")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,9 @@ func TestProgressWithoutSSEIsBuffered(t *testing.T) {
 	}
 }
 
-func TestProgressStreamSessionRunsOnSnapshot(t *testing.T) {
+// TestProgressStreamRunsOnSessionState: a progress token changes how the
+// answer travels, never what the call does to the state (issue 9, item 11).
+func TestProgressStreamRunsOnSessionState(t *testing.T) {
 	f := newFakeServer()
 	rt := newRoute(t, f, mcp.Options{Sessions: true})
 	sid := rt.initialize() // 2025-06-18: no event ids
@@ -87,32 +90,90 @@ func TestProgressStreamSessionRunsOnSnapshot(t *testing.T) {
 	if !strings.Contains(evs[2].data, `"text":"done"`) {
 		t.Fatalf("result %+v", evs[2])
 	}
-	taken, closed := f.snapshotCounts()
-	if taken != 1 || closed != 1 {
-		t.Fatalf("snapshots taken %d, closed %d", taken, closed)
+	if taken, _ := f.snapshotCounts(); taken != 0 {
+		t.Fatalf("%d snapshots taken for a call that is not concurrent", taken)
 	}
-	// The stream's state change (+100) did not land.
-	if r := rt.call(sid, 3, "tools/call", `{"name":"count"}`); r.text() != "2" {
+	// The stream's state change (+100) landed.
+	if r := rt.call(sid, 3, "tools/call", `{"name":"count"}`); r.text() != "102" {
 		t.Fatalf("count after stream: %s", r.body)
+	}
+	// Streams and buffered calls share one queue: one call at a time.
+	if n := f.maxConcurrent(); n != 1 {
+		t.Fatalf("%d calls ran at once on one session", n)
 	}
 }
 
-func TestProgressStreamRunsBesideTheQueue(t *testing.T) {
+// TestProgressStreamQueuesInOrder: a stream waits for the call before it
+// (with its SSE headers already sent) and counts against session_max_pending.
+func TestProgressStreamQueuesInOrder(t *testing.T) {
 	f := newFakeServer()
 	rt := newRoute(t, f, mcp.Options{Sessions: true, SessionMaxPending: 1})
 	sid := rt.initialize()
 	running := callTool(rt, sid, 1, "wait", `{}`)
 	waitStarted(t, f, "wait")
-	queued := callTool(rt, sid, 2, "count", `{}`)
+	s := rt.stream(context.Background(), sid, progressCall("2", `"t"`, `{}`))
+	checkSSEHeaders(t, s.resp.Header)
 	rt.queued(sid, 1)
-	// The queue is full and blocked; a stream still runs at once.
-	evs := readStream(rt.stream(context.Background(), sid, progressCall("3", `"t"`, `{}`)))
-	if len(evs) != 3 {
-		t.Fatalf("stream beside a full queue: %+v", evs)
+	// The queue is full: the next stream is refused.
+	if r := rt.post(progressCall("3", `"t"`, `{}`), "Mcp-Session-Id: "+sid); r.errorMessage() != "Session overloaded" || r.msg["id"] != float64(3) {
+		t.Fatalf("stream past session_max_pending: %d %s", r.status, r.body)
 	}
+	s.none(50 * time.Millisecond) // nothing before the call runs
 	f.release <- struct{}{}
 	await(t, running)
-	await(t, queued)
+	if evs := readStream(s); len(evs) != 3 || !strings.Contains(evs[2].data, `"done"`) {
+		t.Fatalf("queued stream: %+v", evs)
+	}
+	if got := f.runOrder(); !slices.Equal(got, []string{"wait:", "progress:"}) {
+		t.Fatalf("run order %v", got)
+	}
+}
+
+// TestConcurrentTools: a concurrent tool runs on a snapshot, beside a busy
+// queue, and its state changes are dropped; it counts against
+// session_max_pending like a queued call.
+func TestConcurrentTools(t *testing.T) {
+	for _, streaming := range []bool{true, false} {
+		f := newFakeServer()
+		rt := newRoute(t, f, mcp.Options{Sessions: true, SessionMaxPending: 2, ConcurrentTools: []string{"progress", "slowcount"}})
+		sid := rt.initialize()
+		rt.call(sid, 1, "tools/call", `{"name":"count"}`)
+		running := callTool(rt, sid, 2, "wait", `{}`)
+		waitStarted(t, f, "wait")
+		queued := callTool(rt, sid, 3, "count", `{}`)
+		rt.queued(sid, 1)
+		// The queue is blocked; the concurrent call runs at once.
+		if streaming {
+			evs := readStream(rt.stream(context.Background(), sid, progressCall("4", `"t"`, `{}`)))
+			if len(evs) != 3 || !strings.Contains(evs[2].data, `"done"`) {
+				t.Fatalf("concurrent stream beside a blocked queue: %+v", evs)
+			}
+		} else if r := rt.call(sid, 4, "tools/call", `{"name":"progress"}`); r.text() != "done" {
+			t.Fatalf("concurrent call beside a blocked queue: %s", r.body)
+		}
+		// One queued and one concurrent call fill session_max_pending 2.
+		slow := callTool(rt, sid, 5, "slowcount", `{"ms":60000}`)
+		waitStarted(t, f, "slowcount")
+		if r := rt.call(sid, 6, "ping", ""); r.errorMessage() != "Session overloaded" {
+			t.Fatalf("past session_max_pending: %s", r.body)
+		}
+		if r := rt.notify(sid, "notifications/cancelled", `{"requestId":5}`); r.status != 202 {
+			t.Fatalf("cancel: %d", r.status)
+		}
+		if r := await(t, slow); r.errorMessage() != "Request cancelled" {
+			t.Fatalf("cancelled concurrent call: %s", r.body)
+		}
+		f.release <- struct{}{}
+		await(t, running)
+		if r := await(t, queued); r.text() != "2" {
+			t.Fatalf("queued count: %s", r.body)
+		}
+		// Neither the progress (+100) nor the slowcount landed.
+		if r := rt.call(sid, 7, "tools/call", `{"name":"count"}`); r.text() != "3" {
+			t.Fatalf("streaming=%v: count after concurrent calls: %s", streaming, r.body)
+		}
+		eventually(t, "snapshots closed", func() bool { taken, closed := f.snapshotCounts(); return taken == 2 && closed == 2 })
+	}
 }
 
 func TestProgressStreamErrors(t *testing.T) {
@@ -164,7 +225,7 @@ func TestDisconnectCancelsProgressStream(t *testing.T) {
 	s.nextEvent()
 	cancel()
 	s.close()
-	eventually(t, "snapshot closed", func() bool { _, closed := f.snapshotCounts(); return closed == 1 })
+	eventually(t, "call stopped", func() bool { return f.activeCalls() == 0 })
 	if r := rt.call(sid, 2, "ping", ""); r.status != 200 {
 		t.Fatalf("ping after disconnect: %d", r.status)
 	}
@@ -346,12 +407,12 @@ func TestGetChannel(t *testing.T) {
 	if r := rt.do(http.MethodGet, "", "Mcp-Session-Id: "+sid); r.status != 409 {
 		t.Fatalf("second GET: %d", r.status)
 	}
-	rt.hub.Notify(sid, "notifications/tools/list_changed", nil)
-	rt.hub.Notify(sid, "custom/thing", json.RawMessage(`{"x":1}`))
-	rt.hub.Notify(sid, "dropped", json.RawMessage(`{bad`)) // invalid params: dropped, no id used
-	rt.hub.Notify("unknown-session", "x", nil)
-	rt.hub.Log("unknown-session", "info", nil)
-	rt.hub.Log(sid, "info", json.RawMessage(`"hello"`))
+	rt.push().Notify(sid, "notifications/tools/list_changed", nil)
+	rt.push().Notify(sid, "custom/thing", json.RawMessage(`{"x":1}`))
+	rt.push().Notify(sid, "dropped", json.RawMessage(`{bad`)) // invalid params: dropped, no id used
+	rt.push().Notify("unknown-session", "x", nil)
+	rt.push().Log("unknown-session", "info", nil)
+	rt.push().Log(sid, "info", json.RawMessage(`"hello"`))
 	for i, want := range []string{`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
 		`{"jsonrpc":"2.0","method":"custom/thing","params":{"x":1}}`,
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello"}}`} {
@@ -371,7 +432,7 @@ func TestGetChannel(t *testing.T) {
 		get = newSSE(t, resp)
 		return true
 	})
-	rt.hub.Notify(sid, "again", nil)
+	rt.push().Notify(sid, "again", nil)
 	if ev := get.nextEvent(); ev.id != "4" {
 		t.Fatalf("ids never reset: %+v", ev)
 	}
@@ -386,14 +447,14 @@ func TestGetChannelLogLevel(t *testing.T) {
 	sid := rt.initialize()
 	get := newSSE(t, rt.openGet(context.Background(), sid))
 	defer get.close()
-	rt.hub.Log(sid, "debug", json.RawMessage(`1`))
-	rt.hub.Log(sid, "info", json.RawMessage(`2`))
+	rt.push().Log(sid, "debug", json.RawMessage(`1`))
+	rt.push().Log(sid, "info", json.RawMessage(`2`))
 	if ev := get.nextEvent(); !strings.Contains(ev.data, `"level":"info","data":2`) {
 		t.Fatalf("default level: %+v", ev)
 	}
 	rt.call(sid, 1, "logging/setLevel", `{"level":"warning"}`)
-	rt.hub.Log(sid, "info", json.RawMessage(`3`))
-	rt.hub.Log(sid, "error", json.RawMessage(`4`))
+	rt.push().Log(sid, "info", json.RawMessage(`3`))
+	rt.push().Log(sid, "error", json.RawMessage(`4`))
 	if ev := get.nextEvent(); !strings.Contains(ev.data, `"level":"error","data":4`) {
 		t.Fatalf("after setLevel: %+v", ev)
 	}
@@ -413,7 +474,7 @@ func TestKeepAlive(t *testing.T) {
 	get = newSSE(t, off.openGet(context.Background(), sid))
 	defer get.close()
 	time.Sleep(150 * time.Millisecond)
-	off.hub.Notify(sid, "ping/after/quiet", nil)
+	off.push().Notify(sid, "ping/after/quiet", nil)
 	if ev := get.next(); ev.comment != "" || ev.id != "1" {
 		t.Fatalf("keep-alive disabled, got %+v first", ev)
 	}
@@ -438,7 +499,7 @@ func TestReplay(t *testing.T) {
 			rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true, SessionBufferMax: tt.bufferMax})
 			sid := rt.initialize()
 			for i := 0; i < tt.pushes; i++ {
-				rt.hub.Notify(sid, "n", nil) // no channel attached: buffered
+				rt.push().Notify(sid, "n", nil) // no channel attached: buffered
 			}
 			var headers []string
 			if tt.lastID != "" {
@@ -446,7 +507,7 @@ func TestReplay(t *testing.T) {
 			}
 			get := newSSE(t, rt.openGet(context.Background(), sid, headers...))
 			defer get.close()
-			rt.hub.Notify(sid, "live", nil)
+			rt.push().Notify(sid, "live", nil)
 			var got []string
 			for {
 				ev := get.nextEvent()
@@ -471,8 +532,8 @@ func TestBroadcastAndSubscriptions(t *testing.T) {
 	b := newSSE(t, rt.openGet(context.Background(), loner))
 	defer b.close()
 
-	rt.hub.Broadcast("fixture", "notifications/resources/list_changed", nil)
-	rt.hub.Broadcast("nobody", "x", nil)
+	rt.push().Broadcast("fixture", "notifications/resources/list_changed", nil)
+	rt.push().Broadcast("nobody", "x", nil)
 	if ev := a.nextEvent(); !strings.Contains(ev.data, "list_changed") {
 		t.Fatalf("member: %+v", ev)
 	}
@@ -480,21 +541,21 @@ func TestBroadcastAndSubscriptions(t *testing.T) {
 		t.Fatalf("subscribe: %s", r.body)
 	}
 	rt.call(loner, 2, "resources/subscribe", `{"uri":"mem://greeting"}`) // idempotent
-	rt.hub.ResourceUpdated("mem://greeting")
-	rt.hub.ResourceUpdated("mem://other")
+	rt.push().ResourceUpdated("mem://greeting")
+	rt.push().ResourceUpdated("mem://other")
 	ev := b.nextEvent()
 	if ev.data != `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"mem://greeting"}}` || ev.id != "1" {
 		t.Fatalf("subscriber: %+v", ev)
 	}
 	rt.call(loner, 3, "resources/unsubscribe", `{"uri":"mem://greeting"}`)
-	rt.hub.ResourceUpdated("mem://greeting")
-	rt.hub.Notify(loner, "marker", nil)
+	rt.push().ResourceUpdated("mem://greeting")
+	rt.push().Notify(loner, "marker", nil)
 	if ev := b.nextEvent(); !strings.Contains(ev.data, "marker") {
 		t.Fatalf("after unsubscribe: %+v", ev)
 	}
 	// The loner got no broadcast, the member no resource update: the member's
 	// next event is its own marker.
-	rt.hub.Notify(member, "marker", nil)
+	rt.push().Notify(member, "marker", nil)
 	if ev := a.nextEvent(); !strings.Contains(ev.data, "marker") || ev.id != "2" {
 		t.Fatalf("member after updates: %+v", ev)
 	}
@@ -507,10 +568,10 @@ func TestSessionExitDropsMemberships(t *testing.T) {
 	rt.call(sid, 1, "resources/subscribe", `{"uri":"mem://greeting"}`)
 	rt.do(http.MethodDelete, "", "Mcp-Session-Id: "+sid)
 	// Pushes to the ended session are no-ops (and do not panic).
-	rt.hub.Broadcast("fixture", "x", nil)
-	rt.hub.ResourceUpdated("mem://greeting")
-	rt.hub.Notify(sid, "x", nil)
-	rt.hub.Log(sid, "error", nil)
+	rt.push().Broadcast("fixture", "x", nil)
+	rt.push().ResourceUpdated("mem://greeting")
+	rt.push().Notify(sid, "x", nil)
+	rt.push().Log(sid, "error", nil)
 }
 
 const resumableInit = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}`
@@ -541,7 +602,7 @@ func TestResumablePostStream(t *testing.T) {
 	}
 	// The GET channel is independent of resumed streams.
 	get := newSSE(t, rt.openGet(context.Background(), sid))
-	rt.hub.Notify(sid, "n", nil)
+	rt.push().Notify(sid, "n", nil)
 	if ev := get.nextEvent(); ev.id != "1" {
 		t.Fatalf("GET channel id %+v", ev)
 	}
@@ -585,8 +646,9 @@ func TestResumableProgressStreamSurvivesDisconnect(t *testing.T) {
 		rest = readStream(newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+first.id)))
 		return len(rest) > 0 && strings.Contains(rest[len(rest)-1].data, `"done"`)
 	})
-	if _, closed := f.snapshotCounts(); closed != 1 {
-		t.Fatalf("snapshot closed %d times", closed)
+	// The call ran to its end on the session's state: its +100 landed.
+	if r := rt.call(sid, 2, "tools/call", `{"name":"count"}`); r.text() != "101" {
+		t.Fatalf("count after the resumed stream: %s", r.body)
 	}
 }
 
@@ -626,7 +688,7 @@ func TestWriteTimeoutDoesNotKillStreams(t *testing.T) {
 	defer get.close()
 	s := rt.stream(context.Background(), sid, progressCall("1", `"t"`, `{"steps":2,"ms":250}`))
 	time.Sleep(300 * time.Millisecond) // past the WriteTimeout
-	hub.Notify(sid, "late", nil)
+	hub.Route("").Notify(sid, "late", nil)
 	if ev := get.nextEvent(); !strings.Contains(ev.data, "late") {
 		t.Fatalf("GET channel after WriteTimeout: %+v", ev)
 	}

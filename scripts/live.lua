@@ -9,7 +9,12 @@
 local mcp = require("mcp")
 
 return {
-  route = { sessions = true },
+  -- Every call of a session runs in turn on its state, so a 10-second
+  -- countdown would hold up the session's other calls. countdown only reads
+  -- the state, so it is listed in concurrent_tools: its calls run on a copy
+  -- of the state, beside the session's other calls, and whatever they change
+  -- there is dropped.
+  route = { sessions = true, concurrent_tools = { "countdown" } },
 
   -- listChanged tells clients that the tool list may change (see unlock_die).
   -- Capabilities are sent exactly as written, so their keys are camelCase.
@@ -67,8 +72,6 @@ return {
         -- Progress reaches the client only when it asked for it (a
         -- progressToken in the call's _meta) and accepts an event stream;
         -- otherwise mcp.progress does nothing, so call it unconditionally.
-        -- A call with a progress token runs on a copy of the session state:
-        -- whatever it changes there is thrown away.
         mcp.progress(ctx, done, { total = from, message = (from - done) .. "..." })
         -- A log message for this call, dropped below the level the client
         -- set with logging/setLevel (default "info").

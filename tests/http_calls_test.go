@@ -117,21 +117,44 @@ func TestStreamingToolErrors(t *testing.T) {
 	}
 }
 
-// A streaming call runs on a snapshot of the state and changes nothing.
-func TestSessionStreamingSnapshot(t *testing.T) {
+// A streaming call (a progress token) runs in its turn on the session's state
+// and keeps its changes: asking for progress never changes what a call does.
+func TestSessionStreamingKeepsState(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "session")
 	u := s.url("session")
 	sid := s.initialize(t, u)
 	s.callTool(t, u, sid, "count", nil).wantText(t, "1")
-	r := s.do(t, u, call{Body: toolCall(2, "count", nil, "snap"), Session: sid})
+	r := s.do(t, u, call{Body: toolCall(2, "count", nil, "tok"), Session: sid})
 	if r.contentType() != "text/event-stream" {
 		t.Fatalf("the streaming count answered %q, want text/event-stream", r.Header.Get("Content-Type"))
 	}
 	var res toolResult
 	_ = json.Unmarshal(r.response(t).Result, &res)
 	res.wantText(t, "2")
+	s.callTool(t, u, sid, "count", nil).wantText(t, "3")
+}
+
+// A concurrent tool (route option concurrent_tools) runs on a snapshot of the
+// state, streaming or not, and its changes are dropped.
+func TestConcurrentToolRunsOnSnapshot(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "concurrent")
+	u := s.url("concurrent")
+	sid := s.initialize(t, u)
+	s.callTool(t, u, sid, "count", nil).wantText(t, "1")
+	r := s.do(t, u, call{Body: toolCall(2, "sleep", map[string]any{"ms": 10}, "tok"), Session: sid})
+	var res toolResult
+	_ = json.Unmarshal(r.response(t).Result, &res)
+	res.wantText(t, "slept")
+	s.callTool(t, u, sid, "sleep", map[string]any{"ms": 10}).wantText(t, "slept")
+	// Neither sleep's increment landed.
 	s.callTool(t, u, sid, "count", nil).wantText(t, "2")
+	// A concurrent call runs beside a running one: the session still answers.
+	st := s.streamingBlock(t, u, sid, 5)
+	s.callTool(t, u, sid, "count", nil).wantText(t, "3")
+	s.cancel(t, u, sid, 5)
+	noResult(t, st.ended(), "5")
 }
 
 // streamingBlock starts a streaming block call and waits for its first
@@ -185,8 +208,8 @@ func TestCancelUnknownIDIsNoop(t *testing.T) {
 // A cancel matches the id exactly: integer 7 is not string "7".
 func TestCancelMatchesIDType(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "session")
-	u := s.url("session")
+	s := startServer(t, "concurrent") // the block runs beside the queue, so a ping can pass it
+	u := s.url("concurrent")
 	sid := s.initialize(t, u)
 	st := s.streamingBlock(t, u, sid, 7)
 	s.cancel(t, u, sid, "7")
@@ -205,11 +228,22 @@ func TestCancelMatchesIDType(t *testing.T) {
 
 func TestSessionDisconnectCancelsStream(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "session")
-	u := s.url("session")
+	s := startServer(t, "concurrent", "session")
+	// A concurrent stream whose client goes away leaves the session serving.
+	u := s.url("concurrent")
 	sid := s.initialize(t, u)
 	st := s.streamingBlock(t, u, sid, 5)
 	st.close()
+	s.rpc(t, u, sid, 6, "ping", nil)
+	s.callTool(t, u, sid, "count", nil).wantText(t, "1")
+
+	// A 2025-11-25 stream in the queue is not cancelled by a disconnect (the
+	// client may resume it): it holds the queue until the client cancels it.
+	u = s.url("session")
+	sid = s.initialize(t, u)
+	st = s.streamingBlock(t, u, sid, 5)
+	st.close()
+	s.cancel(t, u, sid, 5)
 	s.rpc(t, u, sid, 6, "ping", nil)
 	s.callTool(t, u, sid, "count", nil).wantText(t, "1")
 }
@@ -230,8 +264,9 @@ func wantSessionEnded(t *testing.T, r *reply, id string) {
 
 func TestSessionDeleteReleasesStreamingPost(t *testing.T) { // terminate_kills_streaming_worker, terminate_releases_streaming_conn
 	t.Parallel()
-	s := startServer(t, "session")
-	u := s.url("session")
+	s := startServer(t, "concurrent", "session")
+	// Two concurrent calls, one streaming, one buffered.
+	u := s.url("concurrent")
 	sid := s.initialize(t, u)
 	st := s.streamingBlock(t, u, sid, 5)
 	buffered := s.async(t, u, call{Body: toolCall(6, "block", nil, nil), Session: sid})
@@ -241,6 +276,20 @@ func TestSessionDeleteReleasesStreamingPost(t *testing.T) { // terminate_kills_s
 	}
 	noResult(t, st.ended(), "5")
 	wantSessionEnded(t, buffered.wait(t), "6")
+	s.logs.waitFor(t, terminated("normal", sid), 1)
+
+	// A stream running in the queue, and a request queued behind it.
+	u = s.url("session")
+	sid = s.initialize(t, u)
+	st = s.streamingBlock(t, u, sid, 7)
+	queued := s.async(t, u, call{Body: request(8, "ping", nil), Session: sid})
+	if r := s.do(t, u, call{Method: http.MethodDelete, Session: sid}); r.Status != http.StatusNoContent {
+		t.Fatalf("DELETE: HTTP %d, want 204", r.Status)
+	}
+	noResult(t, st.ended(), "7")
+	if r := queued.wait(t); r.Status != http.StatusNotFound { // it may have come after the DELETE
+		wantSessionEnded(t, r, "8")
+	}
 	s.logs.waitFor(t, terminated("normal", sid), 1)
 }
 

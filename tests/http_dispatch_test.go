@@ -116,7 +116,8 @@ func TestDispatchUnknownMethod(t *testing.T) {
 	wantError(t, m, -32601, "Method not found")
 }
 
-// decode_*: malformed bodies are HTTP 200 with a null id.
+// decode_*: malformed bodies are HTTP 200. Their error echoes the id when
+// one could be read (a string or an integer); otherwise the id is null.
 func TestJSONRPCMalformed(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "stateless", "session")
@@ -125,21 +126,22 @@ func TestJSONRPCMalformed(t *testing.T) {
 		name, body string
 		code       int
 		msg        string
+		id         string // the id the error echoes: a valid one is read even from an invalid request
 	}{
-		{"decode_parse_error", `{"jsonrpc":`, -32700, "Parse error"},
-		{"decode_parse_error_empty", ``, -32700, "Parse error"},
-		{"decode_invalid_non_object", `42`, -32600, "Invalid Request"},
-		{"decode_invalid_missing_method", `{"jsonrpc":"2.0","id":1}`, -32600, "Invalid Request"},
-		{"decode_invalid_method_type", `{"jsonrpc":"2.0","id":1,"method":42}`, -32600, "Invalid Request"},
-		{"decode_invalid_wrong_version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, -32600, "Invalid Request"},
-		{"decode_invalid_no_version", `{"id":1,"method":"ping"}`, -32600, "Invalid Request"},
-		{"decode_invalid_params_not_object", `{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}`, -32600, "Invalid Request"},
-		{"decode_invalid_batch_array", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, -32600, "Invalid Request"},
-		{"post_fractional_id_invalid_request", `{"jsonrpc":"2.0","id":2.5,"method":"ping"}`, -32600, "Invalid Request"},
-		{"decode_invalid_fractional_id_exponent", `{"jsonrpc":"2.0","id":1e2,"method":"ping"}`, -32600, "Invalid Request"},
-		{"decode_invalid_bool_id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, -32600, "Invalid Request"},
-		{"decode_invalid_array_id", `{"jsonrpc":"2.0","id":[1],"method":"ping"}`, -32600, "Invalid Request"},
-		{"decode_invalid_object_id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, "Invalid Request"},
+		{"decode_parse_error", `{"jsonrpc":`, -32700, "Parse error", "null"},
+		{"decode_parse_error_empty", ``, -32700, "Parse error", "null"},
+		{"decode_invalid_non_object", `42`, -32600, "Invalid Request", "null"},
+		{"decode_invalid_missing_method", `{"jsonrpc":"2.0","id":1}`, -32600, "Invalid Request", "1"},
+		{"decode_invalid_method_type", `{"jsonrpc":"2.0","id":1,"method":42}`, -32600, "Invalid Request", "1"},
+		{"decode_invalid_wrong_version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, -32600, "Invalid Request", "1"},
+		{"decode_invalid_no_version", `{"id":1,"method":"ping"}`, -32600, "Invalid Request", "1"},
+		{"decode_invalid_params_not_object", `{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}`, -32600, "Invalid Request", "1"},
+		{"decode_invalid_batch_array", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, -32600, "Invalid Request", "null"},
+		{"post_fractional_id_invalid_request", `{"jsonrpc":"2.0","id":2.5,"method":"ping"}`, -32600, "Invalid Request", "null"},
+		{"decode_invalid_fractional_id_exponent", `{"jsonrpc":"2.0","id":1e2,"method":"ping"}`, -32600, "Invalid Request", "null"},
+		{"decode_invalid_bool_id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, -32600, "Invalid Request", "null"},
+		{"decode_invalid_array_id", `{"jsonrpc":"2.0","id":[1],"method":"ping"}`, -32600, "Invalid Request", "null"},
+		{"decode_invalid_object_id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, "Invalid Request", "null"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,7 +155,7 @@ func TestJSONRPCMalformed(t *testing.T) {
 					t.Fatalf("%s: HTTP %d, want 200; body:\n%s", variant, r.Status, r.Body)
 				}
 				m := r.response(t)
-				wantID(t, m, "null")
+				wantID(t, m, tt.id)
 				wantError(t, m, tt.code, tt.msg)
 			}
 		})

@@ -54,18 +54,20 @@ func TestNoGoroutineLeakAfterShutdown(t *testing.T) {
 	warmUp(t)
 	baseline := runtime.NumGoroutine()
 
-	s := startServer(t, "session", "stateless")
-	u := s.url("session")
+	s := startServer(t, "session", "concurrent", "stateless")
+	u, uc := s.url("session"), s.url("concurrent")
 	var running, queued []*pending
 	for i := 0; i < 5; i++ {
 		sid := s.initialize(t, u)
 		s.poke(t, u, sid, i)              // a buffered push
 		s.openGET(t, u, sid, nil)         // an attached channel
-		s.streamingBlock(t, u, sid, 10+i) // a streaming call
-		// A running buffered call, and one queued behind it.
-		running = append(running, s.async(t, u, call{Body: toolCall(20+i, "block", nil, nil), Session: sid}))
-		waitBlock(t, s, 20+i)
+		s.streamingBlock(t, u, sid, 10+i) // a streaming call, running in the queue
+		// A request queued behind it.
 		queued = append(queued, s.async(t, u, call{Body: request(30+i, "ping", nil), Session: sid}))
+		// A buffered call running on a snapshot (a concurrent tool).
+		sidC := s.initialize(t, uc)
+		running = append(running, s.async(t, uc, call{Body: toolCall(20+i, "block", nil, nil), Session: sidC}))
+		waitBlock(t, s, 20+i)
 	}
 	s.poke(t, s.url("stateless"), "", 1) // a finished stateless call
 

@@ -334,8 +334,9 @@ func TestGoSDKProgress(t *testing.T) {
 	}
 }
 
-// A streaming call runs on a snapshot: it sees the state, changes nothing.
-func TestGoSDKStreamingSnapshot(t *testing.T) {
+// A call with a progress token runs on the session's state like any other,
+// and keeps its changes.
+func TestGoSDKStreamingKeepsState(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "session")
 	c := connectGo(t, s.url("session"), &sdk.ClientOptions{
@@ -348,7 +349,7 @@ func TestGoSDKStreamingSnapshot(t *testing.T) {
 	if err != nil || goText(t, res) != "2" {
 		t.Fatalf("streaming count = %+v, %v, want 2", res, err)
 	}
-	c.wantText(t, "count", nil, "2")
+	c.wantText(t, "count", nil, "3")
 }
 
 // logSink collects notifications/message.

@@ -45,19 +45,33 @@ type testServer struct {
 // down when the test ends; a load error fails the test at once.
 func startServer(t *testing.T, variants ...string) *testServer {
 	t.Helper()
+	return startServerWith(t, nil, variants...)
+}
+
+// startServerWith is startServer with an edit of the host's configuration.
+func startServerWith(t *testing.T, edit func(*host.Config), variants ...string) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
 	for _, v := range variants {
 		copyFile(t, filepath.Join("testdata", "servers", v+".lua"), filepath.Join(dir, v+".lua"))
 	}
-	return startHost(t, dir)
+	if edit == nil {
+		return startHost(t, dir)
+	}
+	return startHost(t, dir, edit)
 }
 
-// startHost mounts every script of dir on a fresh host.
-func startHost(t *testing.T, dir string) *testServer {
+// startHost mounts every script of dir on a fresh host; edits, if any,
+// change its configuration.
+func startHost(t *testing.T, dir string, edits ...func(*host.Config)) *testServer {
 	t.Helper()
 	logs := newLogRecorder()
-	h, err := host.New(host.Config{Dir: dir, Logger: slog.New(logs)})
+	cfg := host.Config{Dir: dir, Logger: slog.New(logs)}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	h, err := host.New(cfg)
 	if err != nil {
 		t.Fatalf("host.New(%s): %v", dir, err)
 	}

@@ -49,30 +49,33 @@ local mcp = {}
 ---@param opts mcp.ProgressOptions?
 function mcp.progress(ctx, progress, opts) end
 
----Pushes one notification to one session's GET channel (buffered for replay when none is open).
----A nil session id (a stateless call's ctx.session_id) or an unknown one does nothing.
+---Pushes one notification to one session of this script's route, on its GET channel (buffered
+---for replay when none is open). A nil session id (a stateless call's ctx.session_id), an unknown
+---one or another route's session does nothing.
 ---@param session_id string?
----@param method string e.g. "notifications/tools/list_changed"
+---@param method string a notification: "notifications/..." (e.g. "notifications/tools/list_changed")
 ---@param params table? encoded as the notification's params
----@return boolean ok false when params has no JSON form: the push is logged and dropped
+---@return boolean ok false when the push is dropped (a method outside notifications/, or params with no JSON form)
 ---@return string? err why it was dropped
 function mcp.notify(session_id, method, params) end
 
----Pushes one notification to every session whose `channels(state)` named `channel`.
+---Pushes one notification to every session of this script's route whose `channels(state)` named
+---`channel`.
 ---@param channel string
----@param method string
+---@param method string a notification: "notifications/..."
 ---@param params table?
----@return boolean ok false when params has no JSON form: the push is logged and dropped
+---@return boolean ok false when the push is dropped (a method outside notifications/, or params with no JSON form)
 ---@return string? err why it was dropped
 function mcp.broadcast(channel, method, params) end
 
----Sends notifications/resources/updated {uri} to every session subscribed to `uri`.
+---Sends notifications/resources/updated {uri} to every session of this script's route subscribed
+---to `uri`.
 ---@param uri string
 ---@return boolean ok always true
 function mcp.resource_updated(uri) end
 
----Sends notifications/message {level, data}: with a session id, on that session's GET channel;
----with a ctx, on the running call's own stream. Dropped below the session's level (default info).
+---Sends notifications/message {level, data}: with a session id (of this script's route), on that
+---session's GET channel; with a ctx, on the running call's own stream. Dropped below the session's level (default info).
 ---A nil target (a stateless ctx.session_id) does nothing; an unknown level raises. Data with no
 ---JSON form is logged and dropped for a session target (false, err) and fails the call for a ctx.
 ---@param target string|mcp.Context|nil

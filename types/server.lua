@@ -18,9 +18,10 @@
 ---@field session_ttl_ms integer? idle session reaping (default 300000)
 ---@field request_timeout_ms integer? how long a buffered caller waits (default 60000); also the longest wait for a free Lua slot
 ---@field call_timeout_ms integer? hard cap on one callback's run time; past it the call is a crash (default: `serve --call-timeout`, 600000)
----@field session_max_pending integer? queued requests per session (default 100)
+---@field session_max_pending integer? calls per session waiting in its queue or running on snapshots (default 100)
 ---@field session_keepalive_ms integer? GET-channel keep-alive comment period (default 30000; 0 off)
 ---@field session_buffer_max integer? GET-channel events kept for Last-Event-ID replay (default 256)
+---@field concurrent_tools string[]? tools whose calls run on a copy of the session state, in parallel with its other calls; their state changes are dropped (default {}: every call runs in order on the state)
 ---@field allow luamcp.Allow? what the script may reach through http, fs, env and exec (default {}: nothing)
 
 ---@class luamcp.Allow

@@ -87,7 +87,7 @@ return {
       -- meanwhile must not see the change.
       state.count = 1000
       state.nested.items[1] = "mutated"
-      mcp.notify("test", "mutated", {})
+      mcp.notify("test", "notifications/mutated", {})
       mcp.sleep(args.ms)
       return "done"
     elseif name == "ctx" then

@@ -156,11 +156,11 @@ const scenarios = {
     assert.equal(text(res), 'done');
     assert.deepEqual(progress.map((p) => [p.progress, p.total, p.message]), [[1, 2, 'step 1/2'], [2, 2, 'step 2/2']]);
     ok('progress via onprogress');
-    // A streaming call runs on a snapshot: its increment is not kept.
+    // A call with a progress token runs on the session's state: its increment is kept.
     const streamed = await tool(client, 'count', {}, { onprogress: () => {}, timeout: WAIT });
     assert.equal(text(streamed), '3');
-    await wantText(client, 'count', {}, '3');
-    ok('streaming snapshot');
+    await wantText(client, 'count', {}, '4');
+    ok('streaming keeps state');
 
     const resources = await walk((p) => client.listResources(p), 'resources');
     assert.deepEqual(resources.all.map((r) => r.uri), ['mem://greeting', 'mem://locked', 'mem://structured', 'mem://counter']);
@@ -325,6 +325,36 @@ const scenarios = {
     assert.deepEqual(await logs.next('the log sent after the stream closed'), { level: 'info', data: 'after reconnect' });
     assert.ok(rec.log.some((e) => e.method === 'GET' && e.lastEventId), `no GET with Last-Event-ID: ${JSON.stringify(rec.log)}`);
     ok('resumed with Last-Event-ID');
+    await client.close();
+  },
+
+  // A client that always asks for progress (FastMCP, or any SDK client given
+  // an onprogress callback) on scripts/counter.lua: every call still runs on
+  // the session's state and keeps its changes.
+  async counter(url) {
+    const { client } = await connect(url);
+    const progress = [];
+    const withProgress = { onprogress: (p) => progress.push(p), timeout: WAIT };
+    assert.equal(text(await tool(client, 'increment', {}, withProgress)), '1');
+    assert.equal(text(await tool(client, 'increment', {}, withProgress)), '2');
+    assert.equal(text(await tool(client, 'get', {}, withProgress)), '2');
+    assert.equal(text(await tool(client, 'get')), '2');
+    ok('counter keeps state with a progress token on every call', { progress: progress.length });
+    await client.close();
+  },
+
+  // The same on scripts/notes.lua: a note added by a call with a progress
+  // token is in the notebook afterwards.
+  async notes(url) {
+    const { client } = await connect(url);
+    const withProgress = { onprogress: () => {}, timeout: WAIT };
+    assert.equal(text(await tool(client, 'add_note', { title: 'Groceries', text: 'milk, eggs' }, withProgress)), '1');
+    assert.equal(text(await tool(client, 'add_note', { title: 'Todo', text: 'call Ada' }, withProgress)), '2');
+    const { resources } = await within(client.listResources(), 'listResources');
+    assert.deepEqual(resources.map((r) => r.uri), ['notes://1', 'notes://2']);
+    const read = await within(client.readResource({ uri: 'notes://1' }), 'readResource');
+    assert.equal(read.contents[0].text, 'milk, eggs');
+    ok('notes keeps state with a progress token on every call');
     await client.close();
   },
 };

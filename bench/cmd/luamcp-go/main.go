@@ -144,7 +144,7 @@ func broadcastServer(hub *mcp.Hub) *server {
 			return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "arguments: " + err.Error()}
 		}
 		params, _ := json.Marshal(map[string]any{"level": "info", "data": map[string]string{"marker": in.Marker}})
-		hub.Broadcast(spec.BroadcastChannel, "notifications/message", params)
+		hub.Route(spec.PathBroadcast).Broadcast(spec.BroadcastChannel, "notifications/message", params)
 		return text("ok"), nil
 	}
 	return s

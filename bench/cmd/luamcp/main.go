@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/luamcp/luamcp/bridge"
 	"github.com/luamcp/luamcp/host"
 	"github.com/luamcp/luamcp/luavm"
 	"github.com/luamcp/luamcp/mcp"
@@ -54,7 +55,7 @@ func run(f *serve.Flags, scripts string, pool int) error {
 	}
 
 	hub := mcp.NewHub(logger)
-	churn, err := luavm.Load(filepath.Join(scripts, "churn.lua"), luavm.Config{Dir: scripts, Logger: logger, Pushes: hub, PoolSize: pool})
+	churn, err := luavm.Load(filepath.Join(scripts, "churn.lua"), luavm.Config{Dir: scripts, Logger: logger, Pushes: func(path string) bridge.Pushes { return hub.Route(path) }, PoolSize: pool})
 	if err != nil {
 		return err
 	}

@@ -178,11 +178,21 @@ local function handle_tool(name, args, ctx, state)
       local ok, err = mcp.notify(ctx.session_id, "notifications/test/poke", { f = function() end })
       assert(ok == false and err:find("cannot encode a function", 1, true), tostring(err))
     end
-    mcp.notify(args.to or ctx.session_id, "notifications/test/poke", { n = args.n or 0 })
+    -- times: push that many (big pushes fill a client's socket); method: push
+    -- another method (only notifications/* are taken: the others are refused).
+    for _ = 1, args.times or 1 do
+      local ok, err = mcp.notify(args.to or ctx.session_id, args.method or "notifications/test/poke", { n = args.n or 0 })
+      if not ok then
+        return "refused: " .. err
+      end
+    end
     return "notified"
 
   elseif name == "broadcast" then
-    mcp.broadcast("mcp_test_channel", "notifications/tools/list_changed", mcp.object({}))
+    local ok, err = mcp.broadcast("mcp_test_channel", args.method or "notifications/tools/list_changed", mcp.object({}))
+    if not ok then
+      return "refused: " .. err
+    end
     return "broadcast"
 
   elseif name == "touch" then
@@ -195,7 +205,9 @@ local function handle_tool(name, args, ctx, state)
       data = "log at " .. args.level
     end
     if args.on == "call" then
-      mcp.log(ctx, args.level, data)
+      for _ = 1, args.times or 1 do
+        mcp.log(ctx, args.level, data)
+      end
     else
       mcp.log(args.to or ctx.session_id, args.level, data)
     end

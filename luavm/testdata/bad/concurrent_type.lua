@@ -1,0 +1,1 @@
+return { route = { sessions = true, concurrent_tools = "countdown" }, init = function() end, tools = function() end, handle_tool = function() end }

@@ -1,0 +1,395 @@
+package mcp_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/luamcp/luamcp/mcp"
+)
+
+// Clients that misbehave on purpose: they dribble bodies, stop reading their
+// streams, flood a session or push across routes. Each must lose alone.
+
+// rawConn is a client connection driven byte by byte.
+type rawConn struct {
+	t  *testing.T
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, rt *route) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(rt.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+// send writes a request: its head, then body (which may be shorter than a
+// Content-Length given in headers).
+func (rc *rawConn) send(method, target string, headers []string, body string) {
+	rc.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n", method, target)
+	for _, h := range headers {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("\r\n")
+	b.WriteString(body)
+	if _, err := io.WriteString(rc.c, b.String()); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+// post sends a complete JSON-RPC POST on session sid ("" for none).
+func (rc *rawConn) post(path, sid, body string) {
+	rc.t.Helper()
+	h := []string{"Content-Type: application/json", "Accept: application/json, text/event-stream",
+		fmt.Sprintf("Content-Length: %d", len(body))}
+	if sid != "" {
+		h = append(h, "Mcp-Session-Id: "+sid)
+	}
+	rc.send("POST", path, h, body)
+}
+
+// response reads the next response's status and headers (not its body).
+func (rc *rawConn) response() *http.Response {
+	rc.t.Helper()
+	_ = rc.c.SetReadDeadline(time.Now().Add(liveness))
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		rc.t.Fatalf("reading a response: %v", err)
+	}
+	return resp
+}
+
+func TestDribbledBodyTimesOut(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, BodyTimeout: 200 * time.Millisecond})
+	sid := rt.initialize()
+	rc := dialRaw(t, rt)
+	rc.send("POST", "/mcp", []string{"Content-Type: application/json", "Accept: application/json",
+		"Content-Length: 200", "Mcp-Session-Id: " + sid}, `{"jsonrpc":"2.0",`)
+	// The body never completes: the read deadline ends it with a 400, and
+	// the connection closes.
+	if resp := rc.response(); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("dribbled body: HTTP %d, want 400", resp.StatusCode)
+	}
+	_ = rc.c.SetReadDeadline(time.Now().Add(liveness))
+	if _, err := io.Copy(io.Discard, rc.br); err != nil {
+		t.Fatalf("the connection did not close: %v", err)
+	}
+	// A body that arrives in time, in pieces, is read whole.
+	rc = dialRaw(t, rt)
+	body := `{"jsonrpc":"2.0","id":5,"method":"ping"}`
+	rc.send("POST", "/mcp", []string{"Content-Type: application/json", "Accept: application/json",
+		fmt.Sprintf("Content-Length: %d", len(body)), "Mcp-Session-Id: " + sid}, body[:10])
+	time.Sleep(50 * time.Millisecond)
+	if _, err := io.WriteString(rc.c, body[10:]); err != nil {
+		t.Fatal(err)
+	}
+	if resp := rc.response(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a body in pieces: HTTP %d", resp.StatusCode)
+	}
+	if r := rt.call(sid, 6, "ping", ""); r.status != 200 {
+		t.Fatalf("the session after a dribbled body: %d", r.status)
+	}
+}
+
+// bigPush is a notification of about 60 KiB (the tests' SSE reader takes
+// lines up to 64 KiB).
+var bigPush = []byte(`{"blob":"` + strings.Repeat("y", 60<<10) + `"}`)
+
+func TestNonReadingGetChannelIsDropped(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, WriteTimeout: 200 * time.Millisecond, SessionKeepAlive: -1})
+	sid := rt.initialize()
+	rc := dialRaw(t, rt)
+	rc.send("GET", "/mcp", []string{"Accept: text/event-stream", "Mcp-Session-Id: " + sid}, "")
+	if resp := rc.response(); resp.StatusCode != 200 {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	// The client reads nothing more. Pushes fill the socket buffers, a write
+	// misses its deadline, and the channel is dropped: a new GET attaches.
+	getStatus := func() int {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		resp := rt.openGet(ctx, sid)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := getStatus(); s != http.StatusConflict {
+		t.Fatalf("second GET while the first is attached: %d, want 409", s)
+	}
+	eventually(t, "the non-reading channel is dropped", func() bool {
+		for range 32 {
+			rt.push().Notify(sid, "notifications/big", bigPush)
+		}
+		return getStatus() == http.StatusOK
+	})
+	// The session still answers, and a GET with Last-Event-ID replays what
+	// the ring kept (bounded by SessionBufferBytes, the newest kept).
+	if r := rt.call(sid, 2, "ping", ""); r.status != 200 {
+		t.Fatalf("ping: %d", r.status)
+	}
+	rt.push().Notify(sid, "notifications/marker", nil)
+	// The probing GETs above left on the client's side; the server may not
+	// have seen the last one go yet (409 until it has).
+	var resp *http.Response
+	eventually(t, "the last probing GET is detached", func() bool {
+		resp = rt.openGet(context.Background(), sid, "Last-Event-ID: 1")
+		if resp.StatusCode == http.StatusConflict {
+			resp.Body.Close()
+			return false
+		}
+		return true
+	})
+	get := newSSE(t, resp)
+	defer get.close()
+	for {
+		ev := get.nextEvent()
+		if ev.eof {
+			t.Fatal("the replay ended without the marker")
+		}
+		if strings.Contains(ev.data, "notifications/marker") {
+			break
+		}
+	}
+	if r := rt.do(http.MethodDelete, "", "Mcp-Session-Id: "+sid); r.status != 204 {
+		t.Fatalf("DELETE: %d", r.status)
+	}
+}
+
+func TestNonReadingPostStreamIsDropped(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, WriteTimeout: 200 * time.Millisecond})
+	sid := rt.initialize() // 2025-06-18: a dropped stream stops its call
+	rc := dialRaw(t, rt)
+	rc.post("/mcp", sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","_meta":{"progressToken":"t"}}}`)
+	if resp := rc.response(); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	waitStarted(t, f, "flood")
+	eventually(t, "the flooding call is stopped", func() bool { return f.activeCalls() == 0 })
+	if r := rt.call(sid, 2, "tools/call", `{"name":"count"}`); r.text() != "1" {
+		t.Fatalf("the session after the dropped stream: %s", r.body)
+	}
+}
+
+// TestDeleteDoesNotWaitForAStuckWriter: a client that stops reading its
+// stream holds its own handler until the write deadline, never DELETE.
+func TestDeleteDoesNotWaitForAStuckWriter(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, WriteTimeout: time.Hour})
+	sid := rt.initializeWith(resumableInit)
+	rc := dialRaw(t, rt)
+	rc.post("/mcp", sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","_meta":{"progressToken":"t"}}}`)
+	if resp := rc.response(); resp.StatusCode != 200 {
+		t.Fatalf("stream: %d", resp.StatusCode)
+	}
+	waitStarted(t, f, "flood")
+	time.Sleep(100 * time.Millisecond) // let it fill the socket buffers
+	done := make(chan reply, 1)
+	go func() { done <- rt.do(http.MethodDelete, "", "Mcp-Session-Id: "+sid) }()
+	select {
+	case r := <-done:
+		if r.status != 204 {
+			t.Fatalf("DELETE: %d", r.status)
+		}
+	case <-time.After(liveness):
+		t.Fatal("DELETE hangs behind a client that stopped reading")
+	}
+	if reason := <-waitClose(t, f); reason != "normal" {
+		t.Fatalf("reason %q", reason)
+	}
+}
+
+// TestParallelProgressCallsLeaveNothing: a thousand progress calls at once
+// on one session: session_max_pending of them are taken, the rest refused;
+// once the clients are gone, no goroutine of theirs is left.
+func TestParallelProgressCallsLeaveNothing(t *testing.T) {
+	const calls = 1000
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, SessionMaxPending: 100})
+	sid := rt.initialize() // 2025-06-18: a client that goes away cancels its stream
+	before := runtime.NumGoroutine()
+	conns := make([]*rawConn, calls)
+	for i := range conns {
+		conns[i] = dialRaw(t, rt)
+		conns[i].post("/mcp", sid, progressCall(fmt.Sprint(i+10), `"t"`, `{"block":true}`))
+	}
+	streamsOpen, refused := 0, 0
+	for _, rc := range conns {
+		resp := rc.response()
+		switch resp.Header.Get("Content-Type") {
+		case "text/event-stream":
+			streamsOpen++
+		case "application/json":
+			b, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(b), "Session overloaded") {
+				t.Fatalf("refused call: %s", b)
+			}
+			refused++
+		}
+	}
+	// One runs, SessionMaxPending wait.
+	if streamsOpen != 101 || refused != calls-101 {
+		t.Fatalf("%d streams, %d refused", streamsOpen, refused)
+	}
+	for _, rc := range conns {
+		rc.c.Close()
+	}
+	eventually(t, "the calls end", func() bool { return f.activeCalls() == 0 && mcp.QueueLen(rt.h, sid) == 0 })
+	eventually(t, "goroutines back to where they were", func() bool { return runtime.NumGoroutine() <= before })
+	if r := rt.call(sid, 2, "tools/call", `{"name":"count"}`); r.text() != "1" {
+		t.Fatalf("the session after the flood: %s", r.body)
+	}
+}
+
+// twoRoutes serves two fake servers on one hub, at /a and /b.
+func twoRoutes(t *testing.T, hub *mcp.Hub) (a, b *route) {
+	t.Helper()
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	mk := func(path string) *route {
+		f := newFakeServer()
+		h := mcp.NewHandler(f, mcp.Options{Path: path, Sessions: true}, hub, quietLogger())
+		mux.Handle(path, h)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), liveness)
+			defer cancel()
+			_ = h.Shutdown(ctx)
+		})
+		return &route{t: t, f: f, h: h, hub: hub, srv: srv, url: srv.URL + path}
+	}
+	a, b = mk("/a"), mk("/b")
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return a, b
+}
+
+func TestPushesStayOnTheirRoute(t *testing.T) {
+	hub := mcp.NewHub(quietLogger())
+	a, b := twoRoutes(t, hub)
+	sa, sb := a.initialize(), b.initialize()
+	for _, c := range []struct {
+		rt  *route
+		sid string
+	}{{a, sa}, {b, sb}} {
+		if r := c.rt.call(c.sid, 2, "resources/subscribe", `{"uri":"mem://greeting"}`); r.status != 200 {
+			t.Fatalf("subscribe: %s", r.body)
+		}
+	}
+	getA := newSSE(t, a.openGet(context.Background(), sa))
+	defer getA.close()
+	getB := newSSE(t, b.openGet(context.Background(), sb))
+	defer getB.close()
+
+	// Route a's pushes, aimed at b's session, b's channel and b's uri.
+	pa := hub.Route("/a")
+	pa.Notify(sb, "notifications/a/notify", nil)
+	pa.Log(sb, "error", []byte(`"from a"`))
+	pa.Broadcast("fixture", "notifications/a/broadcast", nil)
+	pa.ResourceUpdated("mem://greeting")
+	hub.Route("/b").Notify(sb, "notifications/b/marker", nil)
+	if ev := getB.nextEvent(); !strings.Contains(ev.data, "notifications/b/marker") {
+		t.Fatalf("b's session got %q from another route", ev.data)
+	}
+	// The broadcast and the update did reach a's own session.
+	for _, want := range []string{"notifications/a/broadcast", "notifications/resources/updated"} {
+		if ev := getA.nextEvent(); !strings.Contains(ev.data, want) {
+			t.Fatalf("a's session got %q, want %s", ev.data, want)
+		}
+	}
+}
+
+func TestProcessSessionCap(t *testing.T) {
+	hub := mcp.NewHub(quietLogger())
+	hub.SetMaxSessions(2)
+	a, b := twoRoutes(t, hub)
+	sa := a.initialize()
+	b.initialize()
+	for _, rt := range []*route{a, b} {
+		r := rt.post(`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		if r.status != http.StatusServiceUnavailable || r.msg["id"] != float64(7) || r.errorMessage() != "Server at capacity" {
+			t.Fatalf("initialize past the process cap: %d %s", r.status, r.body)
+		}
+	}
+	if r := a.do(http.MethodDelete, "", "Mcp-Session-Id: "+sa); r.status != 204 {
+		t.Fatalf("DELETE: %d", r.status)
+	}
+	b.initialize() // the slot is free again
+}
+
+func TestSubscriptionCap(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	for i := range 1000 {
+		if r := rt.call(sid, i, "resources/subscribe", fmt.Sprintf(`{"uri":"mem://u/%d"}`, i)); r.status != 200 || r.errorCode() != 0 {
+			t.Fatalf("subscribe %d: %s", i, r.body)
+		}
+	}
+	if r := rt.call(sid, 1000, "resources/subscribe", `{"uri":"mem://u/0"}`); r.errorCode() != 0 {
+		t.Fatalf("subscribing again to a uri is idempotent: %s", r.body)
+	}
+	r := rt.call(sid, 1001, "resources/subscribe", `{"uri":"mem://one-too-many"}`)
+	if r.errorCode() != -32603 || !strings.Contains(r.errorMessage(), "1000") || r.msg["id"] != float64(1001) {
+		t.Fatalf("subscription past the cap: %s", r.body)
+	}
+	rt.call(sid, 1002, "resources/unsubscribe", `{"uri":"mem://u/0"}`)
+	if r := rt.call(sid, 1003, "resources/subscribe", `{"uri":"mem://one-too-many"}`); r.errorCode() != 0 {
+		t.Fatalf("subscribe after an unsubscribe: %s", r.body)
+	}
+}
+
+func TestBadArgumentsAreInvalidParams(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	for _, tt := range []struct{ method, params string }{
+		{"tools/call", `{"name":"echo","arguments":5}`},
+		{"tools/call", `{"name":"echo","arguments":[1]}`},
+		{"tools/call", `{"name":"echo","arguments":"x"}`},
+		{"prompts/get", `{"name":"greet","arguments":true}`},
+	} {
+		r := rt.call(sid, 3, tt.method, tt.params)
+		if r.errorCode() != -32602 || r.errorMessage() != "Invalid params: arguments must be an object" || r.msg["id"] != float64(3) {
+			t.Errorf("%s %s: %s", tt.method, tt.params, r.body)
+		}
+	}
+	if r := rt.call(sid, 4, "tools/call", `{"name":"echo","arguments":null}`); r.errorCode() != 0 {
+		t.Errorf("null arguments: %s", r.body)
+	}
+}
+
+// TestSessionErrorsEchoTheID: errors about the session of a request with a
+// readable id carry it.
+func TestSessionErrorsEchoTheID(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	for _, tt := range []struct {
+		headers []string
+		status  int
+	}{
+		{nil, 400},
+		{[]string{"Mcp-Session-Id: nope"}, 404},
+		{[]string{"Mcp-Session-Id: nope", "MCP-Protocol-Version: 1999-01-01"}, 400},
+		{[]string{"Mcp-Session-Id: nope", "Content-Type: text/plain"}, 415},
+	} {
+		r := rt.post(`{"jsonrpc":"2.0","id":"abc","method":"ping"}`, tt.headers...)
+		if r.status != tt.status || r.msg["id"] != "abc" {
+			t.Errorf("%v: %d %s", tt.headers, r.status, r.body)
+		}
+	}
+}
