@@ -75,15 +75,21 @@ func startHost(t *testing.T, dir string, edits ...func(*host.Config)) *testServe
 	if err != nil {
 		t.Fatalf("host.New(%s): %v", dir, err)
 	}
+	if errs := h.LoadErrors(); len(errs) > 0 {
+		_ = h.Shutdown(context.Background())
+		t.Fatalf("scripts failed to load: %v\nlog:\n%s", errs, logs.dump())
+	}
+	return serveHost(t, h, logs)
+}
+
+// serveHost serves h on 127.0.0.1 until the test ends; logs is h's log.
+func serveHost(t *testing.T, h *host.Host, logs *logRecorder) *testServer {
+	t.Helper()
 	s := &testServer{
 		t:      t,
 		host:   h,
 		logs:   logs,
 		client: &http.Client{Transport: &http.Transport{}},
-	}
-	if errs := h.LoadErrors(); len(errs) > 0 {
-		_ = h.Shutdown(context.Background())
-		t.Fatalf("scripts failed to load: %v\nlog:\n%s", errs, logs.dump())
 	}
 	s.srv = httptest.NewServer(h.Handler())
 	t.Cleanup(func() {
