@@ -6,22 +6,25 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/luamcp/luamcp/host"
 )
 
 // The hostile-client suite: what a client can throw at the server, each
 // with its expected outcome. (The dribbled bodies, readers that stop reading
-// and session floods are in http_limits_test.go.)
+// and session floods are in transport_limits_test.go.)
 
 // serveH2C serves s's host again over cleartext HTTP/2 as well as HTTP/1.1,
 // and returns a client that speaks only HTTP/2: thousands of calls at once
 // then share a few connections instead of needing a file descriptor each.
-func serveH2C(t *testing.T, s *testServer) (url func(string) string, client *http.Client) {
+func serveH2C(t *testing.T, s *testServer) (url func(string) string, client *http.Client, stop func()) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(s.host.Handler())
 	srv.Config.Protocols = new(http.Protocols)
@@ -31,12 +34,16 @@ func serveH2C(t *testing.T, s *testServer) (url func(string) string, client *htt
 	tr := &http.Transport{Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	client = &http.Client{Transport: tr}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	return func(route string) string { return srv.URL + "/mcp/" + route }, client
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			tr.CloseIdleConnections()
+			srv.CloseClientConnections()
+			srv.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return func(route string) string { return srv.URL + "/mcp/" + route }, client, stop
 }
 
 // 10,000 progress calls at once on ten sessions: each session queues at most
@@ -51,7 +58,7 @@ func TestHostileParallelProgressCalls(t *testing.T) {
 	warmUp(t)
 	baseline := runtime.NumGoroutine()
 	s := startServer(t, "session")
-	url, client := serveH2C(t, s)
+	url, client, stop := serveH2C(t, s)
 	h2 := &testServer{t: t, host: s.host, logs: s.logs, client: client}
 	var sids []string
 	for range sessions {
@@ -113,7 +120,7 @@ func TestHostileParallelProgressCalls(t *testing.T) {
 	for _, sid := range sids {
 		h2.rpc(t, url("session"), sid, 1, "ping", nil)
 	}
-	client.CloseIdleConnections()
+	stop()
 	s.close()
 	settle(t, baseline, "after 10,000 progress calls were abandoned")
 }
@@ -150,4 +157,50 @@ func TestHostileInvalidArguments(t *testing.T) {
 		t.Errorf("%d script crashes logged for the client's bad arguments, want none", n)
 	}
 	s.callTool(t, u, "", "add", map[string]any{"a": 1, "b": 2})
+}
+
+// A flood of initialize requests that never DELETE: past the process-wide
+// session cap each gets 503 at once, and the other routes serve on.
+func TestHostileInitializeFlood(t *testing.T) {
+	const (
+		limit = 2000 // --max-sessions for this test; the default is 10,000
+		flood = 2500
+	)
+	dir := hostileDir(t)
+	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
+	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
+	s := startHost(t, dir, func(c *host.Config) { c.MaxSessions = limit })
+	p := s.probe(t)
+	var opened, refused, other atomic.Int32
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				r, err := s.send(t, s.url("session"), call{Body: request(i, "initialize", initializeParams(latestVersion))})
+				switch {
+				case err != nil:
+					other.Add(1)
+				case r.Status == http.StatusOK && r.Header.Get("Mcp-Session-Id") != "":
+					opened.Add(1)
+				case r.Status == http.StatusServiceUnavailable:
+					refused.Add(1)
+				default:
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	for i := range flood {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	p.finish(t, fmt.Sprintf("%d initialize requests", flood))
+	t.Logf("%d sessions opened, %d refused with 503", opened.Load(), refused.Load())
+	if opened.Load() != limit || refused.Load() != flood-limit || other.Load() != 0 {
+		t.Errorf("%d opened, %d refused, %d other; want %d, %d, 0", opened.Load(), refused.Load(), other.Load(), limit, flood-limit)
+	}
 }

@@ -360,30 +360,6 @@ func TestHostileStatelessPoisoning(t *testing.T) {
 	}
 }
 
-// A script cannot push to another route's clients: not by session id, not
-// by channel, not by resource URI; and it can push no requests at all.
-func TestHostileCrossRoutePushes(t *testing.T) {
-	dir := hostileDir(t, "cross_push")
-	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
-	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
-	s := startHost(t, dir)
-	victim := s.url("session")
-	sid := s.initialize(t, victim)
-	if m := s.rpc(t, victim, sid, 1, "resources/subscribe", map[string]any{"uri": "mem://counter"}); m.Error != nil {
-		t.Fatalf("resources/subscribe: %d %s", m.Error.Code, m.Error.Message)
-	}
-	get := s.openGET(t, victim, sid, nil)
-
-	got := s.callTool(t, s.url("cross_push"), "", "attack", map[string]any{"sid": sid}).text(t)
-	t.Logf("the attacker's pushes: %s", got)
-	if !strings.Contains(got, "request=false:") {
-		t.Errorf("mcp.notify with a request method: %s, want false and a reason", got)
-	}
-	// The victim's next message is its own poke: nothing came before it.
-	s.poke(t, victim, sid, 1)
-	wantPoke(t, get, 1, "")
-}
-
 // A script whose top level never returns fails to load within the load
 // bound, without holding up the other scripts, the watcher or shutdown.
 func TestHostileLoadLoop(t *testing.T) {
