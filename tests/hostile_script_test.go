@@ -37,6 +37,11 @@ const overshootBound = 250 * time.Millisecond
 // attack's gigabytes.
 const rssSlack = 64 << 20
 
+// raceNote marks the RSS figures that are only logged: under the race
+// detector RSS holds its shadow memory, so make test runs the hostile suites
+// a second time without it, where RSS is judged.
+var raceNote = map[bool]string{true: " (not judged: race detector)"}[raceDetector]
+
 // startHostile serves the healthy route and the named attack scripts.
 func startHostile(t *testing.T, attacks ...string) *testServer {
 	t.Helper()
@@ -162,8 +167,8 @@ func backToBaseline(t *testing.T, before resources) {
 	deadline := time.Now().Add(waitLong)
 	for {
 		after := measure(t)
-		if after.rss <= before.rss+rssSlack {
-			t.Logf("RSS %d MiB before, %d MiB after", before.rss>>20, after.rss>>20)
+		if raceDetector || after.rss <= before.rss+rssSlack {
+			t.Logf("RSS %d MiB before, %d MiB after%s", before.rss>>20, after.rss>>20, raceNote)
 			return
 		}
 		if time.Now().After(deadline) {
@@ -328,10 +333,17 @@ func TestHostileBigPushes(t *testing.T) {
 	s := startHostile(t, "big_push")
 	u := s.url("big_push")
 	sid := s.initialize(t, u)
-	s.callTool(t, u, sid, "attack", nil).wantText(t, "pushed")
+	// 200 MiB of JSON to encode: slow under the race detector.
+	r, err := s.sendWithin(t, u, call{Body: toolCall(1, "attack", nil, nil), Session: sid}, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"pushed"`) {
+		t.Fatalf("the pushing tool: HTTP %d %s", r.Status, r.Body)
+	}
 	held := measure(t)
-	t.Logf("RSS %d MiB before, %d MiB while the session holds its pushes", before.rss>>20, held.rss>>20)
-	if held.rss > before.rss+2*rssSlack {
+	t.Logf("RSS %d MiB before, %d MiB while the session holds its pushes%s", before.rss>>20, held.rss>>20, raceNote)
+	if !raceDetector && held.rss > before.rss+2*rssSlack {
 		t.Errorf("the session's unread pushes hold %d MiB, want the replay ring bounded", (held.rss-before.rss)>>20)
 	}
 	// The ring replays what it kept: the newest pushes.

@@ -184,7 +184,13 @@ func (s *testServer) do(t *testing.T, url string, c call) *reply {
 
 // send is do for any goroutine: it reports failures as an error.
 func (s *testServer) send(t *testing.T, url string, c call) (*reply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	return s.sendWithin(t, url, c, waitLong)
+}
+
+// sendWithin is send with a deadline of its own, for the few exchanges that
+// take long under the race detector.
+func (s *testServer) sendWithin(t *testing.T, url string, c call, d time.Duration) (*reply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	resp, err := s.client.Do(s.newRequest(ctx, t, url, c))
 	if err != nil {

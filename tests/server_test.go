@@ -187,7 +187,7 @@ func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s%s", rec.Level, rec.Message, r.attrs)
 	rec.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value.Resolve()) // as slog's handlers do
 		return true
 	})
 	r.mu.Lock()
@@ -200,7 +200,7 @@ func (r *logRecorder) WithAttrs(attrs []slog.Attr) slog.Handler {
 	var b strings.Builder
 	b.WriteString(r.attrs)
 	for _, a := range attrs {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value.Resolve()) // as slog's handlers do
 	}
 	return &logRecorder{mu: r.mu, lines: r.lines, attrs: b.String()}
 }
