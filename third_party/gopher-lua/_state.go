@@ -390,6 +390,9 @@ func (rg *registry) resize(requiredSize int) { // +inline-start
 		rg.handler.registryOverflow()
 		return
 	}
+	if h, ok := rg.handler.(registryGrower); ok { // patched for luamcp: budget.go
+		h.registryGrow((newSize - cap(rg.array)) * sizeValue)
+	}
 	rg.forceResize(newSize)
 } // +inline-end
 
@@ -537,13 +540,15 @@ func (rg *registry) IsFull() bool {
 /* Global {{{ */
 
 func newGlobal() *Global {
-	return &Global{
+	g := &Global{
 		MainThread: nil,
 		Registry:   newLTable(0, 32),
 		Global:     newLTable(0, 64),
 		builtinMts: make(map[int]LValue),
 		tempFiles:  make([]*os.File, 0, 10),
 	}
+	g.budget.init() // patched for luamcp
+	return g
 }
 
 /* }}} */
@@ -1169,7 +1174,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 			if !istable {
 				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
 			}
-			tb.RawSetString(key, value)
+			ls.tableSetString(tb, key, value) // patched for luamcp: charged
 			return
 		}
 		if metaindex.Type() == LTFunction {
@@ -1389,16 +1394,19 @@ func (ls *LState) Remove(index int) {
 /* object allocation {{{ */
 
 func (ls *LState) NewTable() *LTable {
+	ls.charge(newTableCost(defaultArrayCap, defaultHashCap)) // patched for luamcp
 	return newLTable(defaultArrayCap, defaultHashCap)
 }
 
 func (ls *LState) CreateTable(acap, hcap int) *LTable {
+	ls.charge(newTableCost(acap, hcap)) // patched for luamcp
 	return newLTable(acap, hcap)
 }
 
 // NewThread returns a new LState that shares with the original state all global objects.
 // If the original state has context.Context, the new state has a new child context of the original state and this function returns its cancel function.
 func (ls *LState) NewThread() (*LState, context.CancelFunc) {
+	ls.charge(threadCost(ls.Options)) // patched for luamcp
 	thread := newLState(ls.Options)
 	thread.G = ls.G
 	thread.Env = ls.Env
@@ -1412,10 +1420,12 @@ func (ls *LState) NewThread() (*LState, context.CancelFunc) {
 }
 
 func (ls *LState) NewFunctionFromProto(proto *FunctionProto) *LFunction {
+	ls.charge(addSize(closureCost(int(proto.NumUpvalues)), protoTreeCost(proto))) // patched for luamcp
 	return newLFunctionL(proto, ls.Env, int(proto.NumUpvalues))
 }
 
 func (ls *LState) NewUserData() *LUserData {
+	ls.charge(sizeUserData) // patched for luamcp
 	return &LUserData{
 		Env:       ls.currentEnv(),
 		Metatable: LNil,
@@ -1423,10 +1433,12 @@ func (ls *LState) NewUserData() *LUserData {
 }
 
 func (ls *LState) NewFunction(fn LGFunction) *LFunction {
+	ls.charge(sizeFunction) // patched for luamcp
 	return newLFunctionG(fn, ls.currentEnv(), 0)
 }
 
 func (ls *LState) NewClosure(fn LGFunction, upvalues ...LValue) *LFunction {
+	ls.charge(closureCost(len(upvalues))) // patched for luamcp
 	cl := newLFunctionG(fn, ls.currentEnv(), len(upvalues))
 	for i, lv := range upvalues {
 		cl.Upvalues[i] = &Upvalue{}
@@ -1705,11 +1717,11 @@ func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
 	} else if key == LNil {
 		ls.RaiseError("table index is nil")
 	}
-	tb.RawSet(key, value)
+	ls.tableSet(tb, key, value) // patched for luamcp: charged
 }
 
 func (ls *LState) RawSetInt(tb *LTable, key int, value LValue) {
-	tb.RawSetInt(key, value)
+	ls.tableSetInt(tb, key, value) // patched for luamcp: charged
 }
 
 func (ls *LState) SetField(obj LValue, key string, value LValue) {

@@ -61,6 +61,7 @@ func coResume(L *LState) int {
 		L.Push(LString(msg))
 		return 2
 	}
+	L.charge(0) // patched for luamcp: checks the registries the threads grew (budget.go)
 	th.Parent = L
 	L.G.CurrentThread = th
 	if !th.isStarted() {

@@ -135,7 +135,25 @@ func osDate(L *LState) int {
 			return 1
 		}
 	}
-	L.Push(LString(strftime(t, cfmt)))
+	// Patched for luamcp: the result is charged before it is built (a
+	// directive expands to 32 bytes at most), and built a piece at a time
+	// with cancellation checks.
+	L.charge(mulSize(len(cfmt), 16))
+	var b strings.Builder
+	for len(cfmt) > 0 {
+		i := 0
+		for i < len(cfmt) && i < 4096 {
+			if cfmt[i] == '%' {
+				i++
+			}
+			i++
+		}
+		i = min(i, len(cfmt))
+		b.WriteString(strftime(t, cfmt[:i]))
+		L.step(16 * i)
+		cfmt = cfmt[i:]
+	}
+	L.Push(LString(b.String()))
 	return 1
 }
 

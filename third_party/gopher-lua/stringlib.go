@@ -3,6 +3,7 @@ package lua
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/yuin/gopher-lua/pm"
 )
@@ -14,7 +15,9 @@ func OpenString(L *LState) int {
 	//_, ok := L.G.builtinMts[int(LTString)]
 	//if !ok {
 	mod = L.RegisterModule(StringLibName, strFuncs).(*LTable)
-	gmatch := L.NewClosure(strGmatch, L.NewFunction(strGmatchIter))
+	// Patched for luamcp: gfind is Lua 5.1's alias of gmatch (LUA_COMPAT_GFIND),
+	// the same guarded function.
+	gmatch := L.NewFunction(strGmatch)
 	mod.RawSetString("gmatch", gmatch)
 	mod.RawSetString("gfind", gmatch)
 	mod.RawSetString("__index", mod)
@@ -74,6 +77,7 @@ func strByte(L *LState) int {
 
 func strChar(L *LState) int {
 	top := L.GetTop()
+	L.charge(top) // patched for luamcp
 	bytes := make([]byte, L.GetTop())
 	for i := 1; i <= top; i++ {
 		bytes[i-1] = uint8(L.CheckInt(i))
@@ -112,15 +116,11 @@ func strFind(L *LState) int {
 		return 2
 	}
 
-	mds, err := pm.Find(pattern, unsafeFastStringToReadOnlyBytes(str), init, 1)
-	if err != nil {
-		L.RaiseError(err.Error())
-	}
-	if len(mds) == 0 {
+	md := L.findPattern(L.compilePattern(pattern), str, init) // patched for luamcp: guarded
+	if md == nil {
 		L.Push(LNil)
 		return 1
 	}
-	md := mds[0]
 	L.Push(LNumber(md.Capture(0) + 1))
 	L.Push(LNumber(md.Capture(1)))
 	for i := 2; i < md.CaptureLength(); i += 2 {
@@ -135,6 +135,7 @@ func strFind(L *LState) int {
 
 func strFormat(L *LState) int {
 	str := L.CheckString(1)
+	L.charge(formatSize(L, str)) // patched for luamcp
 	args := make([]interface{}, L.GetTop()-1)
 	top := L.GetTop()
 	for i := 2; i <= top; i++ {
@@ -145,197 +146,179 @@ func strFormat(L *LState) int {
 	return 1
 }
 
+// Patched for luamcp: gsub builds its result in one pass, finding one match
+// at a time, with the result charged to the budget as it grows. Upstream
+// found every match up front and rebuilt the whole string after each
+// replacement (quadratic, and not interruptible). Replacement strings read
+// as upstream's ("%%" is "%", "%" and another non-digit stay as they are);
+// as in Lua 5.1, a number replaces like a string, and a table or function
+// whose value is neither false, nil, a string nor a number is an error.
 func strGsub(L *LState) int {
-	str := L.CheckString(1)
-	pat := L.CheckString(2)
-	L.CheckTypes(3, LTString, LTTable, LTFunction)
-	repl := L.CheckAny(3)
+	src := L.CheckString(1)
+	pat := L.compilePattern(L.CheckString(2))
+	L.CheckTypes(3, LTString, LTNumber, LTTable, LTFunction)
+	repl := L.Get(3)
 	limit := L.OptInt(4, -1)
-
-	mds, err := pm.Find(pat, unsafeFastStringToReadOnlyBytes(str), 0, limit)
-	if err != nil {
-		L.RaiseError(err.Error())
+	var out []byte
+	pos, count := 0, 0
+	for (limit < 0 || count < limit) && pos <= len(src) {
+		m := L.findPattern(pat, src, pos)
+		if m == nil {
+			break
+		}
+		start, end := m.Capture(0), m.Capture(1)
+		out = appendCharged(L, out, src[pos:start])
+		out = strGsubAppend(L, out, src, m, repl)
+		count++
+		L.step(end - pos + 1)
+		if end > start {
+			pos = end
+		} else {
+			if start < len(src) {
+				out = appendCharged(L, out, src[start:start+1])
+			}
+			pos = start + 1
+		}
+		if pat.MustHead() {
+			break
+		}
 	}
-	if len(mds) == 0 {
+	if count == 0 {
 		L.SetTop(1)
 		L.Push(LNumber(0))
 		return 2
 	}
-	switch lv := repl.(type) {
-	case LString:
-		L.Push(LString(strGsubStr(L, str, string(lv), mds)))
-	case *LTable:
-		L.Push(LString(strGsubTable(L, str, lv, mds)))
-	case *LFunction:
-		L.Push(LString(strGsubFunc(L, str, lv, mds)))
+	if pos < len(src) {
+		out = appendCharged(L, out, src[pos:])
 	}
-	L.Push(LNumber(len(mds)))
+	L.charge(len(out))
+	L.Push(LString(out))
+	L.Push(LNumber(count))
 	return 2
 }
 
-type replaceInfo struct {
-	Indicies []int
-	String   string
+// appendCharged appends s to b, charging the growth of b before it happens.
+func appendCharged(L *LState, b []byte, s string) []byte {
+	if len(b)+len(s) > cap(b) {
+		n := max(addSize(len(b), len(s)), 2*cap(b), 64)
+		L.charge(n)
+		nb := make([]byte, len(b), n)
+		copy(nb, b)
+		b = nb
+	}
+	return append(b, s...)
 }
 
-func checkCaptureIndex(L *LState, m *pm.MatchData, idx int) {
-	if idx <= 2 {
-		return
-	}
+// strGsubCapture returns capture n of m (0: the whole match, as is capture 1
+// of a pattern without captures).
+func strGsubCapture(L *LState, src string, m *pm.MatchData, n int) LValue {
+	idx := 2 * n
 	if idx >= m.CaptureLength() {
-		L.RaiseError("invalid capture index")
-	}
-}
-
-func capturedString(L *LState, m *pm.MatchData, str string, idx int) string {
-	checkCaptureIndex(L, m, idx)
-	if idx >= m.CaptureLength() && idx == 2 {
+		if n != 1 {
+			L.RaiseError("invalid capture index")
+		}
 		idx = 0
 	}
 	if m.IsPosCapture(idx) {
-		return fmt.Sprint(m.Capture(idx))
-	} else {
-		return str[m.Capture(idx):m.Capture(idx+1)]
+		return LNumber(m.Capture(idx))
 	}
-
+	return LString(src[m.Capture(idx):m.Capture(idx+1)])
 }
 
-func strGsubDoReplace(str string, info []replaceInfo) string {
-	offset := 0
-	buf := []byte(str)
-	for _, replace := range info {
-		oldlen := len(buf)
-		b1 := append([]byte(""), buf[0:offset+replace.Indicies[0]]...)
-		b2 := []byte("")
-		index2 := offset + replace.Indicies[1]
-		if index2 <= len(buf) {
-			b2 = append(b2, buf[index2:len(buf)]...)
-		}
-		buf = append(b1, replace.String...)
-		buf = append(buf, b2...)
-		offset += len(buf) - oldlen
-	}
-	return string(buf)
-}
-
-func strGsubStr(L *LState, str string, repl string, matches []*pm.MatchData) string {
-	infoList := make([]replaceInfo, 0, len(matches))
-	for _, match := range matches {
-		start, end := match.Capture(0), match.Capture(1)
-		sc := newFlagScanner('%', "", "", repl)
-		for c, eos := sc.Next(); !eos; c, eos = sc.Next() {
-			if !sc.ChangeFlag {
-				if sc.HasFlag {
-					if c >= '0' && c <= '9' {
-						sc.AppendString(capturedString(L, match, str, 2*(int(c)-48)))
-					} else {
-						sc.AppendChar('%')
-						sc.AppendChar(c)
-					}
-					sc.HasFlag = false
-				} else {
-					sc.AppendChar(c)
-				}
+// strGsubAppend appends the replacement of match m to out.
+func strGsubAppend(L *LState, out []byte, src string, m *pm.MatchData, repl LValue) []byte {
+	whole := src[m.Capture(0):m.Capture(1)]
+	var v LValue
+	switch r := repl.(type) {
+	case LString, LNumber:
+		s := LVAsString(r)
+		for s != "" {
+			i := strings.IndexByte(s, '%')
+			if i < 0 || i+1 == len(s) {
+				i = len(s)
+			}
+			out = appendCharged(L, out, s[:i])
+			if i == len(s) {
+				break
+			}
+			c, s0 := s[i+1], s
+			s = s[i+2:]
+			switch {
+			case c == '0':
+				out = appendCharged(L, out, whole)
+			case '1' <= c && c <= '9':
+				out = appendCharged(L, out, LVAsString(strGsubCapture(L, src, m, int(c-'0'))))
+			case c == '%':
+				out = appendCharged(L, out, "%")
+			default: // as upstream (Lua 5.1 drops the %; 5.2 raises)
+				out = appendCharged(L, out, s0[i:i+2])
 			}
 		}
-		infoList = append(infoList, replaceInfo{[]int{start, end}, sc.String()})
-	}
-
-	return strGsubDoReplace(str, infoList)
-}
-
-func strGsubTable(L *LState, str string, repl *LTable, matches []*pm.MatchData) string {
-	infoList := make([]replaceInfo, 0, len(matches))
-	for _, match := range matches {
-		idx := 0
-		if match.CaptureLength() > 2 { // has captures
-			idx = 2
-		}
-		var value LValue
-		if match.IsPosCapture(idx) {
-			value = L.GetTable(repl, LNumber(match.Capture(idx)))
+		return out
+	case *LTable:
+		v = L.GetTable(r, strGsubCapture(L, src, m, 1))
+	case *LFunction:
+		L.Push(r)
+		n := m.CaptureLength()/2 - 1
+		if n == 0 {
+			L.Push(LString(whole))
+			n = 1
 		} else {
-			value = L.GetField(repl, str[match.Capture(idx):match.Capture(idx+1)])
-		}
-		if !LVIsFalse(value) {
-			infoList = append(infoList, replaceInfo{[]int{match.Capture(0), match.Capture(1)}, LVAsString(value)})
-		}
-	}
-	return strGsubDoReplace(str, infoList)
-}
-
-func strGsubFunc(L *LState, str string, repl *LFunction, matches []*pm.MatchData) string {
-	infoList := make([]replaceInfo, 0, len(matches))
-	for _, match := range matches {
-		start, end := match.Capture(0), match.Capture(1)
-		L.Push(repl)
-		nargs := 0
-		if match.CaptureLength() > 2 { // has captures
-			for i := 2; i < match.CaptureLength(); i += 2 {
-				if match.IsPosCapture(i) {
-					L.Push(LNumber(match.Capture(i)))
-				} else {
-					L.Push(LString(capturedString(L, match, str, i)))
-				}
-				nargs++
+			for i := 1; i <= n; i++ {
+				L.Push(strGsubCapture(L, src, m, i))
 			}
-		} else {
-			L.Push(LString(capturedString(L, match, str, 0)))
-			nargs++
 		}
-		L.Call(nargs, 1)
-		ret := L.reg.Pop()
-		if !LVIsFalse(ret) {
-			infoList = append(infoList, replaceInfo{[]int{start, end}, LVAsString(ret)})
-		}
+		L.Call(n, 1)
+		v = L.reg.Pop()
 	}
-	return strGsubDoReplace(str, infoList)
+	switch v := v.(type) {
+	case *LNilType:
+		return appendCharged(L, out, whole)
+	case LBool:
+		if !bool(v) {
+			return appendCharged(L, out, whole)
+		}
+	case LString, LNumber:
+		return appendCharged(L, out, LVAsString(v))
+	}
+	L.RaiseError("invalid replacement value (a %s)", v.Type().String())
+	return out
 }
 
-type strMatchData struct {
-	str     string
-	pos     int
-	matches []*pm.MatchData
-}
-
-func strGmatchIter(L *LState) int {
-	md := L.CheckUserData(1).Value.(*strMatchData)
-	str := md.str
-	matches := md.matches
-	idx := md.pos
-	md.pos += 1
-	if idx == len(matches) {
-		return 0
-	}
-	L.Push(L.Get(1))
-	match := matches[idx]
-	if match.CaptureLength() == 2 {
-		L.Push(LString(str[match.Capture(0):match.Capture(1)]))
-		return 1
-	}
-
-	for i := 2; i < match.CaptureLength(); i += 2 {
-		if match.IsPosCapture(i) {
-			L.Push(LNumber(match.Capture(i)))
-		} else {
-			L.Push(LString(str[match.Capture(i):match.Capture(i+1)]))
-		}
-	}
-	return match.CaptureLength()/2 - 1
-}
-
+// Patched for luamcp: gmatch finds one match per call of the iterator.
+// Upstream found every match of the subject up front.
 func strGmatch(L *LState) int {
-	str := L.CheckString(1)
-	pattern := L.CheckString(2)
-	mds, err := pm.Find(pattern, []byte(str), 0, -1)
-	if err != nil {
-		L.RaiseError(err.Error())
-	}
-	L.Push(L.Get(UpvalueIndex(1)))
-	ud := L.NewUserData()
-	ud.Value = &strMatchData{str, 0, mds}
-	L.Push(ud)
-	return 2
+	src := L.CheckString(1)
+	pat := L.compilePattern(L.CheckString(2))
+	pos := 0
+	L.Push(L.NewFunction(func(L *LState) int {
+		if pos > len(src) {
+			return 0
+		}
+		m := L.findPattern(pat, src, pos)
+		if m == nil {
+			pos = len(src) + 1
+			return 0
+		}
+		start, end := m.Capture(0), m.Capture(1)
+		pos = end
+		if end == start {
+			pos++
+		}
+		if pat.MustHead() {
+			pos = len(src) + 1
+		}
+		n := m.CaptureLength()/2 - 1
+		if n == 0 {
+			L.Push(LString(src[start:end]))
+			return 1
+		}
+		for i := 1; i <= n; i++ {
+			L.Push(strGsubCapture(L, src, m, i))
+		}
+		return n
+	}))
+	return 1
 }
 
 func strLen(L *LState) int {
@@ -346,6 +329,8 @@ func strLen(L *LState) int {
 
 func strLower(L *LState) int {
 	str := L.CheckString(1)
+	L.charge(len(str)) // patched for luamcp
+	L.step(len(str))
 	L.Push(LString(strings.ToLower(str)))
 	return 1
 }
@@ -363,15 +348,11 @@ func strMatch(L *LState) int {
 		offset = 0
 	}
 
-	mds, err := pm.Find(pattern, unsafeFastStringToReadOnlyBytes(str), offset, 1)
-	if err != nil {
-		L.RaiseError(err.Error())
-	}
-	if len(mds) == 0 {
+	md := L.findPattern(L.compilePattern(pattern), str, offset) // patched for luamcp: guarded
+	if md == nil {
 		L.Push(LNil)
 		return 0
 	}
-	md := mds[0]
 	nsubs := md.CaptureLength() / 2
 	switch nsubs {
 	case 1:
@@ -389,25 +370,37 @@ func strMatch(L *LState) int {
 	}
 }
 
+// Patched for luamcp: the result is charged before it is built, and built by
+// doubling copies with cancellation checks in between.
 func strRep(L *LState) int {
 	str := L.CheckString(1)
 	n := L.CheckInt(2)
-	if n < 0 {
+	if n <= 0 || str == "" {
 		L.Push(emptyLString)
-	} else {
-		L.Push(LString(strings.Repeat(str, n)))
+		return 1
 	}
+	size := mulSize(len(str), n)
+	L.charge(size)
+	out := make([]byte, size)
+	done := copy(out, str)
+	for done < size {
+		chunk := copy(out[done:], out[:min(done, stepsPerCheck)])
+		done += chunk
+		L.step(chunk)
+	}
+	L.Push(LString(unsafe.String(unsafe.SliceData(out), size)))
 	return 1
 }
 
 func strReverse(L *LState) int {
 	str := L.CheckString(1)
-	bts := []byte(str)
-	out := make([]byte, len(bts))
-	for i, j := 0, len(bts)-1; j >= 0; i, j = i+1, j-1 {
-		out[i] = bts[j]
+	L.charge(len(str)) // patched for luamcp: one copy, charged
+	L.step(len(str))
+	out := make([]byte, len(str))
+	for i, j := 0, len(str)-1; j >= 0; i, j = i+1, j-1 {
+		out[i] = str[j]
 	}
-	L.Push(LString(string(out)))
+	L.Push(LString(unsafe.String(unsafe.SliceData(out), len(out))))
 	return 1
 }
 
@@ -426,6 +419,8 @@ func strSub(L *LState) int {
 
 func strUpper(L *LState) int {
 	str := L.CheckString(1)
+	L.charge(len(str)) // patched for luamcp
+	L.step(len(str))
 	L.Push(LString(strings.ToUpper(str)))
 	return 1
 }
@@ -446,3 +441,80 @@ func luaIndex2StringIndex(str string, i int, start bool) int {
 }
 
 //
+
+// Patched for luamcp: pattern searches bounded by the state's context and
+// memory budget, and the bound of string.format.
+
+// compilePattern compiles a Lua pattern, raising its syntax errors.
+func (ls *LState) compilePattern(p string) *pm.Pattern {
+	pat, err := pm.Compile(p)
+	if err != nil {
+		ls.RaiseError("%s", err.Error())
+	}
+	return pat
+}
+
+// findPattern returns the first match of pat in str at or after init, or nil.
+// The search stops, raising, when the state's context is done or its
+// backtracking would exceed the memory budget.
+func (ls *LState) findPattern(pat *pm.Pattern, str string, init int) *pm.MatchData {
+	mds, err := pat.Find(patternGuard{ls}, unsafeFastStringToReadOnlyBytes(str), init, 1)
+	if err != nil {
+		ls.RaiseError("%s", err.Error())
+	}
+	if len(mds) == 0 {
+		return nil
+	}
+	return mds[0]
+}
+
+// formatSize is an upper bound of the length of string.format(f, ...) with
+// the arguments on L's stack. Widths and precisions have at most two digits,
+// as in Lua 5.1: Go's fmt would pad to any width.
+func formatSize(L *LState, f string) int {
+	size := len(f)
+	arg := 2
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		if i < len(f) && f[i] == '%' {
+			continue
+		}
+		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
+			i++
+		}
+		if formatDigits(f, &i) > 2 {
+			L.RaiseError("invalid format (width or precision too long)")
+		}
+		if i < len(f) && f[i] == '.' {
+			i++
+			if formatDigits(f, &i) > 2 {
+				L.RaiseError("invalid format (width or precision too long)")
+			}
+		}
+		n := 512 // a number: at most 99 digits of precision, 309 of exponent
+		if s, ok := L.Get(arg).(LString); ok && i < len(f) {
+			switch f[i] {
+			case 's':
+				n = max(len(s), 99)
+			case 'q':
+				n = addSize(mulSize(len(s), 4), 99) // \xNN for each byte at worst
+			}
+		}
+		size = addSize(size, n)
+		arg++
+	}
+	return size
+}
+
+// formatDigits advances *i past a run of decimal digits in s and returns its
+// length.
+func formatDigits(s string, i *int) int {
+	start := *i
+	for *i < len(s) && s[*i] >= '0' && s[*i] <= '9' {
+		*i++
+	}
+	return *i - start
+}

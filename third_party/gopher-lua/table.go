@@ -1,5 +1,7 @@
 package lua
 
+import "math"
+
 const defaultArrayCap = 32
 const defaultHashCap = 32
 
@@ -18,6 +20,7 @@ func (lv lValueArraySorter) Swap(i, j int) {
 }
 
 func (lv lValueArraySorter) Less(i, j int) bool {
+	lv.L.step(1) // patched for luamcp: sorting honours cancellation
 	if lv.Fn != nil {
 		lv.L.Push(lv.Fn)
 		lv.L.Push(lv.Values[i])
@@ -42,6 +45,7 @@ func newLTable(acap int, hcap int) *LTable {
 	}
 	if hcap != 0 {
 		tb.strdict = make(map[string]LValue, hcap)
+		tb.hcap = int32(min(hcap, math.MaxInt32))
 	}
 	return tb
 }
@@ -202,6 +206,7 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 func (tb *LTable) RawSetString(key string, value LValue) {
 	if tb.strdict == nil {
 		tb.strdict = make(map[string]LValue, defaultHashCap)
+		tb.hcap += defaultHashCap
 	}
 	if tb.keys == nil {
 		tb.keys = []LValue{}
@@ -229,6 +234,7 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 	}
 	if tb.dict == nil {
 		tb.dict = make(map[LValue]LValue, len(tb.strdict))
+		tb.hcap += int32(len(tb.strdict))
 	}
 	if tb.keys == nil {
 		tb.keys = []LValue{}

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"sort"
+	"strings"
 )
 
 func OpenTable(L *LState) int {
@@ -66,19 +67,37 @@ func tableConcat(L *LState) int {
 		L.Push(emptyLString)
 		return 1
 	}
-	//TODO should flushing?
-	retbottom := L.GetTop()
-	for ; i <= j; i++ {
-		v := tbl.RawGetInt(i)
-		if !LVCanConvToString(v) {
-			L.RaiseError("invalid value (%s) at index %d in table for concat", v.Type().String(), i)
+	// Patched for luamcp: the result is measured and charged, then built
+	// directly (upstream pushed every piece on the stack, which overflows it
+	// past a few thousand elements), with cancellation checks.
+	size := 0
+	for k := i; k <= j; k++ {
+		v := tbl.RawGetInt(k)
+		switch v := v.(type) {
+		case LString:
+			size = addSize(size, len(v))
+		case LNumber:
+			size = addSize(size, 24)
+		default:
+			L.RaiseError("invalid value (%s) at index %d in table for concat", v.Type().String(), k)
 		}
-		L.Push(v)
-		if i != j {
-			L.Push(sep)
+		if k != j {
+			size = addSize(size, len(sep))
 		}
+		L.step(1)
 	}
-	L.Push(stringConcat(L, L.GetTop()-retbottom, L.reg.Top()-1))
+	L.charge(size)
+	var b strings.Builder
+	b.Grow(size)
+	for k := i; k <= j; k++ {
+		s := LVAsString(tbl.RawGetInt(k))
+		b.WriteString(s)
+		if k != j {
+			b.WriteString(string(sep))
+		}
+		L.step(len(s) + len(sep))
+	}
+	L.Push(LString(b.String()))
 	return 1
 }
 
@@ -89,11 +108,20 @@ func tableInsert(L *LState) int {
 		L.RaiseError("wrong number of arguments")
 	}
 
+	// Patched for luamcp: the table's growth is charged.
+	before := tableCost(tbl)
 	if L.GetTop() == 2 {
+		L.charge(arrayGrowth(tbl, len(tbl.array)+1))
 		tbl.Append(L.Get(2))
-		return 0
+	} else {
+		pos, v := int(L.CheckInt(2)), L.CheckAny(3)
+		L.charge(arrayGrowth(tbl, max(pos, len(tbl.array)+1)))
+		tbl.Insert(pos, v)
+		L.step(len(tbl.array))
 	}
-	tbl.Insert(int(L.CheckInt(2)), L.CheckAny(3))
+	if d := tableCost(tbl) - before; d > 0 {
+		L.count(d)
+	}
 	return 0
 }
 

@@ -148,6 +148,11 @@ type LTable struct {
 	strdict map[string]LValue
 	keys    []LValue
 	k2i     map[LValue]int
+
+	// Patched for luamcp (budget.go): the capacity hints the hash maps were
+	// made with, and the mark of the last memory walk that reached the table.
+	hcap int32
+	mark uint32
 }
 
 func (tb *LTable) String() string   { return fmt.Sprintf("table: %p", tb) }
@@ -155,6 +160,7 @@ func (tb *LTable) Type() LValueType { return LTTable }
 
 type LFunction struct {
 	IsG       bool
+	mark      uint32 // patched for luamcp: see LTable.mark
 	Env       *LTable
 	Proto     *FunctionProto
 	GFunction LGFunction
@@ -174,6 +180,8 @@ type Global struct {
 	builtinMts map[int]LValue
 	tempFiles  []*os.File
 	gccount    int32
+
+	budget memoryBudget // patched for luamcp: see budget.go
 }
 
 type LState struct {
@@ -195,6 +203,7 @@ type LState struct {
 	mainLoop     func(*LState, *callFrame)
 	ctx          context.Context
 	ctxCancelFn  context.CancelFunc
+	mark         uint32 // patched for luamcp: see LTable.mark
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }
@@ -204,6 +213,7 @@ type LUserData struct {
 	Value     interface{}
 	Env       *LTable
 	Metatable LValue
+	mark      uint32 // patched for luamcp: see LTable.mark
 }
 
 func (ud *LUserData) String() string   { return fmt.Sprintf("userdata: %p", ud) }

@@ -679,8 +679,9 @@ func init() {
 			lbase := cf.LocalBase
 			A := int(inst>>18) & 0xff //GETA
 			RA := lbase + A
-			B := int(inst & 0x1ff)    //GETB
-			C := int(inst>>9) & 0x1ff //GETC
+			B := int(inst & 0x1ff)       //GETB
+			C := int(inst>>9) & 0x1ff    //GETC
+			L.charge(newTableCost(B, C)) // patched for luamcp
 			v := newLTable(B, C)
 			// this section is inlined by go-inline
 			// source function is 'func (rg *registry) Set(regi int, vali LValue) ' in '_state.go'
@@ -2068,6 +2069,9 @@ func init() {
 			if B == 0 {
 				nelem = reg.Top() - RA - 1
 			}
+			if g := arrayGrowth(table, offset+nelem); g > 0 {
+				L.charge(g) // patched for luamcp
+			}
 			for i := 1; i <= nelem; i++ {
 				table.RawSetInt(offset+i, reg.Get(RA+i))
 			}
@@ -2108,6 +2112,7 @@ func init() {
 			RA := lbase + A
 			Bx := int(inst & 0x3ffff) //GETBX
 			proto := cf.Fn.Proto.FunctionPrototypes[Bx]
+			L.charge(closureCost(int(proto.NumUpvalues))) // patched for luamcp
 			closure := newLFunctionL(proto, cf.Fn.Env, int(proto.NumUpvalues))
 			// this section is inlined by go-inline
 			// source function is 'func (rg *registry) Set(regi int, vali LValue) ' in '_state.go'
@@ -2374,6 +2379,12 @@ func stringConcat(L *LState, total, last int) LValue {
 				i--
 				total--
 			}
+			// Patched for luamcp: the result is charged before it is built.
+			n := 0
+			for _, s := range buf {
+				n = addSize(n, len(s))
+			}
+			L.charge(n)
 			rhs = LString(strings.Join(buf, ""))
 		}
 	}

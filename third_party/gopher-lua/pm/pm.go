@@ -3,6 +3,7 @@ package pm
 
 import (
 	"fmt"
+	"unsafe"
 )
 
 const (
@@ -525,95 +526,190 @@ func compilePattern(p pattern, ps ...*iptr) []inst {
 
 /* VM {{{ */
 
-// Simple recursive virtual machine based on the
-// "Regular Expression Matching: the Virtual Machine Approach" (https://swtch.com/~rsc/regexp/regexp2.html)
-func recursiveVM(src []byte, insts []inst, pc, sp, recLevel int, ms ...*MatchData) (bool, int, *MatchData) {
-	recLevel++
-	if recLevel > maxRecursionLevel {
+// The matcher is a backtracking virtual machine based on "Regular Expression
+// Matching: the Virtual Machine Approach"
+// (https://swtch.com/~rsc/regexp/regexp2.html).
+//
+// Patched for luamcp (see PATCHES.md): upstream recursed on the Go stack for
+// every split and save, which takes 256 MiB of stack to match "a*" against a
+// 1 MB subject and cannot be stopped. Here the pending branches live on an
+// explicit stack whose growth is reported to a Guard, and the Guard is
+// consulted every few thousand steps, so that a search can be bounded and
+// cancelled. The order in which branches are tried is unchanged.
+
+// A Guard bounds a search.
+type Guard interface {
+	// Err is called every few thousand steps of a search; a non-nil error
+	// ends the search with that error.
+	Err() error
+	// Reserve is called before the search's backtracking stack grows by n
+	// bytes; a non-nil error ends the search with that error.
+	Reserve(n int) error
+}
+
+// stepsPerCheck is how many steps a search takes between two calls of
+// Guard.Err (a power of two).
+const stepsPerCheck = 1 << 12
+
+// backtrack is an entry of the backtracking stack: a branch to resume at pc
+// and sp or, when capture >= 0, a capture to restore to old before failing
+// further. Positions fit in 32 bits, as in MatchData.
+type backtrack struct {
+	pc, sp  int32
+	capture int32
+	old     uint32
+}
+
+const backtrackSize = int(unsafe.Sizeof(backtrack{}))
+
+// guardError carries a Guard's error out of a search.
+type guardError struct{ err error }
+
+type matcher struct {
+	src   []byte
+	insts []inst
+	guard Guard
+	steps int
+	stack []backtrack
+}
+
+// step counts n steps and consults the guard every stepsPerCheck of them.
+func (mt *matcher) step(n int) {
+	before := mt.steps
+	mt.steps += n
+	if mt.guard != nil && before/stepsPerCheck != mt.steps/stepsPerCheck {
+		if err := mt.guard.Err(); err != nil {
+			panic(guardError{err})
+		}
+	}
+}
+
+func (mt *matcher) push(b backtrack) {
+	if len(mt.stack) >= maxRecursionLevel {
 		panic(newError(_UNKNOWN, "pattern/input too complex"))
 	}
-	var m *MatchData
-	if len(ms) == 0 {
-		m = newMatchState()
-	} else {
-		m = ms[0]
+	if len(mt.stack) == cap(mt.stack) {
+		n := min(max(2*cap(mt.stack), 64), maxRecursionLevel)
+		if mt.guard != nil {
+			if err := mt.guard.Reserve((n - cap(mt.stack)) * backtrackSize); err != nil {
+				panic(guardError{err})
+			}
+		}
+		stack := make([]backtrack, len(mt.stack), n)
+		copy(stack, mt.stack)
+		mt.stack = stack
 	}
-redo:
-	inst := insts[pc]
-	switch inst.OpCode {
-	case opChar:
-		if sp >= len(src) || !inst.Class.Matches(int(src[sp])) {
-			return false, sp, m
-		}
-		pc++
-		sp++
-		goto redo
-	case opMatch:
-		return true, sp, m
-	case opTailMatch:
-		return sp >= len(src), sp, m
-	case opJmp:
-		pc = inst.Operand1
-		goto redo
-	case opSplit:
-		if ok, nsp, _ := recursiveVM(src, insts, inst.Operand1, sp, recLevel, m); ok {
-			return true, nsp, m
-		}
-		pc = inst.Operand2
-		goto redo
-	case opSave:
-		s := m.setCapture(inst.Operand1, sp)
-		if ok, nsp, _ := recursiveVM(src, insts, pc+1, sp, recLevel, m); ok {
-			return true, nsp, m
-		}
-		m.restoreCapture(inst.Operand1, s)
-		return false, sp, m
-	case opPSave:
-		m.addPosCapture(inst.Operand1, sp+1)
-		pc++
-		goto redo
-	case opBrace:
-		if sp >= len(src) || int(src[sp]) != inst.Operand1 {
-			return false, sp, m
-		}
-		count := 1
-		for sp = sp + 1; sp < len(src); sp++ {
-			if int(src[sp]) == inst.Operand2 {
-				count--
+	mt.stack = append(mt.stack, b)
+}
+
+// match runs the program from pc at sp; it reports whether it matched, where
+// the match ends, and its captures.
+func (mt *matcher) match(pc, sp int) (bool, int, *MatchData) {
+	src, insts := mt.src, mt.insts
+	m := newMatchState()
+	mt.stack = mt.stack[:0]
+	for {
+		mt.step(1)
+		inst := insts[pc]
+		ok := true
+		switch inst.OpCode {
+		case opChar:
+			if sp >= len(src) || !inst.Class.Matches(int(src[sp])) {
+				ok = false
+				break
 			}
-			if count == 0 {
+			pc++
+			sp++
+		case opMatch:
+			return true, sp, m
+		case opTailMatch:
+			if sp >= len(src) {
+				return true, sp, m
+			}
+			ok = false
+		case opJmp:
+			pc = inst.Operand1
+		case opSplit:
+			mt.push(backtrack{pc: int32(inst.Operand2), sp: int32(sp), capture: -1})
+			pc = inst.Operand1
+		case opSave:
+			old := m.setCapture(inst.Operand1, sp)
+			mt.push(backtrack{capture: int32(inst.Operand1), old: old})
+			pc++
+		case opPSave:
+			m.addPosCapture(inst.Operand1, sp+1)
+			pc++
+		case opBrace:
+			if sp >= len(src) || int(src[sp]) != inst.Operand1 {
+				ok = false
+				break
+			}
+			ok = false
+			count := 1
+			start := sp
+			for sp = sp + 1; sp < len(src); sp++ {
+				if int(src[sp]) == inst.Operand2 {
+					count--
+				}
+				if count == 0 {
+					pc++
+					sp++
+					ok = true
+					break
+				}
+				if int(src[sp]) == inst.Operand1 {
+					count++
+				}
+			}
+			mt.step(sp - start)
+		case opNumber:
+			idx := inst.Operand1 * 2
+			if idx >= m.CaptureLength()-1 {
+				panic(newError(_UNKNOWN, "invalid capture index"))
+			}
+			capture := src[m.Capture(idx):m.Capture(idx+1)]
+			mt.step(len(capture))
+			for i := 0; i < len(capture); i++ {
+				if i+sp >= len(src) || capture[i] != src[i+sp] {
+					ok = false
+					break
+				}
+			}
+			if ok {
 				pc++
-				sp++
-				goto redo
+				sp += len(capture)
 			}
-			if int(src[sp]) == inst.Operand1 {
-				count++
-			}
+		default:
+			panic("should not reach here")
 		}
-		return false, sp, m
-	case opNumber:
-		idx := inst.Operand1 * 2
-		if idx >= m.CaptureLength()-1 {
-			panic(newError(_UNKNOWN, "invalid capture index"))
-		}
-		capture := src[m.Capture(idx):m.Capture(idx+1)]
-		for i := 0; i < len(capture); i++ {
-			if i+sp >= len(src) || capture[i] != src[i+sp] {
+		for !ok {
+			if len(mt.stack) == 0 {
 				return false, sp, m
 			}
+			b := mt.stack[len(mt.stack)-1]
+			mt.stack = mt.stack[:len(mt.stack)-1]
+			if b.capture >= 0 {
+				m.restoreCapture(int(b.capture), b.old)
+				continue
+			}
+			pc, sp, ok = int(b.pc), int(b.sp), true
 		}
-		pc++
-		sp += len(capture)
-		goto redo
 	}
-	panic("should not reach here")
 }
 
 /* }}} */
 
 /* API {{{ */
 
-func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err error) {
+// Pattern is a compiled Lua pattern (patched for luamcp: compiled once, used
+// for many searches).
+type Pattern struct {
+	insts    []inst
+	mustHead bool
+}
+
+// Compile parses a Lua pattern.
+func Compile(p string) (pat *Pattern, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if perr, ok := v.(*Error); ok {
@@ -623,11 +719,44 @@ func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err er
 			}
 		}
 	}()
-	pat := parsePattern(newScanner([]byte(p)), true)
-	insts := compilePattern(pat)
+	seq := parsePattern(newScanner([]byte(p)), true)
+	return &Pattern{insts: compilePattern(seq), mustHead: seq.MustHead}, nil
+}
+
+// MustHead reports whether the pattern is anchored at the start ("^").
+func (pat *Pattern) MustHead() bool { return pat.mustHead }
+
+// Find returns the first limit matches (every match when limit < 0) of the
+// pattern p in src at or after offset.
+func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err error) {
+	pat, err := Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	return pat.Find(nil, src, offset, limit)
+}
+
+// Find returns the first limit matches (every match when limit < 0) of pat in
+// src at or after offset. A non-nil guard bounds the search: its error ends
+// it, and is returned.
+func (pat *Pattern) Find(guard Guard, src []byte, offset, limit int) (matches []*MatchData, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			switch perr := v.(type) {
+			case *Error:
+				err = perr
+			case guardError:
+				err = perr.err
+			default:
+				panic(v)
+			}
+		}
+	}()
+	mt := &matcher{src: src, insts: pat.insts, guard: guard}
 	matches = []*MatchData{}
 	for sp := offset; sp <= len(src); {
-		ok, nsp, ms := recursiveVM(src, insts, 0, sp, 0)
+		mt.step(1)
+		ok, nsp, ms := mt.match(0, sp)
 		sp++
 		if ok {
 			if sp < nsp {
@@ -635,7 +764,7 @@ func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err er
 			}
 			matches = append(matches, ms)
 		}
-		if len(matches) == limit || pat.MustHead {
+		if len(matches) == limit || pat.mustHead {
 			break
 		}
 	}
