@@ -1394,19 +1394,23 @@ func (ls *LState) Remove(index int) {
 /* object allocation {{{ */
 
 func (ls *LState) NewTable() *LTable {
-	ls.charge(newTableCost(defaultArrayCap, defaultHashCap)) // patched for luamcp
+	ls.count(newTableCost(defaultArrayCap, defaultHashCap)) // patched for luamcp
 	return newLTable(defaultArrayCap, defaultHashCap)
 }
 
 func (ls *LState) CreateTable(acap, hcap int) *LTable {
-	ls.charge(newTableCost(acap, hcap)) // patched for luamcp
+	ls.count(newTableCost(acap, hcap)) // patched for luamcp
 	return newLTable(acap, hcap)
 }
 
 // NewThread returns a new LState that shares with the original state all global objects.
 // If the original state has context.Context, the new state has a new child context of the original state and this function returns its cancel function.
 func (ls *LState) NewThread() (*LState, context.CancelFunc) {
-	ls.charge(threadCost(ls.Options)) // patched for luamcp
+	ls.count(threadCost(ls.Options)) // patched for luamcp
+	return ls.newThread()
+}
+
+func (ls *LState) newThread() (*LState, context.CancelFunc) {
 	thread := newLState(ls.Options)
 	thread.G = ls.G
 	thread.Env = ls.Env
@@ -1420,12 +1424,12 @@ func (ls *LState) NewThread() (*LState, context.CancelFunc) {
 }
 
 func (ls *LState) NewFunctionFromProto(proto *FunctionProto) *LFunction {
-	ls.charge(addSize(closureCost(int(proto.NumUpvalues)), protoTreeCost(proto))) // patched for luamcp
+	ls.count(addSize(closureCost(int(proto.NumUpvalues)), protoTreeCost(proto))) // patched for luamcp
 	return newLFunctionL(proto, ls.Env, int(proto.NumUpvalues))
 }
 
 func (ls *LState) NewUserData() *LUserData {
-	ls.charge(sizeUserData) // patched for luamcp
+	ls.count(sizeUserData) // patched for luamcp
 	return &LUserData{
 		Env:       ls.currentEnv(),
 		Metatable: LNil,
@@ -1433,12 +1437,12 @@ func (ls *LState) NewUserData() *LUserData {
 }
 
 func (ls *LState) NewFunction(fn LGFunction) *LFunction {
-	ls.charge(sizeFunction) // patched for luamcp
+	ls.count(sizeFunction) // patched for luamcp
 	return newLFunctionG(fn, ls.currentEnv(), 0)
 }
 
 func (ls *LState) NewClosure(fn LGFunction, upvalues ...LValue) *LFunction {
-	ls.charge(closureCost(len(upvalues))) // patched for luamcp
+	ls.count(closureCost(len(upvalues))) // patched for luamcp
 	cl := newLFunctionG(fn, ls.currentEnv(), len(upvalues))
 	for i, lv := range upvalues {
 		cl.Upvalues[i] = &Upvalue{}
@@ -1721,7 +1725,9 @@ func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
 }
 
 func (ls *LState) RawSetInt(tb *LTable, key int, value LValue) {
-	ls.tableSetInt(tb, key, value) // patched for luamcp: charged
+	before := tableCost(tb) // patched for luamcp: counted
+	tb.RawSetInt(key, value)
+	ls.count(tableCost(tb) - before)
 }
 
 func (ls *LState) SetField(obj LValue, key string, value LValue) {

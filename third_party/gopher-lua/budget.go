@@ -127,9 +127,23 @@ func (ls *LState) MemoryUsage() int64 {
 // other methods, it may be called from any goroutine.
 func (ls *LState) MemoryAccounted() int64 { return ls.G.budget.published.Load() }
 
+// Three ways to account an allocation:
+//
+//   - charge checks the budget and raises "memory limit exceeded" while the
+//     state runs Lua: the VM, the libraries and the setters that could raise
+//     already (setField, RawSet) use it before they allocate.
+//   - count adds to the budget without checking: the constructors of the API
+//     (NewTable, CreateTable, NewFunction, NewThread...) and RawSetInt, which
+//     never raised upstream and which hosts call from Go code that may not
+//     expect a Lua error. The next charge checks what they counted.
+//   - ReserveMemory checks without raising: for Go code that builds large
+//     values and refuses them with an error of its own.
+
 // ReserveMemory charges n bytes that Go code is about to allocate for the
 // state (strings it builds, values it decodes). It returns ErrMemoryLimit and
-// charges nothing when the state would then exceed its limit.
+// charges nothing when the state would then exceed its limit. Memory held
+// only by Go code is invisible to the measure: such code should also bound
+// its own total, e.g. by MemoryLimit.
 func (ls *LState) ReserveMemory(n int) error {
 	if !ls.reserve(n) {
 		return ErrMemoryLimit
@@ -139,7 +153,7 @@ func (ls *LState) ReserveMemory(n int) error {
 
 // charge charges n bytes about to be allocated. Past the limit it raises
 // "memory limit exceeded" while the state runs Lua; outside a call (Go code
-// building values between calls) the allocation goes ahead and is counted.
+// setting values between calls) the allocation goes ahead and is counted.
 func (ls *LState) charge(n int) {
 	if !ls.reserve(n) {
 		if ls.currentFrame != nil {
@@ -149,8 +163,7 @@ func (ls *LState) charge(n int) {
 	}
 }
 
-// count adds n bytes to the budget without checking it: for growth that
-// cannot fail where it happens (registries); the next charge checks it.
+// count adds n bytes to the budget without checking it.
 func (ls *LState) count(n int) { ls.G.budget.used += int64(n) }
 
 // reserve is the hot path: an add and a compare (an overflow makes used

@@ -18,7 +18,8 @@ var coFuncs = map[string]LGFunction{
 
 func coCreate(L *LState) int {
 	fn := L.CheckFunction(1)
-	newthread, _ := L.NewThread()
+	L.charge(threadCost(L.Options)) // patched for luamcp
+	newthread, _ := L.newThread()
 	base := 0
 	newthread.stack.Push(callFrame{
 		Fn:         fn,

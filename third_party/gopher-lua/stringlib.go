@@ -383,8 +383,9 @@ func strRep(L *LState) int {
 	L.charge(size)
 	out := make([]byte, size)
 	done := copy(out, str)
+	piece := max(stepsPerCheck-stepsPerCheck%len(str), len(str)) // whole copies of str
 	for done < size {
-		chunk := copy(out[done:], out[:min(done, stepsPerCheck)])
+		chunk := copy(out[done:], out[:min(done, piece)])
 		done += chunk
 		L.step(chunk)
 	}
