@@ -22,6 +22,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/luavm"
 )
 
 // version is the release this source tree builds.
@@ -60,6 +61,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 					&cli.BoolFlag{Name: "no-watch", Usage: "do not reload scripts when their files change"},
+					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
 				},
 			},
 			checkCommand(),
@@ -77,13 +79,17 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	memory := c.Int("memory-limit-mb")
+	if memory < 1 {
+		return fmt.Errorf("--memory-limit-mb must be at least 1, got %d", memory)
+	}
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
 	watch := !c.Bool("no-watch")
-	h, err := host.New(host.Config{Dir: c.String("dir"), Logger: logger, Watch: watch})
+	h, err := host.New(host.Config{Dir: c.String("dir"), Logger: logger, Watch: watch, MemoryLimit: int64(memory) << 20})
 	if err != nil {
 		return err
 	}

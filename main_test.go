@@ -60,6 +60,7 @@ func TestServeErrors(t *testing.T) {
 		{"nothing to serve", []string{"--dir", empty, "--addr", "127.0.0.1:0", "--no-watch"}, "no server to mount"},
 		{"log level", []string{"--dir", scripts, "--log-level", "loud"}, "--log-level"},
 		{"log format", []string{"--dir", scripts, "--log-format", "xml"}, "--log-format"},
+		{"memory limit", []string{"--dir", scripts, "--memory-limit-mb", "0"}, "--memory-limit-mb must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"luamcp", "serve"}, tc.args...)

@@ -42,10 +42,12 @@ func (c *Codec) Encode(v lua.LValue, root string) ([]byte, error) {
 }
 
 // AppendEncode is Encode appending to dst. On error it returns dst unchanged
-// (same length) and the error.
+// (same length) and the error. The whole of dst counts against the room the
+// state's memory budget leaves (budget.go): a text built by several calls is
+// bounded as one.
 func (c *Codec) AppendEncode(dst []byte, v lua.LValue, root string) ([]byte, error) {
 	n := len(dst)
-	c.room, c.start, c.tables = newBudget(c.l), n, 0
+	c.room, c.tables = newBudget(c.l), 0
 	out, err := c.appendValue(dst, v, 0)
 	if err != nil {
 		clear(c.seen)
@@ -61,7 +63,7 @@ func (c *Codec) AppendEncode(dst []byte, v lua.LValue, root string) ([]byte, err
 func (c *Codec) appendValue(buf []byte, v lua.LValue, depth int) ([]byte, *pathError) {
 	switch v := v.(type) {
 	case lua.LString:
-		if !c.room.fits(len(buf) - c.start + len(v) + 2) {
+		if !c.room.fits(len(buf) + len(v) + 2) {
 			return buf, errOutgrows()
 		}
 		if out, ok := appendString(buf, string(v)); ok {
@@ -107,7 +109,7 @@ func (c *Codec) appendTable(buf []byte, t *lua.LTable, depth int) ([]byte, *path
 	if depth > MaxDepth {
 		return buf, newPathError("nesting deeper than %d levels", MaxDepth)
 	}
-	if !c.room.fits(len(buf) - c.start) {
+	if !c.room.fits(len(buf)) {
 		return buf, errOutgrows()
 	}
 	if c.tables++; c.tables%checkEvery == 0 {

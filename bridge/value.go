@@ -54,7 +54,6 @@ type Codec struct {
 	ents   []entry                     // encode: pending object entries
 	seen   []*lua.LTable               // encode: tables on the current path (cycle check)
 	room   budget                      // encode: what the output may take (budget.go)
-	start  int                         // encode: where the output starts in its buffer
 	tables int                         // encode: tables written, for context checks
 	clones map[*lua.LTable]*lua.LTable // Clone: source table -> copy
 	work   []cloneWork                 // Clone: tables still to fill

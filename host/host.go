@@ -50,6 +50,10 @@ type Config struct {
 	// Debounce is how long the watcher waits for a burst of writes to end
 	// before it reloads (default 100 ms).
 	Debounce time.Duration
+	// MemoryLimit is the process heap, in bytes, past which the running Lua
+	// call holding the most memory is cancelled (luavm.Config.MemoryLimit;
+	// 0 = the luavm default).
+	MemoryLimit int64
 }
 
 // Route describes one mounted script.
@@ -146,7 +150,7 @@ func New(cfg Config) (*Host, error) {
 		mounts: make(map[string]*mount),
 		failed: make(map[string]*failed),
 	}
-	h.vmCfg = luavm.Config{Dir: cfg.Dir, Logger: logger, Pushes: h.hub, PoolSize: cfg.PoolSize}
+	h.vmCfg = luavm.Config{Dir: cfg.Dir, Logger: logger, Pushes: h.hub, PoolSize: cfg.PoolSize, MemoryLimit: cfg.MemoryLimit}
 	h.router.Store(mux.NewRouter())
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.router.Load().ServeHTTP(w, r)

@@ -11,11 +11,24 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// parseRoute reads the module's route table into mcp.Options (script-api.md
-// "Route options"). Unset options stay zero, which mcp.Options reads as their
-// defaults; Path defaults to /mcp/<name>.
-func parseRoute(v lua.LValue, name string) (mcp.Options, error) {
-	opts := mcp.Options{Path: "/mcp/" + name}
+// route is a script's route table (script-api.md "Route options"): the
+// transport's options, and those luavm applies itself.
+type route struct {
+	mcp.Options
+	// memoryLimit is how many bytes each of the script's Lua states may hold
+	// (memory_limit_mb).
+	memoryLimit int64
+}
+
+// DefaultStateMemoryLimit is the default of the route option memory_limit_mb,
+// in bytes.
+const DefaultStateMemoryLimit = 64 << 20
+
+// parseRoute reads the module's route table (script-api.md "Route
+// options"). Unset transport options stay zero, which mcp.Options reads as
+// their defaults; Path defaults to /mcp/<name>.
+func parseRoute(v lua.LValue, name string) (route, error) {
+	opts := route{Options: mcp.Options{Path: "/mcp/" + name}, memoryLimit: DefaultStateMemoryLimit}
 	if v == lua.LNil {
 		return opts, nil
 	}
@@ -38,7 +51,7 @@ func parseRoute(v lua.LValue, name string) (mcp.Options, error) {
 	return opts, err
 }
 
-func setOption(o *mcp.Options, key string, v lua.LValue) error {
+func setOption(o *route, key string, v lua.LValue) error {
 	var err error
 	switch key {
 	case "path":
@@ -68,6 +81,10 @@ func setOption(o *mcp.Options, key string, v lua.LValue) error {
 		o.SessionTTL, err = msOption(key, v, 1)
 	case "request_timeout_ms":
 		o.RequestTimeout, err = msOption(key, v, 1)
+	case "memory_limit_mb":
+		var mb int
+		mb, err = intOption(key, v, 1)
+		o.memoryLimit = int64(mb) << 20
 	case "session_keepalive_ms":
 		o.SessionKeepAlive, err = msOption(key, v, 0)
 		if err == nil && o.SessionKeepAlive == 0 {

@@ -33,9 +33,10 @@ type Config struct {
 	Pushes   bridge.Pushes // the mcp.Hub; nil drops pushes
 	PoolSize int           // warm fresh states kept per script (default 4; negative: none)
 	MaxCall  time.Duration // hard cap on one callback (default 10 min)
-	// MemoryLimit is the process heap size, in bytes, past which this
-	// script's running calls are cancelled (default DefaultMemoryLimit;
-	// negative disables the watchdog).
+	// MemoryLimit is the process heap size, in bytes, past which the running
+	// call of this script whose state holds the most memory is cancelled
+	// (default DefaultMemoryLimit; negative disables the watchdog). Each
+	// state's own budget is the route option memory_limit_mb.
 	MemoryLimit int64
 }
 
@@ -80,6 +81,7 @@ type Version struct {
 	*Script
 	proto   *lua.FunctionProto
 	opts    mcp.Options
+	memory  int64 // bytes each state may hold (memory_limit_mb); 0 until validated
 	modules *modules
 	pool    *pool
 	retLine int // line of the chunk's final return, for module errors
@@ -117,7 +119,6 @@ func Load(path string, cfg Config) (*Script, error) {
 	}
 	ver, err := s.Prepare()
 	if err != nil {
-		s.watch.close()
 		return nil, err
 	}
 	s.cur.Store(ver)
@@ -161,6 +162,10 @@ func (s *Script) Prepare() (*Version, error) {
 		v.close()
 		return nil, err
 	}
+	if err := v.limitMemory(); err != nil {
+		v.close()
+		return nil, err
+	}
 	ver.pool = newPool(ver, s.cfg.PoolSize)
 	ver.pool.start(v)
 	return ver, nil
@@ -189,14 +194,14 @@ func (s *Version) validate(v *vm) error {
 	if val := mod.RawGetString("auth"); val != lua.LNil && v.auth == nil {
 		return s.moduleError("auth must be a function, got %s", describe(val))
 	}
-	opts, err := parseRoute(mod.RawGetString("route"), s.name)
+	r, err := parseRoute(mod.RawGetString("route"), s.name)
 	if err != nil {
 		return s.moduleError("%v", err)
 	}
 	if v.auth != nil {
-		opts.Auth = s.authHook
+		r.Auth = s.authHook
 	}
-	s.opts = opts
+	s.opts, s.memory = r.Options, r.memoryLimit
 	return nil
 }
 
@@ -282,7 +287,6 @@ func (s *Script) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.current().pool.close()
-	s.watch.close()
 }
 
 // LiveStates reports the Lua states of this script that are open: pooled,

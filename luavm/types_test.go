@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/luamcp/luamcp/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -54,8 +53,8 @@ func TestEditorStubs(t *testing.T) {
 			t.Errorf("types/server.lua: luamcp.Server does not annotate %s", name)
 		}
 	}
-	route := section(t, serverStub, "---@class luamcp.Route\n")
-	fields := regexp.MustCompile(`---@field (\w+) `).FindAllStringSubmatch(route, -1)
+	routeStub := section(t, serverStub, "---@class luamcp.Route\n")
+	fields := regexp.MustCompile(`---@field (\w+) `).FindAllStringSubmatch(routeStub, -1)
 	src, err := os.ReadFile("route.go")
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +64,7 @@ func TestEditorStubs(t *testing.T) {
 		t.Errorf("types/server.lua annotates %d route options, route.go reads %d", len(fields), len(options))
 	}
 	for _, f := range fields {
-		var o mcp.Options
+		var o route
 		if err := setOption(&o, f[1], sample(f[1])); err != nil && strings.Contains(err.Error(), "unknown option") {
 			t.Errorf("types/server.lua annotates route.%s, which luavm does not know", f[1])
 		}

@@ -20,6 +20,7 @@
 ---@field session_max_pending integer? queued requests per session (default 100)
 ---@field session_keepalive_ms integer? GET-channel keep-alive comment period (default 30000; 0 off)
 ---@field session_buffer_max integer? GET-channel events kept for Last-Event-ID replay (default 256)
+---@field memory_limit_mb integer? memory each Lua state of the script may hold, in MiB (default 64, >= 1)
 
 ---@class luamcp.ServerInfo
 ---@field name string
