@@ -155,11 +155,19 @@ func (ls *LState) ReserveMemory(n int) error {
 // "memory limit exceeded" while the state runs Lua; outside a call (Go code
 // setting values between calls) the allocation goes ahead and is counted.
 func (ls *LState) charge(n int) {
-	if !ls.reserve(n) {
+	b := &ls.G.budget
+	b.used += int64(n)
+	if uint64(b.used) > uint64(b.next) {
+		ls.chargeSlow(int64(n))
+	}
+}
+
+func (ls *LState) chargeSlow(n int64) {
+	if !ls.settle(n) {
 		if ls.currentFrame != nil {
 			ls.RaiseError("%s", ErrMemoryLimit.Error())
 		}
-		ls.G.budget.used += int64(n)
+		ls.G.budget.used += n
 	}
 }
 
@@ -178,13 +186,15 @@ func (ls *LState) reserve(n int) bool {
 }
 
 // settle is reserve's slow path. Past the limit, it measures the state when
-// the charge is large or enough was charged since the last measure, and
-// refuses (uncharging n) when the state would still be over. It publishes
-// the count.
+// the charge is large, when enough was charged since the last measure, or
+// when that measure found the state over its limit; it refuses (uncharging n)
+// when the state would still be over. It publishes the count.
 func (ls *LState) settle(n int64) bool {
 	b := &ls.G.budget
 	overflow := b.used < 0
-	if overflow || b.used > b.limit && (n >= b.slack || b.used-b.measured >= b.slack) {
+	// Small charges past the limit share the slack, unless the last measure
+	// found the state over its limit already.
+	if overflow || b.used > b.limit && (n >= b.slack || b.used-b.measured >= b.slack || b.measured > b.limit) {
 		live := ls.measure()
 		b.measured = live
 		if live > b.limit || n > b.limit-live {
@@ -269,11 +279,16 @@ func addSize(a, b int) int {
 	return a + b
 }
 
+// maxHint bounds the capacity hints newTableCost reads, so that its sums
+// cannot overflow: a hint that large cannot be allocated anyway.
+const maxHint = 1 << 40
+
 // newTableCost is the size of a table created with these capacity hints.
 func newTableCost(acap, hcap int) int {
-	n := addSize(sizeTable, mulSize(max(acap, 0), sizeValue))
+	acap, hcap = min(max(acap, 0), maxHint), min(max(hcap, 0), maxHint)
+	n := sizeTable + acap*sizeValue
 	if hcap > 0 {
-		n = addSize(n, addSize(sizeHashBase, mulSize(hcap, sizeHashSlot)))
+		n += sizeHashBase + hcap*sizeHashSlot
 	}
 	return n
 }
@@ -344,36 +359,58 @@ func threadCost(o Options) int {
 }
 
 // tableSet is tb.RawSet(key, value) with the table's growth charged: the
-// array slots or hash map it may allocate before, a new hash key after.
+// array slots or hash map it may allocate before, a new hash key after (one
+// entry). Setting a slot of the array part, or appending within its
+// capacity, allocates nothing and takes a short cut.
 func (ls *LState) tableSet(tb *LTable, key LValue, value LValue) {
-	before := tableCost(tb)
-	pre := tableGrowth(tb, key)
-	if pre > 0 {
-		ls.charge(pre)
-	}
-	tb.RawSet(key, value)
-	if d := tableCost(tb) - before - pre; d > 0 {
-		ls.charge(d)
-	}
-}
-
-// tableSetInt is tableSet for an integer key.
-func (ls *LState) tableSetInt(tb *LTable, key int, value LValue) {
-	if key >= 1 && key <= len(tb.array) {
-		tb.array[key-1] = value
+	switch k := key.(type) {
+	case LNumber:
+		if i := int(k); LNumber(i) == k && i >= 1 {
+			if i <= len(tb.array) {
+				tb.array[i-1] = value
+				return
+			}
+			if i == len(tb.array)+1 && i <= cap(tb.array) {
+				tb.array = append(tb.array, value)
+				return
+			}
+		}
+	case LString:
+		ls.tableSetString(tb, string(k), value)
 		return
 	}
-	ls.tableSet(tb, LNumber(key), value)
+	ls.tableGrow(tb, key, value)
 }
 
 // tableSetString is tableSet for a string key.
 func (ls *LState) tableSetString(tb *LTable, key string, value LValue) {
+	if tb.strdict != nil && tb.keys != nil {
+		n := len(tb.keys)
+		tb.RawSetString(key, value)
+		if len(tb.keys) != n {
+			ls.charge(sizeHashKey)
+		}
+		return
+	}
 	before := tableCost(tb)
 	pre := stringKeyGrowth(tb)
 	if pre > 0 {
 		ls.charge(pre)
 	}
 	tb.RawSetString(key, value)
+	if d := tableCost(tb) - before - pre; d > 0 {
+		ls.charge(d)
+	}
+}
+
+// tableGrow is tableSet's general case.
+func (ls *LState) tableGrow(tb *LTable, key LValue, value LValue) {
+	before := tableCost(tb)
+	pre := tableGrowth(tb, key)
+	if pre > 0 {
+		ls.charge(pre)
+	}
+	tb.RawSet(key, value)
 	if d := tableCost(tb) - before - pre; d > 0 {
 		ls.charge(d)
 	}

@@ -80,6 +80,22 @@ func TestBudgetRefusesAttacks(t *testing.T) {
 	}
 }
 
+// Small allocations caught one by one cannot creep past the limit by the
+// slack again and again.
+func TestBudgetSlackDoesNotCreep(t *testing.T) {
+	L := budgetState(t, testLimit)
+	err := L.DoString(`
+		kept = {}
+		local function add(i) kept[#kept + 1] = string.rep("x", 1e5) .. i end
+		for i = 1, 1e4 do pcall(add, i) end`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := L.MemoryUsage(); got > testLimit+testLimit/8+1<<20 {
+		t.Errorf("the state holds %d MiB under a %d MiB budget", got>>20, testLimit>>20)
+	}
+}
+
 // Garbage, shared strings and data within the budget never count against it.
 func TestBudgetAllowsLegitWork(t *testing.T) {
 	for _, src := range []string{
@@ -118,12 +134,14 @@ func TestBudgetMeasure(t *testing.T) {
 	} {
 		L := budgetState(t, 0)
 		base := L.MemoryUsage()
-		runtime.GC()
 		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.GC() // objects with finalizers (earlier tests' states) go in the second cycle
 		runtime.ReadMemStats(&m0)
 		if err := L.DoString(src); err != nil {
 			t.Fatal(err)
 		}
+		runtime.GC()
 		runtime.GC()
 		runtime.ReadMemStats(&m1)
 		heap := float64(m1.HeapAlloc) - float64(m0.HeapAlloc)

@@ -45,7 +45,7 @@ func newLTable(acap int, hcap int) *LTable {
 	}
 	if hcap != 0 {
 		tb.strdict = make(map[string]LValue, hcap)
-		tb.hcap = int32(min(hcap, math.MaxInt32))
+		tb.hcap = int32(min(hcap, math.MaxInt32)) // patched for luamcp: budget.go
 	}
 	return tb
 }
@@ -206,7 +206,7 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 func (tb *LTable) RawSetString(key string, value LValue) {
 	if tb.strdict == nil {
 		tb.strdict = make(map[string]LValue, defaultHashCap)
-		tb.hcap += defaultHashCap
+		tb.hcap += defaultHashCap // patched for luamcp
 	}
 	if tb.keys == nil {
 		tb.keys = []LValue{}
@@ -234,7 +234,7 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 	}
 	if tb.dict == nil {
 		tb.dict = make(map[LValue]LValue, len(tb.strdict))
-		tb.hcap += int32(len(tb.strdict))
+		tb.hcap += int32(len(tb.strdict)) // patched for luamcp
 	}
 	if tb.keys == nil {
 		tb.keys = []LValue{}

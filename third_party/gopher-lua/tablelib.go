@@ -110,17 +110,20 @@ func tableInsert(L *LState) int {
 
 	// Patched for luamcp: the table's growth is charged.
 	before := tableCost(tbl)
+	var pre int
 	if L.GetTop() == 2 {
-		L.charge(arrayGrowth(tbl, len(tbl.array)+1))
+		pre = arrayGrowth(tbl, len(tbl.array)+1)
+		L.charge(pre)
 		tbl.Append(L.Get(2))
 	} else {
 		pos, v := int(L.CheckInt(2)), L.CheckAny(3)
-		L.charge(arrayGrowth(tbl, max(pos, len(tbl.array)+1)))
+		pre = arrayGrowth(tbl, max(pos, len(tbl.array)+1))
+		L.charge(pre)
 		tbl.Insert(pos, v)
 		L.step(len(tbl.array))
 	}
-	if d := tableCost(tbl) - before; d > 0 {
-		L.count(d)
+	if d := tableCost(tbl) - before - pre; d > 0 {
+		L.charge(d)
 	}
 	return 0
 }

@@ -569,15 +569,25 @@ type matcher struct {
 	src   []byte
 	insts []inst
 	guard Guard
-	steps int
-	stack []backtrack
+	steps int // steps taken; the guard is consulted when it reaches check
+	check int
+	// The backtracking stack: its first entries in small (in the frame of
+	// Find, not charged), the others in stack.
+	small  [32]backtrack
+	nsmall int
+	stack  []backtrack
 }
 
 // step counts n steps and consults the guard every stepsPerCheck of them.
 func (mt *matcher) step(n int) {
-	before := mt.steps
-	mt.steps += n
-	if mt.guard != nil && before/stepsPerCheck != mt.steps/stepsPerCheck {
+	if mt.steps += n; mt.steps >= mt.check {
+		mt.consult()
+	}
+}
+
+func (mt *matcher) consult() {
+	mt.check = mt.steps + stepsPerCheck
+	if mt.guard != nil {
 		if err := mt.guard.Err(); err != nil {
 			panic(guardError{err})
 		}
@@ -585,11 +595,16 @@ func (mt *matcher) step(n int) {
 }
 
 func (mt *matcher) push(b backtrack) {
-	if len(mt.stack) >= maxRecursionLevel {
+	if mt.nsmall < len(mt.small) {
+		mt.small[mt.nsmall] = b
+		mt.nsmall++
+		return
+	}
+	if mt.nsmall+len(mt.stack) >= maxRecursionLevel {
 		panic(newError(_UNKNOWN, "pattern/input too complex"))
 	}
 	if len(mt.stack) == cap(mt.stack) {
-		n := min(max(2*cap(mt.stack), 64), maxRecursionLevel)
+		n := min(max(2*cap(mt.stack), 32), maxRecursionLevel)
 		if mt.guard != nil {
 			if err := mt.guard.Reserve((n - cap(mt.stack)) * backtrackSize); err != nil {
 				panic(guardError{err})
@@ -602,12 +617,26 @@ func (mt *matcher) push(b backtrack) {
 	mt.stack = append(mt.stack, b)
 }
 
+// pop removes the top of the stack; false when it is empty.
+func (mt *matcher) pop() (backtrack, bool) {
+	if n := len(mt.stack); n > 0 {
+		b := mt.stack[n-1]
+		mt.stack = mt.stack[:n-1]
+		return b, true
+	}
+	if mt.nsmall == 0 {
+		return backtrack{}, false
+	}
+	mt.nsmall--
+	return mt.small[mt.nsmall], true
+}
+
 // match runs the program from pc at sp; it reports whether it matched, where
 // the match ends, and its captures.
 func (mt *matcher) match(pc, sp int) (bool, int, *MatchData) {
 	src, insts := mt.src, mt.insts
 	m := newMatchState()
-	mt.stack = mt.stack[:0]
+	mt.nsmall, mt.stack = 0, mt.stack[:0]
 	for {
 		mt.step(1)
 		inst := insts[pc]
@@ -683,11 +712,10 @@ func (mt *matcher) match(pc, sp int) (bool, int, *MatchData) {
 			panic("should not reach here")
 		}
 		for !ok {
-			if len(mt.stack) == 0 {
+			b, more := mt.pop()
+			if !more {
 				return false, sp, m
 			}
-			b := mt.stack[len(mt.stack)-1]
-			mt.stack = mt.stack[:len(mt.stack)-1]
 			if b.capture >= 0 {
 				m.restoreCapture(int(b.capture), b.old)
 				continue
@@ -702,10 +730,12 @@ func (mt *matcher) match(pc, sp int) (bool, int, *MatchData) {
 /* API {{{ */
 
 // Pattern is a compiled Lua pattern (patched for luamcp: compiled once, used
-// for many searches).
+// for many searches). It keeps its backtracking stack from one search to the
+// next: it is not safe for concurrent use.
 type Pattern struct {
 	insts    []inst
 	mustHead bool
+	stack    []backtrack
 }
 
 // Compile parses a Lua pattern.
@@ -740,7 +770,9 @@ func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err er
 // src at or after offset. A non-nil guard bounds the search: its error ends
 // it, and is returned.
 func (pat *Pattern) Find(guard Guard, src []byte, offset, limit int) (matches []*MatchData, err error) {
+	mt := &matcher{src: src, insts: pat.insts, guard: guard, check: stepsPerCheck, stack: pat.stack}
 	defer func() {
+		pat.stack = mt.stack[:0]
 		if v := recover(); v != nil {
 			switch perr := v.(type) {
 			case *Error:
@@ -752,7 +784,6 @@ func (pat *Pattern) Find(guard Guard, src []byte, offset, limit int) (matches []
 			}
 		}
 	}()
-	mt := &matcher{src: src, insts: pat.insts, guard: guard}
 	matches = []*MatchData{}
 	for sp := offset; sp <= len(src); {
 		mt.step(1)
