@@ -115,7 +115,7 @@ func (ls *LState) MemoryLimit() int64 {
 // their size in bytes. The budget's count restarts from it.
 func (ls *LState) MemoryUsage() int64 {
 	b := &ls.G.budget
-	live := ls.measure()
+	live, _ := ls.measure()
 	b.used, b.measured = live, live
 	b.published.Store(live)
 	b.setNext()
@@ -195,9 +195,9 @@ func (ls *LState) settle(n int64) bool {
 	// Small charges past the limit share the slack, unless the last measure
 	// found the state over its limit already.
 	if overflow || b.used > b.limit && (n >= b.slack || b.used-b.measured >= b.slack || b.measured > b.limit) {
-		live := ls.measure()
+		live, done := ls.measure()
 		b.measured = live
-		if live > b.limit || n > b.limit-live {
+		if !done || live > b.limit || n > b.limit-live {
 			b.used = live
 			b.published.Store(live)
 			b.setNext()
@@ -423,8 +423,9 @@ func (ls *LState) tableGrow(tb *LTable, key LValue, value LValue) {
 // marks what it visits with a new epoch rather than keeping a visited set,
 // so that it allocates little. Go functions are not marked: the host may
 // share them between states (luamcp does), and they hold no Lua values but
-// their upvalues.
-func (ls *LState) measure() int64 {
+// their upvalues. A walk takes about a millisecond per 2 MB; it stops early,
+// reporting done false, when the state's context is done.
+func (ls *LState) measure() (size int64, done bool) {
 	g := ls.G
 	b := &g.budget
 	b.mark++
@@ -444,12 +445,15 @@ func (ls *LState) measure() int64 {
 		w.value(g.CurrentThread)
 	}
 	w.value(ls)
-	for len(w.stack) > 0 {
+	for i := 1; len(w.stack) > 0; i++ {
+		if i%4096 == 0 && ls.contextErr() != nil {
+			return int64(w.size), false
+		}
 		v := w.stack[len(w.stack)-1]
 		w.stack = w.stack[:len(w.stack)-1]
 		w.scan(v)
 	}
-	return int64(w.size)
+	return int64(w.size), true
 }
 
 type walker struct {
