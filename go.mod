@@ -15,3 +15,5 @@ require (
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	golang.org/x/sys v0.13.0 // indirect
 )
+
+replace github.com/yuin/gopher-lua => ./third_party/gopher-lua

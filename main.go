@@ -69,6 +69,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.DurationFlag{Name: "call-timeout", Value: luavm.DefaultCallTimeout, Usage: "hard cap on one callback of a route that sets no call_timeout_ms"},
 					&cli.IntFlag{Name: "max-running", Usage: "Lua calls running at once, shared fairly by the routes; 0: 4 × GOMAXPROCS"},
 					&cli.IntFlag{Name: "max-sessions", Value: mcp.DefaultMaxSessions, Usage: "live sessions across all routes; an initialize past it gets 503"},
+					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
 					envFileFlag(),
 				},
 			},
@@ -101,6 +102,10 @@ func serve(c *cli.Context) error {
 	if maxSessions < 1 {
 		return fmt.Errorf("--max-sessions must be at least 1, not %d", maxSessions)
 	}
+	memory := c.Int("memory-limit-mb")
+	if memory < 1 {
+		return fmt.Errorf("--memory-limit-mb must be at least 1, got %d", memory)
+	}
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
 		return err
@@ -113,6 +118,7 @@ func serve(c *cli.Context) error {
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: maxSessions,
+		MemoryLimit: int64(memory) << 20,
 	})
 	if err != nil {
 		return err

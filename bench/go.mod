@@ -30,3 +30,5 @@ require (
 	golang.org/x/text v0.14.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
+
+replace github.com/yuin/gopher-lua => ../third_party/gopher-lua

@@ -56,8 +56,12 @@ func (e *DecodeError) Error() string {
 // (surrounding whitespace allowed), nested at most MaxDepth deep. Numbers
 // beyond ±1.8e308 are an error; integers beyond 2^53 become the nearest
 // float64. A \u escape of an unpaired surrogate decodes as U+FFFD.
+//
+// A decode may build what the state's memory budget has left, no more
+// (errors wrap lua.ErrMemoryLimit), and stops when the state's context is
+// done (errors wrap the context's).
 func (c *Codec) Decode(data []byte) (lua.LValue, error) {
-	d := decoder{c: c, data: data}
+	d := decoder{c: c, data: data, room: newBudget(c.l)}
 	if len(data) <= maxSharedInput {
 		d.text = string(data)
 	}
@@ -84,10 +88,26 @@ func (c *Codec) Decode(data []byte) (lua.LValue, error) {
 }
 
 type decoder struct {
-	c    *Codec
-	data []byte
-	text string // a copy of data when it is small, to cut strings from
-	pos  int
+	c     *Codec
+	data  []byte
+	text  string // a copy of data when it is small, to cut strings from
+	pos   int
+	room  budget // what the values may take
+	size  int    // bytes of values built so far
+	count int    // charges so far, for context checks
+}
+
+// charge counts n bytes of values about to be built; it fails when they do
+// not fit in the state's memory budget or when the state's context is done.
+func (d *decoder) charge(n int) error {
+	d.size += n
+	if !d.room.fits(d.size) {
+		return fmt.Errorf("%w at byte %d (the decoded value outgrows the state's memory budget)", lua.ErrMemoryLimit, d.pos)
+	}
+	if d.count++; d.count%checkEvery == 0 {
+		return contextErr(d.c.l)
+	}
+	return nil
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
@@ -163,9 +183,15 @@ func (d *decoder) array(depth int) (lua.LValue, error) {
 		return c.MarkArray(c.l.CreateTable(0, 0)), nil
 	}
 	base := len(c.stack)
+	if err := d.charge(sizeTable); err != nil {
+		return nil, err
+	}
 	for {
 		v, err := d.value(depth)
 		if err != nil {
+			return nil, err
+		}
+		if err := d.charge(sizeSlot); err != nil {
 			return nil, err
 		}
 		c.stack = append(c.stack, v)
@@ -205,6 +231,9 @@ func (d *decoder) object(depth int) (lua.LValue, error) {
 		return c.MarkObject(c.l.CreateTable(0, 0)), nil
 	}
 	base := len(c.stack)
+	if err := d.charge(sizeTable + sizeHashPart); err != nil {
+		return nil, err
+	}
 	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return nil, d.errorf("unexpected %s in an object, expecting a string key", d.describe())
@@ -221,6 +250,9 @@ func (d *decoder) object(depth int) (lua.LValue, error) {
 		d.skipSpace()
 		v, err := d.value(depth)
 		if err != nil {
+			return nil, err
+		}
+		if err := d.charge(sizeKey); err != nil {
 			return nil, err
 		}
 		c.stack = append(c.stack, k, v)
@@ -256,6 +288,9 @@ func (d *decoder) key() (lua.LValue, error) {
 		return nil, err
 	}
 	if len(raw) > maxInternLen {
+		if err := d.charge(sizeString + len(raw)); err != nil {
+			return nil, err
+		}
 		return lua.LString(raw), nil
 	}
 	c := d.c
@@ -278,6 +313,9 @@ func (d *decoder) key() (lua.LValue, error) {
 func (d *decoder) str() (lua.LValue, error) {
 	raw, off, err := d.strBytes()
 	if err != nil {
+		return nil, err
+	}
+	if err := d.charge(sizeString + len(raw)); err != nil {
 		return nil, err
 	}
 	if off >= 0 && d.text != "" {

@@ -42,9 +42,12 @@ func (c *Codec) Encode(v lua.LValue, root string) ([]byte, error) {
 }
 
 // AppendEncode is Encode appending to dst. On error it returns dst unchanged
-// (same length) and the error.
+// (same length) and the error. The whole of dst counts against the room the
+// state's memory budget leaves (budget.go): a text built by several calls is
+// bounded as one.
 func (c *Codec) AppendEncode(dst []byte, v lua.LValue, root string) ([]byte, error) {
 	n := len(dst)
+	c.room, c.tables = newBudget(c.l), 0
 	out, err := c.appendValue(dst, v, 0)
 	if err != nil {
 		clear(c.seen)
@@ -60,6 +63,9 @@ func (c *Codec) AppendEncode(dst []byte, v lua.LValue, root string) ([]byte, err
 func (c *Codec) appendValue(buf []byte, v lua.LValue, depth int) ([]byte, *pathError) {
 	switch v := v.(type) {
 	case lua.LString:
+		if !c.room.fits(len(buf) + len(v) + 2) {
+			return buf, errOutgrows()
+		}
 		if out, ok := appendString(buf, string(v)); ok {
 			return out, nil
 		}
@@ -103,6 +109,14 @@ func (c *Codec) appendTable(buf []byte, t *lua.LTable, depth int) ([]byte, *path
 	if depth > MaxDepth {
 		return buf, newPathError("nesting deeper than %d levels", MaxDepth)
 	}
+	if !c.room.fits(len(buf)) {
+		return buf, errOutgrows()
+	}
+	if c.tables++; c.tables%checkEvery == 0 {
+		if err := contextErr(c.l); err != nil {
+			return buf, newPathError("%v", err)
+		}
+	}
 	c.seen = append(c.seen, t)
 	buf, err := c.appendTableBody(buf, t, depth)
 	c.seen[len(c.seen)-1] = nil
@@ -130,6 +144,12 @@ func (c *Codec) appendTableBody(buf []byte, t *lua.LTable, depth int) ([]byte, *
 			keyName(c.ents[base].k))
 	}
 	return c.appendArray(buf, t, n, depth)
+}
+
+// errOutgrows is the error of a JSON text larger than the room its state's
+// memory budget leaves.
+func errOutgrows() *pathError {
+	return newPathError("%v (the JSON text outgrows the state's memory budget)", lua.ErrMemoryLimit)
 }
 
 // keyName shows a table key in an error message.

@@ -166,6 +166,9 @@ func (m *Module) optTable(L *lua.LState) *lua.LTable {
 
 func (m *Module) jsonEncode(L *lua.LState) int {
 	buf, err := m.c.AppendEncode(m.buf[:0], L.Get(1), "value")
+	if err == nil {
+		err = L.ReserveMemory(len(buf)) // the Lua string copies it
+	}
 	if err != nil {
 		raise(L, "mcp.json_encode: "+err.Error())
 	}

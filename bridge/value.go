@@ -53,6 +53,8 @@ type Codec struct {
 	buf    []byte                      // encode: output buffer of Encode
 	ents   []entry                     // encode: pending object entries
 	seen   []*lua.LTable               // encode: tables on the current path (cycle check)
+	room   budget                      // encode: what the output may take (budget.go)
+	tables int                         // encode: tables written, for context checks
 	clones map[*lua.LTable]*lua.LTable // Clone: source table -> copy
 	work   []cloneWork                 // Clone: tables still to fill
 }

@@ -66,6 +66,10 @@ type Config struct {
 	// BodyTimeout and WriteTimeout set mcp.Options.BodyTimeout and
 	// WriteTimeout on every route (0 = the mcp defaults).
 	BodyTimeout, WriteTimeout time.Duration
+	// MemoryLimit is the process heap, in bytes, past which the running Lua
+	// call holding the most memory is cancelled (luavm.Config.MemoryLimit;
+	// 0 = the luavm default).
+	MemoryLimit int64
 }
 
 // Route describes one mounted script.
@@ -179,8 +183,8 @@ func New(cfg Config) (*Host, error) {
 	h.vmCfg = luavm.Config{
 		Dir: cfg.Dir, Logger: logger, PoolSize: cfg.PoolSize,
 		// Each script pushes to its own route's sessions only.
-		Pushes: func(path string) bridge.Pushes { return h.hub.Route(path) },
-		CallTimeout: cfg.CallTimeout, Sched: luavm.NewScheduler(cfg.MaxRunning),
+		Pushes:      func(path string) bridge.Pushes { return h.hub.Route(path) },
+		CallTimeout: cfg.CallTimeout, Sched: luavm.NewScheduler(cfg.MaxRunning), MemoryLimit: cfg.MemoryLimit,
 	}
 	switch {
 	case cfg.MaxSessions > 0:

@@ -12,18 +12,25 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// routeOptions are a script's route table: the transport's options, and the
-// ones luavm applies itself.
+// routeOptions are a script's route table (script-api.md "Route options"):
+// the transport's options, and the ones luavm applies itself.
 type routeOptions struct {
 	mcp.Options
 	callTimeout time.Duration // call_timeout_ms; 0: Config.CallTimeout
+	// memoryLimit is how many bytes each of the script's Lua states may hold
+	// (memory_limit_mb).
+	memoryLimit int64
 }
 
+// DefaultStateMemoryLimit is the default of the route option memory_limit_mb,
+// in bytes.
+const DefaultStateMemoryLimit = 64 << 20
+
 // parseRoute reads the module's route table (script-api.md "Route
-// options"). Unset options stay zero, which mcp.Options reads as their
-// defaults; Path defaults to /mcp/<name>.
+// options"). Unset transport options stay zero, which mcp.Options reads as
+// their defaults; Path defaults to /mcp/<name>.
 func parseRoute(v lua.LValue, name string) (routeOptions, error) {
-	opts := routeOptions{Options: mcp.Options{Path: "/mcp/" + name}}
+	opts := routeOptions{Options: mcp.Options{Path: "/mcp/" + name}, memoryLimit: DefaultStateMemoryLimit}
 	if v == lua.LNil {
 		return opts, nil
 	}
@@ -87,6 +94,10 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 		o.callTimeout, err = msOption(key, v, 1)
 	case "allow":
 		// route.allow is the host library's: Version.validate parses it.
+	case "memory_limit_mb":
+		var mb int
+		mb, err = intOption(key, v, 1)
+		o.memoryLimit = int64(mb) << 20
 	case "session_keepalive_ms":
 		o.SessionKeepAlive, err = msOption(key, v, 0)
 		if err == nil && o.SessionKeepAlive == 0 {

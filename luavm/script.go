@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/bridge"
-	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/bridge/hostlib"
+	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -37,16 +37,17 @@ type Config struct {
 	// Pushes returns where the pushes of a script served on a route path go
 	// (mcp.Hub.Route: the sessions of that route only); nil drops pushes.
 	Pushes   func(path string) bridge.Pushes
-	PoolSize int           // warm fresh states kept per script (default 4; negative: none)
+	PoolSize int // warm fresh states kept per script (default 4; negative: none)
 	// CallTimeout is the hard cap on one callback of a route that does not
 	// set call_timeout_ms (default DefaultCallTimeout).
 	CallTimeout time.Duration
 	// Sched caps the Lua calls running at once, shared by every script
 	// given the same one; nil sets no cap.
 	Sched *Scheduler
-	// MemoryLimit is the process heap size, in bytes, past which this
-	// script's running calls are cancelled (default DefaultMemoryLimit;
-	// negative disables the watchdog).
+	// MemoryLimit is the process heap size, in bytes, past which the running
+	// call of this script whose state holds the most memory is cancelled
+	// (default DefaultMemoryLimit; negative disables the watchdog). Each
+	// state's own budget is the route option memory_limit_mb.
 	MemoryLimit int64
 }
 
@@ -93,6 +94,7 @@ type Version struct {
 	proto   *lua.FunctionProto
 	opts    mcp.Options
 	pushes  bridge.Pushes // where this version's pushes go: its route's sessions; nil drops them
+	memory  int64         // bytes each state may hold (memory_limit_mb); 0 until validated
 	modules *modules
 	pool    *pool
 	retLine int          // line of the chunk's final return, for module errors
@@ -142,7 +144,6 @@ func LoadContext(ctx context.Context, path string, cfg Config) (*Script, error) 
 	}
 	ver, err := s.PrepareContext(ctx)
 	if err != nil {
-		s.watch.close()
 		return nil, err
 	}
 	s.cur.Store(ver)
@@ -189,6 +190,10 @@ func (s *Script) PrepareContext(ctx context.Context) (*Version, error) {
 		return nil, err
 	}
 	v.host.Grant(ver.lib)
+	if err := v.limitMemory(); err != nil {
+		v.close()
+		return nil, err
+	}
 	ver.pool = newPool(ver, s.cfg.PoolSize)
 	ver.pool.start(v)
 	return ver, nil
@@ -233,7 +238,7 @@ func (s *Version) validate(v *vm) error {
 	if err != nil {
 		return s.moduleError("%v", err)
 	}
-	s.opts = opts.Options
+	s.opts, s.memory = opts.Options, opts.memoryLimit
 	s.callTimeout = timeoutError{what: "call timeout", limit: cmp.Or(opts.callTimeout, s.cfg.CallTimeout)}
 	s.slotWait = opts.Defaults().RequestTimeout
 	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir})
@@ -357,7 +362,6 @@ func (s *Script) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.current().pool.close()
-	s.watch.close()
 }
 
 // LiveStates reports the Lua states of this script that are open: pooled,

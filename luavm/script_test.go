@@ -27,6 +27,8 @@ func TestLoadErrors(t *testing.T) {
 		{"route_type.lua", "route_type.lua:1: route.sessions must be true or false, got a string"},
 		{"page_size.lua", "page_size.lua:1: route.page_size must be an integer >= 1, got 0"},
 		{"page_size_float.lua", "page_size_float.lua:1: route.page_size must be an integer >= 1, got 2.5"},
+		{"memory_limit.lua", "memory_limit.lua:1: route.memory_limit_mb must be an integer >= 1, got 0"},
+		{"memory_load.lua", "memory_load.lua:2: memory limit exceeded: the state holds 2 MiB once the script is loaded, more than memory_limit_mb (1)"},
 		{"unknown_key.lua", `unknown_key.lua:1: route has an unknown option "sesions"`},
 		{"origins.lua", "origins.lua:1: route.origins[2] must be a string, got 3"},
 		{"concurrent_name.lua", `concurrent_name.lua:1: route.concurrent_tools[2] "not a name" is not a tool name (1 to 128 characters of A-Z a-z 0-9 _ - .)`},
@@ -73,10 +75,16 @@ func TestRouteOptions(t *testing.T) {
 	if !optionsEqual(o, want) {
 		t.Errorf("options\n got %+v\nwant %+v", o, want)
 	}
+	if got := s.current().memory; got != 32<<20 {
+		t.Errorf("memory_limit_mb 32: %d bytes", got)
+	}
 
 	st, _ := load(t, "stateless.lua", nil)
 	if got := st.Options(); !optionsEqual(got, mcp.Options{Path: "/mcp/stateless"}) || got.Auth != nil {
 		t.Errorf("defaults: got %+v", got)
+	}
+	if got := st.current().memory; got != DefaultStateMemoryLimit {
+		t.Errorf("memory_limit_mb default: %d bytes", got)
 	}
 	if st.Name() != "stateless" {
 		t.Errorf("Name() = %q", st.Name())

@@ -53,8 +53,8 @@ func TestEditorStubs(t *testing.T) {
 			t.Errorf("types/server.lua: luamcp.Server does not annotate %s", name)
 		}
 	}
-	route := section(t, serverStub, "---@class luamcp.Route\n")
-	fields := regexp.MustCompile(`---@field (\w+) `).FindAllStringSubmatch(route, -1)
+	routeStub := section(t, serverStub, "---@class luamcp.Route\n")
+	fields := regexp.MustCompile(`---@field (\w+) `).FindAllStringSubmatch(routeStub, -1)
 	src, err := os.ReadFile("route.go")
 	if err != nil {
 		t.Fatal(err)

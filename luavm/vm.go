@@ -83,6 +83,7 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 	v.mod = bridge.NewModule(v.codec, versionPushes{s}, s.logger)
 	v.host.Init(L, v.codec)
 	v.sandbox()
+	L.SetMemoryLimit(s.stateMemory())
 
 	run := v.start(ctx, &timeoutError{what: "load timeout", limit: loadTimeout})
 	run.quiet = true
@@ -111,6 +112,30 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 		v.host.Grant(s.lib)
 	}
 	return v, nil
+}
+
+// stateMemory is the budget of the version's states. The first state of a
+// version runs the chunk before the route table is read: it runs under the
+// process ceiling, and limitMemory then applies the route's budget.
+func (s *Version) stateMemory() int64 {
+	switch {
+	case s.memory > 0:
+		return s.memory
+	case s.cfg.MemoryLimit == 0:
+		return DefaultMemoryLimit
+	}
+	return max(s.cfg.MemoryLimit, 0) // negative: none
+}
+
+// limitMemory applies the version's budget to the state that validated it; a
+// chunk that left the state holding more fails to load.
+func (v *vm) limitMemory() error {
+	v.L.SetMemoryLimit(v.s.memory)
+	if used := v.L.MemoryUsage(); used > v.s.memory {
+		return v.s.moduleError("%s: the state holds %d MiB once the script is loaded, more than memory_limit_mb (%d)",
+			errMemoryLimit, used>>20, v.s.memory>>20)
+	}
+	return nil
 }
 
 // backup returns a deep copy of a session state, taken before a call so that
@@ -196,6 +221,7 @@ func (v *vm) start(ctx context.Context, limit *timeoutError) *run {
 	r := &v.run
 	r.timer = time.AfterFunc(limit.limit, func() { cancel(limit) })
 	r.watch.cancel = cancel
+	r.watch.state = v.L
 	v.s.watch.add(&r.watch)
 	v.L.SetContext(cctx)
 	return r

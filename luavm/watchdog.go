@@ -8,9 +8,11 @@ import (
 	"runtime/metrics"
 	"sync"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
-// DefaultMemoryLimit is the heap size past which running Lua calls are
+// DefaultMemoryLimit is the heap size past which a running Lua call is
 // cancelled (Config.MemoryLimit).
 const DefaultMemoryLimit = 1 << 30
 
@@ -20,7 +22,9 @@ var errMemoryLimit = errors.New("memory limit exceeded")
 const (
 	// watchInterval is how often the heap is sampled while calls run.
 	watchInterval = 5 * time.Millisecond
-	// gcInterval spaces the collections forced to tell garbage from growth.
+	// gcInterval spaces the collections forced to tell garbage from growth,
+	// and so the cancellations: a cancelled call needs that long to unwind
+	// and have its memory collected.
 	gcInterval = 100 * time.Millisecond
 )
 
@@ -28,29 +32,38 @@ const (
 // allocation loops grow. Reading it does not stop the world.
 const heapMetric = "/memory/classes/heap/objects:bytes"
 
-// A watchdog cancels its owner's running Lua calls when the process heap
-// passes a limit. Cancellation reaches Lua between instructions, so an
-// allocation loop stops within a few milliseconds of crossing the line.
-//
-// The heap is the process's, so every script's watchdog sees the same number:
-// under pressure, all running calls are cancelled, not only the culprit's.
-// The sampling goroutine runs only while calls run.
-type watchdog struct {
-	limit  uint64
-	logger *slog.Logger
+// Each Lua state has its own memory budget (memory_limit_mb), checked before
+// every allocation a script controls: that is the defence. The heap watchdog
+// is the last resort behind it, for memory the budgets do not see (Go buffers
+// of the transport, many states each within its budget). The heap is the
+// process's, so one watcher samples it for every script; past a script's
+// ceiling it cancels the one running call whose state holds the most
+// accounted memory (lua.LState.MemoryAccounted), not every call, then gives
+// the collector time before it judges again. Its goroutine runs only while
+// calls run.
+var heapWatch = &heapWatcher{calls: make(map[*watched]struct{})}
 
+type heapWatcher struct {
 	mu      sync.Mutex
 	calls   map[*watched]struct{}
 	running bool
-	closed  bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
+}
+
+// A watchdog is a script's handle on heapWatch: the ceiling its calls are
+// held to, and where to log.
+type watchdog struct {
+	limit  uint64
+	logger *slog.Logger
 }
 
 // watched is one registered call.
-type watched struct{ cancel context.CancelCauseFunc }
+type watched struct {
+	w      *watchdog
+	cancel context.CancelCauseFunc
+	state  *lua.LState // the state the call runs on
+}
 
-// newWatchdog returns a watchdog for limit bytes; limit < 0 disables it and
+// newWatchdog returns a handle for limit bytes; limit < 0 disables it and
 // 0 means DefaultMemoryLimit.
 func newWatchdog(limit int64, logger *slog.Logger) *watchdog {
 	if limit < 0 {
@@ -59,30 +72,24 @@ func newWatchdog(limit int64, logger *slog.Logger) *watchdog {
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
-	return &watchdog{
-		limit:  uint64(limit),
-		logger: logger,
-		calls:  make(map[*watched]struct{}),
-		stop:   make(chan struct{}),
-	}
+	return &watchdog{limit: uint64(limit), logger: logger}
 }
 
 // add registers a running call: c.cancel is called with errMemoryLimit when
-// the limit is passed. Nothing happens when the watchdog is off or closed.
+// the heap passes the limit and c's state holds the most memory. Nothing
+// happens when the watchdog is off.
 func (w *watchdog) add(c *watched) {
 	if w == nil {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	w.calls[c] = struct{}{}
-	if !w.running {
-		w.running = true
-		w.wg.Add(1)
-		go w.loop()
+	c.w = w
+	h := heapWatch
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls[c] = struct{}{}
+	if !h.running {
+		h.running = true
+		go h.loop()
 	}
 }
 
@@ -91,65 +98,59 @@ func (w *watchdog) remove(c *watched) {
 	if w == nil {
 		return
 	}
-	w.mu.Lock()
-	delete(w.calls, c)
-	w.mu.Unlock()
+	h := heapWatch
+	h.mu.Lock()
+	delete(h.calls, c)
+	h.mu.Unlock()
 }
 
-// close stops the sampling goroutine and waits for it.
-func (w *watchdog) close() {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		close(w.stop)
-	}
-	w.mu.Unlock()
-	w.wg.Wait()
-}
-
-func (w *watchdog) loop() {
-	defer w.wg.Done()
+func (h *heapWatcher) loop() {
 	sample := []metrics.Sample{{Name: heapMetric}}
 	tick := time.NewTicker(watchInterval)
 	defer tick.Stop()
 	var lastGC time.Time
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-tick.C:
-		}
-		w.mu.Lock()
-		if len(w.calls) == 0 {
-			w.running = false
-			w.mu.Unlock()
+	for range tick.C {
+		h.mu.Lock()
+		if len(h.calls) == 0 {
+			h.running = false
+			h.mu.Unlock()
 			return
 		}
-		w.mu.Unlock()
+		lowest := uint64(0)
+		for c := range h.calls {
+			if lowest == 0 || c.w.limit < lowest {
+				lowest = c.w.limit
+			}
+		}
+		h.mu.Unlock()
 
-		if heap(sample) <= w.limit || time.Since(lastGC) < gcInterval {
+		if heap(sample) <= lowest || time.Since(lastGC) < gcInterval {
 			continue
 		}
-		// Over the line: collect first, so that garbage waiting for the
+		// Over a line: collect first, so that garbage waiting for the
 		// collector does not count as growth.
 		runtime.GC()
 		lastGC = time.Now()
-		h := heap(sample)
-		if h <= w.limit {
-			continue
+		hp := heap(sample)
+		h.mu.Lock()
+		var victim *watched
+		var most int64
+		for c := range h.calls {
+			if hp <= c.w.limit {
+				continue
+			}
+			if n := c.state.MemoryAccounted(); victim == nil || n > most {
+				victim, most = c, n
+			}
 		}
-		w.mu.Lock()
-		// Logged first, so that the record precedes the calls' failures.
-		w.logger.Error("memory limit exceeded: running Lua calls cancelled",
-			"heap_bytes", h, "limit_bytes", w.limit, "calls", len(w.calls))
-		for c := range w.calls {
-			c.cancel(errMemoryLimit)
-			delete(w.calls, c)
+		if victim != nil {
+			delete(h.calls, victim)
+			// Logged first, so that the record precedes the call's failure.
+			victim.w.logger.Error("memory limit exceeded: the Lua call holding the most memory is cancelled",
+				"heap_bytes", hp, "limit_bytes", victim.w.limit, "state_bytes", most)
+			victim.cancel(errMemoryLimit)
 		}
-		w.mu.Unlock()
+		h.mu.Unlock()
 	}
 }
 

@@ -22,3 +22,5 @@ require (
 )
 
 replace github.com/luamcp/luamcp => ../
+
+replace github.com/yuin/gopher-lua => ../third_party/gopher-lua

@@ -21,6 +21,7 @@
 ---@field session_max_pending integer? calls per session waiting in its queue or running on snapshots (default 100)
 ---@field session_keepalive_ms integer? GET-channel keep-alive comment period (default 30000; 0 off)
 ---@field session_buffer_max integer? GET-channel events kept for Last-Event-ID replay (default 256)
+---@field memory_limit_mb integer? memory each Lua state of the script may hold, in MiB (default 64, >= 1)
 ---@field concurrent_tools string[]? tools whose calls run on a copy of the session state, in parallel with its other calls; their state changes are dropped (default {}: every call runs in order on the state)
 ---@field allow luamcp.Allow? what the script may reach through http, fs, env and exec (default {}: nothing)
 

@@ -61,6 +61,39 @@ return {
       return #table.concat(t)
     elseif kind == "format" then
       return string.format("%99999d", 1)
+    elseif kind == "concat_double" then
+      local s = string.rep("z", 16 * 1024 * 1024 - 1)
+      for i = 1, 5 do s = s .. s end
+      return #s
+    elseif kind == "json_dag" then
+      local t = { "xxxxxxxxxxxxxxxx" }
+      for i = 1, 26 do t = { t, t } end
+      return #mcp.json_encode(t)
+    elseif kind == "result_dag" then
+      local t = { "xxxxxxxxxxxxxxxx" }
+      for i = 1, 26 do t = { t, t } end
+      return { content = { { type = "text", text = "x" } }, structured_content = { a = t, b = t } }
+    elseif kind == "gfind" then
+      for w in string.gfind(string.rep("a", 5e7), "a") do return w end
+    elseif kind == "os_date" then
+      return os.date(string.rep("%c", 3e7))
+    elseif kind == "sparse" then
+      local t = {}
+      t[67108863] = 1
+    elseif kind == "tables" then
+      local t = {}
+      for i = 1, 1e8 do t[i] = { i } end
+    elseif kind == "coroutines" then
+      local t = {}
+      for i = 1, 1e8 do t[i] = coroutine.create(function() end) end
+    elseif kind == "backtrack" then
+      return string.find(string.rep("a", 40), string.rep("a*", 40) .. "b")
+    elseif kind == "balance" then
+      return string.match(string.rep("(", 1e6), "%b()")
+    elseif kind == "sort" then
+      local t = {}
+      for i = 1, 2e5 do t[i] = (i * 7919) % 200003 end
+      table.sort(t, function(a, b) return a < b end)
     elseif kind == "load_deep" then
       local fn, err = load(string.rep("do ", 5000) .. string.rep("end ", 5000))
       return nil, err

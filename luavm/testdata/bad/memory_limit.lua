@@ -1,0 +1,6 @@
+return {
+  route = { memory_limit_mb = 0 },
+  init = function() return { name = "m", version = "1" }, {}, {} end,
+  tools = function() return {} end,
+  handle_tool = function() end,
+}

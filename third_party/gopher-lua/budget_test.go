@@ -1,0 +1,216 @@
+package lua
+
+// Patched for luamcp: tests of budget.go.
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+const testLimit = 16 << 20
+
+func budgetState(t *testing.T, limit int64) *LState {
+	t.Helper()
+	L := NewState(Options{RegistrySize: 256, RegistryMaxSize: 64 << 10, RegistryGrowStep: 2048, CallStackSize: 200, MinimizeStackMemory: true})
+	t.Cleanup(L.Close)
+	L.SetMemoryLimit(limit)
+	return L
+}
+
+// totalAlloc returns the bytes the process has allocated so far.
+func totalAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
+}
+
+// Each attack fails with "memory limit exceeded" without allocating much more
+// than the budget, and the state stays usable.
+func TestBudgetRefusesAttacks(t *testing.T) {
+	attacks := []struct{ name, src string }{
+		{"concat doubling", `local s = string.rep("z", 8*1024*1024-1) for i = 1, 5 do s = s .. s end`},
+		{"concat many", `local t = {} for i = 1, 1e6 do t[i] = ("x"):rep(100) .. i end`},
+		{"rep", `return string.rep("x", 2^40)`},
+		{"rep pieces", `local t = {} for i = 1, 1e4 do t[i] = string.rep("y", 1e4) .. i end`},
+		{"sparse index", `local t = {} t[67108863] = 1`},
+		{"array growth", `local t = {} for i = 1, 1e8 do t[i] = i end`},
+		{"hash growth", `local t = {} for i = 1, 1e8 do t["k" .. i] = true end`},
+		{"tables", `local t = {} for i = 1, 1e8 do t[i] = {} end`},
+		{"nested tables", `local t = {} for i = 1, 1e8 do t = {t, t} end`},
+		{"closures", `local t = {} for i = 1, 1e8 do t[i] = function() return i end end`},
+		{"coroutines", `local t = {} for i = 1, 1e8 do t[i] = coroutine.create(function() end) end`},
+		{"coroutine stacks", `
+			local t = {}
+			local big = {} for i = 1, 30000 do big[i] = i end
+			for i = 1, 1e6 do
+				t[i] = coroutine.create(function() coroutine.yield(unpack(big)) end)
+				coroutine.resume(t[i])
+			end`},
+		{"table.insert", `local t = {} for i = 1, 1e8 do table.insert(t, i) end`},
+		{"table.concat", `local t = {} for i = 1, 100 do t[i] = string.rep("x", 1e6) end return table.concat(t)`},
+		{"gsub", `return (string.rep("x", 4096):gsub(".", string.rep("y", 65536)))`},
+		{"format", `return string.format("%s%s%s", string.rep("x", 6e6), string.rep("x", 6e6), string.rep("x", 6e6))`},
+		{"upper", `local s = string.rep("x", 6e6) local t = {} for i = 1, 10 do t[i] = s:upper() end`},
+		{"reverse", `local s = string.rep("x", 6e6) local t = {} for i = 1, 10 do t[i] = s:reverse() end`},
+		{"os.date", `return os.date(string.rep("%c", 3e6))`},
+		{"varargs in table", `local t = {} for i = 1, 1e8 do t[i] = {1, 2, 3, 4, 5, 6, 7, 8} end`},
+		{"rawset", `local t = {} for i = 1, 1e8 do rawset(t, i, i) end`},
+		{"pattern backtracking", `return string.find(string.rep("a", 1e7), ".*b")`},
+	}
+	for _, tt := range attacks {
+		t.Run(tt.name, func(t *testing.T) {
+			L := budgetState(t, testLimit)
+			before := totalAlloc()
+			err := L.DoString(tt.src)
+			if err == nil || !strings.Contains(err.Error(), "memory limit exceeded") {
+				t.Fatalf("want memory limit exceeded, got %v", err)
+			}
+			// Garbage is allowed (each refused attempt measured first), one
+			// huge allocation is not.
+			if got := totalAlloc() - before; got > 40*testLimit {
+				t.Errorf("allocated %d MiB under a %d MiB budget", got>>20, testLimit>>20)
+			}
+			if err := L.DoString(`local t = {} for i = 1, 100 do t[i] = ("x"):rep(100) end`); err != nil {
+				t.Errorf("the state no longer works: %v", err)
+			}
+		})
+	}
+}
+
+// Small allocations caught one by one cannot creep past the limit by the
+// slack again and again.
+func TestBudgetSlackDoesNotCreep(t *testing.T) {
+	L := budgetState(t, testLimit)
+	err := L.DoString(`
+		kept = {}
+		local function add(i) kept[#kept + 1] = string.rep("x", 1e5) .. i end
+		for i = 1, 1e4 do pcall(add, i) end`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := L.MemoryUsage(); got > testLimit+testLimit/8+1<<20 {
+		t.Errorf("the state holds %d MiB under a %d MiB budget", got>>20, testLimit>>20)
+	}
+}
+
+// Garbage, shared strings and data within the budget never count against it.
+func TestBudgetAllowsLegitWork(t *testing.T) {
+	for _, src := range []string{
+		`for i = 1, 200 do local s = string.rep("x", 1e6) .. i end`,
+		`local s = string.rep("x", 1e6) local t = {} for i = 1, 10000 do t[i] = s end`,
+		`local s = "" for i = 1, 3000 do s = s .. "0123456789" end assert(#s == 30000)`,
+		`local t = {} for i = 1, 1e4 do t[i] = {id = i, name = "n" .. i} end`,
+		`local t = {} for i = 1, 1e5 do t[i] = i end table.sort(t, function(a, b) return a > b end)`,
+		`local s = string.rep("a", 3e5) assert(s:find("a*$")) assert(#s:gsub("a", "b") == 3e5)`,
+		`for _, n in ipairs({1, 2, 3, 7, 1000, 65537, 100003}) do
+			for _, p in ipairs({"a", "ab", "abc", "abcdefg"}) do
+				local s = p:rep(n)
+				local rest, count = s:gsub(p, "")
+				assert(#s == #p * n and rest == "" and count == n)
+			end
+		end`,
+		`local n = 0 for w in string.rep("ab ", 1e5):gmatch("%a+") do n = n + 1 end assert(n == 1e5)`,
+		`local n = 0 for w in ("one two"):gfind("%a+") do n = n + 1 end assert(n == 2)`,
+	} {
+		L := budgetState(t, testLimit)
+		if err := L.DoString(src); err != nil {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+}
+
+// The measure follows what the state holds, within a factor of two of the
+// heap it takes.
+func TestBudgetMeasure(t *testing.T) {
+	for _, src := range []string{
+		`big = {} for i = 1, 1e5 do big[i] = i + 0.5 end`,
+		`big = {} for i = 1, 2e4 do big[i] = {a = i, b = "x" .. i} end`,
+		`big = {} for i = 1, 2e4 do big["k" .. i] = {} end`,
+		`big = {} for i = 1, 1e3 do big[i] = string.rep("x", 1000) .. i end`,
+		`big = {} for i = 1, 2e4 do local x = i big[i] = function() return x end end`,
+	} {
+		L := budgetState(t, 0)
+		base := L.MemoryUsage()
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.GC() // objects with finalizers (earlier tests' states) go in the second cycle
+		runtime.ReadMemStats(&m0)
+		if err := L.DoString(src); err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		heap := float64(m1.HeapAlloc) - float64(m0.HeapAlloc)
+		got := float64(L.MemoryUsage() - base)
+		if got < heap/2 || got > heap*2 {
+			t.Errorf("%s: measured %.0f KiB, the heap grew by %.0f KiB", src, got/1024, heap/1024)
+		}
+	}
+}
+
+// Pattern matching, sorting and the other library loops stop when the
+// state's context is cancelled.
+func TestLibraryLoopsHonourCancellation(t *testing.T) {
+	for _, src := range []string{
+		`return string.find(string.rep("a", 40), string.rep("a*", 40) .. "b")`,
+		`return string.match(string.rep("(", 1e6), "%b()")`,
+		`return string.find(string.rep("a", 1e6), ".-b")`,
+		`return string.gsub(string.rep("a", 40), string.rep("a*", 40) .. "b", "")`,
+		`for w in string.gmatch(string.rep("a", 40), string.rep("a*", 40) .. "b") do end`,
+		`local t = {} for i = 1, 3e5 do t[i] = {} end table.sort(t, function(a, b) return false end)`,
+	} {
+		L := budgetState(t, 0)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		L.SetContext(ctx)
+		start := time.Now()
+		err := L.DoString(src)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") {
+			t.Errorf("%s: want the context's error, got %v", src, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: stopped after %v", src, d)
+		}
+	}
+}
+
+// The pattern matcher backtracks on the heap, within the budget, instead of
+// the Go stack.
+func TestPatternBacktrackingIsCharged(t *testing.T) {
+	L := budgetState(t, testLimit)
+	if err := L.DoString(`assert(string.find(string.rep("a", 1e5), "^a*$"))`); err != nil {
+		t.Fatal(err)
+	}
+	L = budgetState(t, 1<<20)
+	err := L.DoString(`local s = string.rep("a", 1e5) return string.find(s, "^a*$")`)
+	if err == nil || !strings.Contains(err.Error(), "memory limit exceeded") {
+		t.Fatalf("want memory limit exceeded, got %v", err)
+	}
+}
+
+// Go code outside a call is never interrupted by the budget: it counts.
+func TestBudgetOutsideCalls(t *testing.T) {
+	L := budgetState(t, 1<<20)
+	tb := L.CreateTable(0, 0)
+	for i := 1; i <= 1e5; i++ {
+		L.RawSetInt(tb, i, LNumber(i))
+		L.SetField(tb, "x", LTrue)
+	}
+	if err := L.ReserveMemory(2 << 20); err != ErrMemoryLimit {
+		t.Errorf("ReserveMemory past the limit: %v", err)
+	}
+	if err := L.ReserveMemory(1 << 10); err != nil {
+		t.Errorf("ReserveMemory within the limit: %v", err)
+	}
+	if L.MemoryLimit() != 1<<20 {
+		t.Errorf("MemoryLimit() = %d", L.MemoryLimit())
+	}
+	L.SetMemoryLimit(0)
+	if L.MemoryLimit() != 0 {
+		t.Errorf("MemoryLimit() = %d after removing it", L.MemoryLimit())
+	}
+}
