@@ -180,6 +180,23 @@ func backToBaseline(t *testing.T, before resources) {
 	}
 }
 
+// stableStates returns h's Lua states once their number has not changed for
+// a while: the pools' fillers have caught up.
+func stableStates(t *testing.T, h *host.Host) int {
+	t.Helper()
+	const quiet = 300 * time.Millisecond
+	n, since := h.LuaStates(), time.Now()
+	for deadline := time.Now().Add(waitLong); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := h.LuaStates(); m != n {
+			n, since = m, time.Now()
+		} else if time.Since(since) >= quiet {
+			return n
+		}
+	}
+	t.Fatalf("the number of Lua states did not settle within %v (last %d)", waitLong, n)
+	return 0
+}
+
 // statesSettled waits until h has at most want Lua states: an attack's state
 // is closed, not kept.
 func statesSettled(t *testing.T, h *host.Host, want int) {
@@ -211,8 +228,13 @@ func TestHostileScripts(t *testing.T) {
 			before := measure(t)
 			s := startHostile(t, tt.script)
 			u := s.url(tt.script)
+			// Both routes serve once, so that their pools hold what they
+			// will hold after the attack.
 			s.callTool(t, s.url("healthy"), "", "ping", nil).wantText(t, "pong")
-			states := s.host.LuaStates()
+			if m := s.rpc(t, u, "", 6, "tools/list", nil); m.Error != nil {
+				t.Fatalf("tools/list: %d %s", m.Error.Code, m.Error.Message)
+			}
+			states := stableStates(t, s.host)
 			p := s.probe(t)
 
 			start := time.Now()
