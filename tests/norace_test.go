@@ -4,3 +4,6 @@ package tests
 
 // raceDetector reports a build with the race detector (see race_test.go).
 const raceDetector = false
+
+// raceSlowdown scales the liveness bounds (see race_test.go).
+const raceSlowdown = 1

@@ -21,8 +21,8 @@ import (
 // correct server answers in milliseconds, and these only keep a broken one
 // from hanging the run.
 const (
-	waitLong  = 10 * time.Second // a response, a stream event, a reap
-	waitShort = 2 * time.Second  // something that is already due
+	waitLong  = 10 * time.Second * raceSlowdown // a response, a stream event, a reap
+	waitShort = 2 * time.Second * raceSlowdown  // something that is already due
 
 	// closeGrace bounds how long HTTP handlers may run on after
 	// host.Shutdown: it must end every call, stateless ones included.
