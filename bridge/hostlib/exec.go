@@ -68,8 +68,13 @@ func execRun(s *State, L *lua.LState) int {
 	if spec == nil {
 		return 2
 	}
+	// Each stream keeps at most half of what the memory budget has left.
+	spec.max = int(room(L, 2*int64(spec.max)) / 2)
 	res, err := runProgram(s.ctx(), spec)
 	if err != nil {
+		return fail(L, "%v", err)
+	}
+	if err := keep(L, "exec", res.stdout.buf.Len()+res.stderr.buf.Len()); err != nil {
 		return fail(L, "%v", err)
 	}
 	out := L.CreateTable(0, 4)

@@ -199,12 +199,19 @@ func fsRead(s *State, L *lua.LState) int {
 	if fi.Size() > max {
 		return fail(L, "fs: %s is larger than max_bytes (%d)", p.shown, max)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	free := room(L, max)
+	if fi.Size() > free {
+		return fail(L, "%v", budgetError(L, "fs", fi.Size()))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, free+1))
 	if err != nil {
 		return fsFail(L, p, err)
 	}
 	if int64(len(b)) > max {
 		return fail(L, "fs: %s is larger than max_bytes (%d)", p.shown, max)
+	}
+	if err := keep(L, "fs", len(b)); err != nil {
+		return fail(L, "%v", err)
 	}
 	L.Push(lua.LString(b))
 	return 1

@@ -57,6 +57,7 @@ type httpSpec struct {
 	contentType string
 	timeout     time.Duration
 	max         int64
+	room        int64 // at most max: what the memory budget had left when the call began (see room)
 	follow      bool
 }
 
@@ -129,6 +130,9 @@ func (s *State) request(L *lua.LState, t *lua.LTable, fname string, set func(*lu
 	if err != nil {
 		return fail(L, "%v", err)
 	}
+	if err := keep(L, "http", len(res.body)); err != nil {
+		return fail(L, "%v", err)
+	}
 	L.Push(s.response(L, res))
 	return 1
 }
@@ -176,9 +180,16 @@ func httpRequestAll(s *State, L *lua.LState) int {
 		}()
 	}
 	wg.Wait()
+	// out is on the stack while it fills, where the budget's measure sees
+	// the bodies already kept.
 	out := L.CreateTable(n, 0)
+	L.Push(out)
 	for i := range n {
 		pair := L.CreateTable(2, 0)
+		if errs[i] == nil {
+			// Each body read within the budget; together they may not.
+			errs[i] = keep(L, "http", len(results[i].body))
+		}
 		if errs[i] != nil {
 			pair.RawSetInt(2, lua.LString(errs[i].Error()))
 		} else {
@@ -186,7 +197,6 @@ func httpRequestAll(s *State, L *lua.LState) int {
 		}
 		out.RawSetInt(i+1, pair)
 	}
-	L.Push(out)
 	return 1
 }
 
@@ -205,6 +215,7 @@ func (s *State) httpSpec(L *lua.LState, lib *Lib, t *lua.LTable, fname string) (
 		max:     intField(L, t, fname, "max_bytes", defaultHTTPMax, 0, maxHTTPMax),
 		follow:  boolField(L, t, fname, "follow_redirects", true),
 	}
+	spec.room = room(L, spec.max)
 	raw, ok := field(t, "url").(lua.LString)
 	if !ok {
 		L.RaiseError("%s: url must be a string, got %s", fname, describe(field(t, "url")))
@@ -436,12 +447,18 @@ func (l *Lib) do(ctx context.Context, spec *httpSpec) (*httpResult, error) {
 	if resp.ContentLength > spec.max {
 		return nil, fmt.Errorf("http: response body is larger than max_bytes (%d)", spec.max)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, spec.max+1))
+	if resp.ContentLength > spec.room {
+		return nil, fmt.Errorf("http: a body of %d bytes would exceed the script's memory limit", resp.ContentLength)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, spec.room+1))
 	if err != nil {
 		return nil, l.failure(parent, ctx, spec, err)
 	}
 	if int64(len(b)) > spec.max {
 		return nil, fmt.Errorf("http: response body is larger than max_bytes (%d)", spec.max)
+	}
+	if int64(len(b)) > spec.room {
+		return nil, fmt.Errorf("http: the body would exceed the script's memory limit")
 	}
 	return &httpResult{status: resp.StatusCode, header: resp.Header, body: b, finalURL: resp.Request.URL.String()}, nil
 }
