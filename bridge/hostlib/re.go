@@ -91,6 +91,25 @@ func limitArg(L *lua.LState, i int) int {
 	return n
 }
 
+// searchLimit is what regexp's FindAll and Split take for a count n from
+// limitArg: n itself, or one past maxMatches, so that tooMany can tell.
+func searchLimit(n int) int {
+	if n < 0 {
+		return maxMatches + 1
+	}
+	return n
+}
+
+// tooMany reports whether got items found without a count are past
+// maxMatches, pushing the failure (what names the items) when they are.
+func tooMany(L *lua.LState, n, got int, what string) bool {
+	if n < 0 && got > maxMatches {
+		fail(L, "re: more than %d %s (pass n to take the first n)", maxMatches, what)
+		return true
+	}
+	return false
+}
+
 // re.match(pattern, s) -> the captures, or the whole match when the pattern
 // has no group; nil when it does not match. An unmatched group is "".
 func reMatch(_ *State, L *lua.LState) int {
@@ -122,23 +141,19 @@ func reFindAll(_ *State, L *lua.LState) int {
 	if re == nil {
 		return 2
 	}
-	limit := n
-	if n < 0 {
-		limit = maxMatches + 1
-	}
 	out := L.CreateTable(0, 0)
 	if re.NumSubexp() == 0 {
-		ms := re.FindAllString(s, limit)
-		if n < 0 && len(ms) > maxMatches {
-			return fail(L, "re: more than %d matches (pass n to take the first n)", maxMatches)
+		ms := re.FindAllString(s, searchLimit(n))
+		if tooMany(L, n, len(ms), "matches") {
+			return 2
 		}
 		for _, m := range ms {
 			out.Append(lua.LString(m))
 		}
 	} else {
-		ms := re.FindAllStringSubmatch(s, limit)
-		if n < 0 && len(ms) > maxMatches {
-			return fail(L, "re: more than %d matches (pass n to take the first n)", maxMatches)
+		ms := re.FindAllStringSubmatch(s, searchLimit(n))
+		if tooMany(L, n, len(ms), "matches") {
+			return 2
 		}
 		for _, m := range ms {
 			caps := L.CreateTable(len(m)-1, 0)
@@ -172,13 +187,9 @@ func reSplit(_ *State, L *lua.LState) int {
 	if re == nil {
 		return 2
 	}
-	limit := n
-	if n < 0 {
-		limit = maxMatches + 1
-	}
-	parts := re.Split(s, limit)
-	if n < 0 && len(parts) > maxMatches {
-		return fail(L, "re: more than %d pieces (pass n to take the first n)", maxMatches)
+	parts := re.Split(s, searchLimit(n))
+	if tooMany(L, n, len(parts), "pieces") {
+		return 2
 	}
 	out := L.CreateTable(len(parts), 0)
 	for _, p := range parts {

@@ -6,9 +6,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/luamcp/luamcp/bench/internal/serve"
 	"github.com/luamcp/luamcp/bench/internal/spec"
+	"github.com/luamcp/luamcp/bench/internal/upstream"
 )
 
 type echoIn struct {
@@ -90,39 +89,19 @@ func broadcastServer() *mcp.Server {
 
 // fetchServer's tool makes one request to the upstream per call, through one
 // client that keeps connections alive (as luamcp's http module does).
-func fetchServer(upstream string) *mcp.Server {
+func fetchServer(addr string) *mcp.Server {
 	s := newServer(nil)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
-	base := "http://" + upstream + spec.UpstreamItem + "?text="
+	base := "http://" + addr + spec.UpstreamItem + "?text="
 	mcp.AddTool(s, &mcp.Tool{Name: spec.FetchTool, Description: "Fetch an item from the upstream API"},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-			item, err := fetchItem(ctx, client, base+url.QueryEscape(in.Text))
+			item, err := upstream.Fetch(ctx, client, base+url.QueryEscape(in.Text))
 			if err != nil {
 				return nil, nil, err
 			}
 			return text(item), nil, nil
 		})
 	return s
-}
-
-// fetchItem GETs u and returns the "text" member of its JSON answer.
-func fetchItem(ctx context.Context, client *http.Client, u string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var item struct {
-		Text string `json:"text"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 10<<20)).Decode(&item); err != nil {
-		return "", err
-	}
-	return item.Text, nil
 }
 
 func handler(s *mcp.Server, opts mcp.StreamableHTTPOptions) http.Handler {

@@ -6,9 +6,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
-	"io"
 	"net/http"
 	"net/url"
 	"sync"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/luamcp/luamcp/bench/internal/serve"
 	"github.com/luamcp/luamcp/bench/internal/spec"
+	"github.com/luamcp/luamcp/bench/internal/upstream"
 )
 
 func newServer(opts ...server.ServerOption) *server.MCPServer {
@@ -83,40 +82,20 @@ func broadcastServer() *server.MCPServer {
 
 // fetchServer's tool makes one request to the upstream per call, through one
 // client that keeps connections alive (as luamcp's http module does).
-func fetchServer(upstream string) *server.MCPServer {
+func fetchServer(addr string) *server.MCPServer {
 	s := newServer()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
-	base := "http://" + upstream + spec.UpstreamItem + "?text="
+	base := "http://" + addr + spec.UpstreamItem + "?text="
 	s.AddTool(mcp.NewTool(spec.FetchTool, mcp.WithDescription("Fetch an item from the upstream API"),
 		mcp.WithString("text", mcp.Required())),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			text, err := fetchItem(ctx, client, base+url.QueryEscape(req.GetString("text", "")))
+			text, err := upstream.Fetch(ctx, client, base+url.QueryEscape(req.GetString("text", "")))
 			if err != nil {
 				return nil, err
 			}
 			return mcp.NewToolResultText(text), nil
 		})
 	return s
-}
-
-// fetchItem GETs u and returns the "text" member of its JSON answer.
-func fetchItem(ctx context.Context, client *http.Client, u string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var item struct {
-		Text string `json:"text"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 10<<20)).Decode(&item); err != nil {
-		return "", err
-	}
-	return item.Text, nil
 }
 
 // counting wraps the stateful session manager to count live sessions.

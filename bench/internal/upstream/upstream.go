@@ -6,6 +6,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -47,4 +48,25 @@ func (s *Server) Close() error {
 		return s.srv.Close()
 	}
 	return nil
+}
+
+// Fetch is the Go servers' fetch tool: it GETs u on client and returns the
+// "text" member of its JSON answer.
+func Fetch(ctx context.Context, client *http.Client, u string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var item struct {
+		Text string `json:"text"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 10<<20)).Decode(&item); err != nil {
+		return "", err
+	}
+	return item.Text, nil
 }
