@@ -126,6 +126,7 @@ func All(s Scale) []Scenario {
 		Scenario{fmt.Sprintf("progress x%d c=%d", spec.ProgressSteps, s.Conc), spec.PathProgress, progress},
 		Scenario{fmt.Sprintf("broadcast %d", s.Listeners), spec.PathBroadcast, broadcast},
 		Scenario{fmt.Sprintf("http.get c=%d", s.Conc), spec.PathFetch, fetch(s.Conc)},
+		Scenario{fmt.Sprintf("echo beside %d spinners", spec.Spinners), spec.PathSpin, spin},
 	)
 }
 

@@ -25,12 +25,15 @@ const (
 	// PathFetch serves the fetch tool (session mode): each call makes one
 	// HTTP request to the upstream server.
 	PathFetch = "/mcp/fetch"
+	// PathSpin serves the spin tool (session mode). Only luamcp mounts it:
+	// the spin scenario checks its scheduler's fairness across routes.
+	PathSpin = "/mcp/spin"
 	// PathStats is the debug endpoint answering a Stats document.
 	PathStats = "/debug/stats"
 )
 
 // Routes lists every route, in the order scenarios use them.
-var Routes = []string{PathEcho, PathStateless, PathChurn, PathTools, PathProgress, PathBroadcast, PathFetch}
+var Routes = []string{PathEcho, PathStateless, PathChurn, PathTools, PathProgress, PathBroadcast, PathFetch, PathSpin}
 
 // Tool shapes shared by every server.
 const (
@@ -56,6 +59,13 @@ const (
 	// UpstreamEnv is the environment variable that carries the upstream's
 	// base URL (http://host:port) to the luamcp server's Lua script.
 	UpstreamEnv = "BENCH_UPSTREAM"
+	// SpinTool keeps a CPU busy for its "ms" argument (milliseconds of CPU
+	// time), then returns the text "spun".
+	SpinTool = "spin"
+	// Spinners is the number of sessions that call SpinTool at once in the
+	// spin scenario, and SpinMillis the length of each call.
+	Spinners   = 32
+	SpinMillis = 200
 	// ToolCount is the number of tools on PathTools.
 	ToolCount = 1000
 	// PageSize is the page size of tools/list on PathTools.
