@@ -155,6 +155,15 @@ func (p *callPrinter) Request(_ context.Context, method string, _ json.RawMessag
 	return nil, mcp.ErrNoClientCapability
 }
 
+func (p *callPrinter) Ask(_ context.Context, reqs []mcp.InputRequest) ([]mcp.InputAnswer, error) {
+	out := make([]mcp.InputAnswer, len(reqs))
+	for i, r := range reqs {
+		p.line("request", r.Method, "(luamcp call answers no requests)")
+		out[i].Err = mcp.ErrNoClientCapability
+	}
+	return out, nil
+}
+
 func (p *callPrinter) CloseStream() error { return nil }
 
 // callPushes prints the script's pushes (bridge.Pushes): they would go to

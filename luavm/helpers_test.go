@@ -112,6 +112,9 @@ func (out) Request(context.Context, string, json.RawMessage) (json.RawMessage, e
 	return nil, mcp.ErrNoClientCapability
 }
 func (out) CloseStream() error { return nil }
+func (out) Ask(_ context.Context, reqs []mcp.InputRequest) ([]mcp.InputAnswer, error) {
+	return make([]mcp.InputAnswer, len(reqs)), nil
+}
 
 func testCall(sessionID string) *mcp.Call {
 	return &mcp.Call{SessionID: sessionID, RequestID: json.RawMessage("1"), Out: out{}}

@@ -142,6 +142,15 @@ type Call struct {
 	RequestID json.RawMessage
 	// ProgressToken is the raw _meta.progressToken, or nil when there is none.
 	ProgressToken json.RawMessage
+	// ProtocolVersion is the revision the request is served under: the
+	// session's negotiated version, or the request's own
+	// (MCP-Protocol-Version) in the stateless 2026-07-28 era. In a 2025-era
+	// stateless request it is the header's version, or the latest 2025 one.
+	ProtocolVersion string
+	// ClientCapabilities is the client's capabilities object as the client
+	// declared it: in initialize for a session, in the request's _meta in the
+	// 2026-07-28 era; nil when unknown (a 2025-era stateless request).
+	ClientCapabilities json.RawMessage
 	// Out carries messages related to this call back to the client. Never nil.
 	Out Outbound
 }
@@ -162,9 +171,46 @@ type Outbound interface {
 	// request: the error is ErrNoClientCapability. A JSON-RPC error answer
 	// from the client is returned as a *Error.
 	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Ask sends reqs to the client in one round and waits for every answer
+	// under ctx; answers come back in the order of reqs. A request the
+	// client answers with a JSON-RPC error has that *Error as its Err; a
+	// missing client capability is ErrNoClientCapability, per request.
+	//
+	// In the 2026-07-28 era there is no stream to ask on: the call is run
+	// again for each round (multi-round-trip requests). A request whose key
+	// the client answered in an earlier round (its inputResponses, checked
+	// against the authenticated requestState) is answered at once from that
+	// record; the first round with an unanswered request ends the run: Ask
+	// returns an error wrapping [ErrInputRequired] and the transport cancels
+	// the call's context with that cause, then answers resultType
+	// "input_required" with the round's inputRequests. A Session returns
+	// whatever that interruption makes it return; the transport knows why.
+	Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error)
 	// CloseStream ends the call's HTTP stream early (2025-11-25 SSE polling):
 	// the client reconnects with GET + Last-Event-ID and receives the rest of
 	// the call's messages, its result included. A no-op when the call is not
 	// answered as a resumable stream.
 	CloseStream() error
+}
+
+// InputRequest is one request to the client within an [Outbound.Ask] round.
+type InputRequest struct {
+	// Key names the request among the call's requests (the 2026-07-28
+	// inputRequests key, e.g. "user_name"). Empty: the transport names it
+	// after its place in the call ("1", "2", ...), which is stable when the
+	// call is run again in the same order.
+	Key string
+	// Method is elicitation/create, sampling/createMessage or roots/list.
+	Method string
+	// Params are the request's encoded params.
+	Params json.RawMessage
+}
+
+// InputAnswer is the client's answer to one [InputRequest].
+type InputAnswer struct {
+	// Result is the encoded result; nil when Err is set.
+	Result json.RawMessage
+	// Err is the client's JSON-RPC error (a *Error), or why the request was
+	// not sent (ErrNoClientCapability).
+	Err error
 }

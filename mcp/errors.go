@@ -52,3 +52,9 @@ func ErrResourceNotFound(uri string) *Error {
 // ErrNoClientCapability is returned by Outbound.Request when the client did not
 // declare the capability the request needs (or cannot receive a stream).
 var ErrNoClientCapability = errors.New("the client did not declare the capability for this request")
+
+// ErrInputRequired ends a 2026-07-28 era call that asked the client for
+// input it has not given yet (see [Outbound.Ask]): the transport answers
+// resultType "input_required", and the client runs the call again with the
+// answers.
+var ErrInputRequired = errors.New("mcp: the call needs input from the client")

@@ -54,6 +54,13 @@ type Options struct {
 	// or keep-alive (default 10 s). A client that does not take a write in
 	// that time is dropped: its stream closes, its session stays usable.
 	WriteTimeout time.Duration
+	// CacheTTL is the ttlMs the 2026-07-28 era puts on lists, reads and
+	// server/discover: how long a client may reuse the answer (default 0:
+	// not at all). Route option cache_ttl_ms.
+	CacheTTL time.Duration
+	// CacheScope is the cacheScope sent beside ttlMs: "private" (the
+	// default) or "shared". Route option cache_scope.
+	CacheScope string
 	// Auth, when set, is called after the loopback and Origin gates. It
 	// returns 0 to pass, or the HTTP status to reject with.
 	Auth func(ctx context.Context, r *AuthRequest) int

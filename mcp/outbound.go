@@ -218,6 +218,20 @@ func (o *outbound) cancelRequest(id []byte, reason string) {
 }
 
 // CloseStream ends the call's HTTP response early when the stream is
+// Ask sends reqs one after the other on the call's stream (2025 era).
+// TODO(issue 11): one round at once; the 2026-07-28 era's input_required.
+func (o *outbound) Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error) {
+	out := make([]InputAnswer, len(reqs))
+	for i, r := range reqs {
+		res, err := o.Request(ctx, r.Method, r.Params)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		out[i] = InputAnswer{Result: res, Err: err}
+	}
+	return out, nil
+}
+
 // resumable; the client picks the rest up with GET + Last-Event-ID.
 func (o *outbound) CloseStream() error {
 	o.rp.closeHTTP()
