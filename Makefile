@@ -39,7 +39,9 @@ test: tools
 	cd tests && $(GO) test -race -count=1 -timeout 30m -skip '^TestConformance$$' ./...
 	@# The hostile suites again without the race detector, whose shadow memory
 	@# hides whether RSS came back after an attack: here RSS is judged.
-	cd tests && $(GO) test -count=1 -timeout 10m -run '^TestHostile' -v . | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|hostile_.*(healthy route|failed after|RSS)'
+	cd tests && $(GO) test -count=1 -timeout 10m -run '^TestHostile' -v . > hostile.log 2>&1 \
+	  || { cat hostile.log; exit 1; }
+	grep -E -- '^(--- |ok)|hostile_.*(healthy route|failed after|RSS)' tests/hostile.log
 	@# The conformance suites run on their own so that their summaries reach the
 	@# log: every scenario's line and the totals; the whole output on a failure.
 	cd tests && $(GO) test -race -count=1 -timeout 10m -run '^TestConformance$$' -v . > conformance.log 2>&1 \

@@ -30,8 +30,12 @@ func serveH2C(t *testing.T, s *testServer) (url func(string) string, client *htt
 	srv.Config.Protocols = new(http.Protocols)
 	srv.Config.Protocols.SetHTTP1(true)
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	// One connection carries every stream: without a strict limit the
+	// client opens a connection per request that finds the others full
+	// (or not yet settled), and 10,000 of them exhaust the descriptors.
+	srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1 << 14}
 	srv.Start()
-	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr := &http.Transport{Protocols: new(http.Protocols), HTTP2: &http.HTTP2Config{StrictMaxConcurrentRequests: true}}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	client = &http.Client{Transport: tr}
 	var once sync.Once
