@@ -7,6 +7,7 @@ package lua
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 )
 
@@ -37,6 +38,7 @@ func mainLoop(L *LState, baseframe *callFrame) {
 func mainLoopWithContext(L *LState, baseframe *callFrame) {
 	var inst uint32
 	var cf *callFrame
+	var ticks uint32 // patched for luamcp: instructions since the last yield
 
 	if L.stack.IsEmpty() {
 		return
@@ -57,6 +59,12 @@ func mainLoopWithContext(L *LState, baseframe *callFrame) {
 			L.RaiseError(L.ctx.Err().Error())
 			return
 		default:
+			// patched for luamcp: a long call lets other goroutines run
+			// every yieldEvery instructions (see budget.go).
+			if ticks++; ticks == yieldEvery {
+				ticks = 0
+				runtime.Gosched()
+			}
 			if jumpTable[int(inst>>26)](L, inst, baseframe) == 1 {
 				return
 			}
