@@ -15,7 +15,8 @@ import lua "github.com/yuin/gopher-lua"
 // coroutine, package, mcp), the modules the script required and the tables
 // it keeps in globals. Each is recorded shallowly: its metatable and its
 // key/value pairs. When the state comes back, a check compares them (a few
-// hundred map lookups for the standard libraries), and a change is undone.
+// hundred map lookups for the standard libraries, only for the tables the
+// patched gopher-lua saw written to), and a change is undone.
 //
 // The depth is one level: a field of a watched table is put back, but a
 // change inside a table that a watched table holds (mymodule.cache.x = 1) is
@@ -75,6 +76,7 @@ func (v *vm) snapshotGlobals() *globals {
 		}
 		seen[t] = true
 		g.tables = append(g.tables, shoot(t))
+		t.ClearWritten()
 	}
 	roots := []*lua.LTable{v.L.G.Global, v.loaded}
 	for _, r := range roots {
@@ -204,10 +206,18 @@ func (v *vm) isolate() bool {
 	}
 	for i := range g.tables {
 		s := &g.tables[i]
+		// Most borrowers write to none of the watched tables: the patched
+		// gopher-lua flags each table written to (written.go), and only
+		// those are compared.
+		if !s.t.Written() {
+			continue
+		}
+		s.t.ClearWritten()
 		if !s.changed() {
 			continue
 		}
 		n, ok := s.restore()
+		s.t.ClearWritten()
 		g.dead += n
 		if !ok || g.dead > maxDead || s.changed() {
 			return false

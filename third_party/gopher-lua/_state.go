@@ -1936,6 +1936,7 @@ func (ls *LState) SetMetatable(obj LValue, mt LValue) {
 	switch v := obj.(type) {
 	case *LTable:
 		v.Metatable = mt
+		v.written() // patched for luamcp: written.go
 	case *LUserData:
 		v.Metatable = mt
 	default:

@@ -311,7 +311,7 @@ func tableCost(tb *LTable) int {
 	if tb.strdict != nil || tb.dict != nil || tb.keys != nil {
 		keys := len(tb.keys)
 		n += sizeHashBase + keys*sizeHashKey
-		if hint := int(tb.hcap); hint > keys {
+		if hint := tb.hint(); hint > keys {
 			n += (hint - keys) * sizeHashSlot
 		}
 	}
@@ -380,10 +380,12 @@ func (ls *LState) tableSet(tb *LTable, key LValue, value LValue) {
 		if i := int(k); LNumber(i) == k && i >= 1 {
 			if i <= len(tb.array) {
 				tb.array[i-1] = value
+				tb.written()
 				return
 			}
 			if i == len(tb.array)+1 && i <= cap(tb.array) {
 				tb.array = append(tb.array, value)
+				tb.written()
 				return
 			}
 		}

@@ -1,7 +1,5 @@
 package lua
 
-import "math"
-
 const defaultArrayCap = 32
 const defaultHashCap = 32
 
@@ -45,7 +43,7 @@ func newLTable(acap int, hcap int) *LTable {
 	}
 	if hcap != 0 {
 		tb.strdict = make(map[string]LValue, hcap)
-		tb.hcap = int32(min(hcap, math.MaxInt32)) // patched for luamcp: budget.go
+		tb.hcap = int32(min(hcap, hcapMask)) // patched for luamcp: budget.go, written.go
 	}
 	return tb
 }
@@ -71,6 +69,7 @@ func (tb *LTable) Append(value LValue) {
 	if value == LNil {
 		return
 	}
+	tb.written() // patched for luamcp: written.go
 	if tb.array == nil {
 		tb.array = make([]LValue, 0, defaultArrayCap)
 	}
@@ -89,6 +88,7 @@ func (tb *LTable) Append(value LValue) {
 
 // Insert inserts a given LValue at position `i` in this table.
 func (tb *LTable) Insert(i int, value LValue) {
+	tb.written() // patched for luamcp: written.go
 	if tb.array == nil {
 		tb.array = make([]LValue, 0, defaultArrayCap)
 	}
@@ -121,6 +121,7 @@ func (tb *LTable) MaxN() int {
 
 // Remove removes from this table the element at a given position.
 func (tb *LTable) Remove(pos int) LValue {
+	tb.written() // patched for luamcp: written.go
 	if tb.array == nil {
 		return LNil
 	}
@@ -149,6 +150,7 @@ func (tb *LTable) Remove(pos int) LValue {
 // It is recommended to use `RawSetString` or `RawSetInt` for performance
 // if you already know the given LValue is a string or number.
 func (tb *LTable) RawSet(key LValue, value LValue) {
+	tb.written() // patched for luamcp: written.go
 	switch v := key.(type) {
 	case LNumber:
 		if isArrayKey(v) {
@@ -180,6 +182,7 @@ func (tb *LTable) RawSet(key LValue, value LValue) {
 
 // RawSetInt sets a given LValue at a position `key` without the __newindex metamethod.
 func (tb *LTable) RawSetInt(key int, value LValue) {
+	tb.written() // patched for luamcp: written.go
 	if key < 1 || key >= MaxArrayIndex {
 		tb.RawSetH(LNumber(key), value)
 		return
@@ -204,9 +207,10 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
 func (tb *LTable) RawSetString(key string, value LValue) {
+	tb.written() // patched for luamcp: written.go
 	if tb.strdict == nil {
 		tb.strdict = make(map[string]LValue, defaultHashCap)
-		tb.hcap += defaultHashCap // patched for luamcp
+		tb.addHint(defaultHashCap) // patched for luamcp
 	}
 	if tb.keys == nil {
 		tb.keys = []LValue{}
@@ -220,21 +224,23 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 		tb.strdict[key] = value
 		lkey := LString(key)
 		if _, ok := tb.k2i[lkey]; !ok {
-			tb.k2i[lkey] = len(tb.keys)
-			tb.keys = append(tb.keys, lkey)
+			var boxed LValue = lkey // patched for luamcp: boxed once, for both uses
+			tb.k2i[boxed] = len(tb.keys)
+			tb.keys = append(tb.keys, boxed)
 		}
 	}
 }
 
 // RawSetH sets a given LValue to a given index without the __newindex metamethod.
 func (tb *LTable) RawSetH(key LValue, value LValue) {
+	tb.written() // patched for luamcp: written.go
 	if s, ok := key.(LString); ok {
 		tb.RawSetString(string(s), value)
 		return
 	}
 	if tb.dict == nil {
 		tb.dict = make(map[LValue]LValue, len(tb.strdict))
-		tb.hcap += int32(len(tb.strdict)) // patched for luamcp
+		tb.addHint(len(tb.strdict)) // patched for luamcp
 	}
 	if tb.keys == nil {
 		tb.keys = []LValue{}

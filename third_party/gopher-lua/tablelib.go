@@ -23,6 +23,7 @@ var tableFuncs = map[string]LGFunction{
 func tableSort(L *LState) int {
 	tbl := L.CheckTable(1)
 	sorter := lValueArraySorter{L, nil, tbl.array}
+	tbl.written() // patched for luamcp: written.go
 	if L.GetTop() != 1 {
 		sorter.Fn = L.CheckFunction(2)
 	}

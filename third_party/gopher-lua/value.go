@@ -151,7 +151,7 @@ type LTable struct {
 
 	// Patched for luamcp (budget.go): the capacity hints the hash maps were
 	// made with, and the mark of the last memory walk that reached the table.
-	hcap int32
+	hcap int32 // the maps' capacity hint, and the written flag (written.go)
 	mark uint32
 }
 

@@ -1,0 +1,43 @@
+package lua
+
+// Patched for luamcp: table write tracking.
+//
+// A host that lends one state to many short borrowers (luamcp's stateless
+// requests) must find the globals and library tables as it left them. Before
+// this patch it could only compare every key of every such table after each
+// borrower, a few hundred map lookups per request. Every write to a table
+// now sets a flag the host can test and clear, so the comparison runs only
+// for the tables a borrower wrote to.
+//
+// The flag lives in the top bits of LTable.hcap, whose low bits keep the
+// capacity hint of the table's maps (budget.go), so no table grows.
+
+const (
+	// tableWritten is set in hcap by every change to the table: a key set
+	// or removed, an element inserted, removed or moved by table.sort, its
+	// metatable set through the API.
+	tableWritten = 1 << 30
+	// hcapMask keeps the capacity hint.
+	hcapMask = tableWritten - 1
+)
+
+// written records a change to tb.
+func (tb *LTable) written() { tb.hcap |= tableWritten }
+
+// hint returns the capacity hint tb's maps were made with.
+func (tb *LTable) hint() int { return int(tb.hcap & hcapMask) }
+
+// addHint adds n to the capacity hint, saturating below the flags.
+func (tb *LTable) addHint(n int) {
+	h := min(tb.hint()+n, hcapMask)
+	tb.hcap = tb.hcap&^hcapMask | int32(h)
+}
+
+// Written reports whether tb changed since the last ClearWritten (or since
+// it was made): a key set or removed, even to the value it had, an element
+// inserted, removed or sorted, its metatable set with SetMetatable or
+// setmetatable. Go code that assigns Metatable directly is not seen.
+func (tb *LTable) Written() bool { return tb.hcap&tableWritten != 0 }
+
+// ClearWritten clears the flag Written reports.
+func (tb *LTable) ClearWritten() { tb.hcap &^= tableWritten }

@@ -1,0 +1,53 @@
+package lua
+
+import "testing"
+
+// Every way Lua code can change a table sets its written flag; reading it
+// does not.
+func TestWritten(t *testing.T) {
+	cases := []struct {
+		code    string
+		written bool
+	}{
+		{`local x = t.a; x = t[1]; x = #t; for k, v in pairs(t) do end; for i, v in ipairs(t) do end; x = getmetatable(t)`, false},
+		{`t.a = 2`, true},
+		{`t.a = 1`, true}, // the same value is still a write
+		{`t.a = nil`, true},
+		{`t.new = true`, true},
+		{`t[1] = 5`, true},
+		{`t[3] = 5`, true},
+		{`t[2.5] = 5`, true},
+		{`rawset(t, "a", 3)`, true},
+		{`table.insert(t, 9)`, true},
+		{`table.insert(t, 1, 9)`, true},
+		{`table.remove(t)`, true},
+		{`table.sort(t)`, true},
+		{`setmetatable(t, {})`, true},
+	}
+	for _, c := range cases {
+		L := NewState()
+		tb := L.NewTable()
+		if err := L.DoString(`return function(t) t.a = 1; t[1] = 2; t[2] = 1 end`); err != nil {
+			t.Fatal(err)
+		}
+		if err := L.CallByParam(P{Fn: L.Get(-1), NRet: 0, Protect: true}, tb); err != nil {
+			t.Fatal(err)
+		}
+		if !tb.Written() {
+			t.Fatal("setting up the table did not flag it")
+		}
+		tb.ClearWritten()
+		L.SetGlobal("t", tb)
+		tb.ClearWritten()
+		if err := L.DoString(c.code); err != nil {
+			t.Fatalf("%s: %v", c.code, err)
+		}
+		if tb.Written() != c.written {
+			t.Errorf("%s: Written() = %v, want %v", c.code, tb.Written(), c.written)
+		}
+		if tb.ClearWritten(); tb.hcap != int32(tb.hint()) || tb.hint() < defaultHashCap {
+			t.Errorf("%s: hcap %#x mixes the flag and the capacity hint", c.code, tb.hcap)
+		}
+		L.Close()
+	}
+}
