@@ -40,11 +40,23 @@ func closeClients(s Scale, cs []*client.Client, session bool) error {
 // calls is the echo tools/call scenario: conc clients, each on its own
 // connection (and session, in session mode), calling as fast as answers come.
 func calls(conc int, session bool) func(context.Context, *Target, Scale, *Result) {
+	route := spec.PathStateless
+	if session {
+		route = spec.PathEcho
+	}
+	return textCalls(conc, route, session, "c", (*client.Client).Echo)
+}
+
+// fetch is the fetch tools/call scenario: conc sessions calling the tool
+// that makes one HTTP request to the upstream, as fast as answers come.
+func fetch(conc int) func(context.Context, *Target, Scale, *Result) {
+	return textCalls(conc, spec.PathFetch, true, "f", (*client.Client).Fetch)
+}
+
+// textCalls runs conc clients on route, each calling a tool whose answer is
+// its text argument (call), with a text unique to the client and the call.
+func textCalls(conc int, route string, session bool, tag string, call func(*client.Client, []byte) error) func(context.Context, *Target, Scale, *Result) {
 	return func(ctx context.Context, t *Target, s Scale, r *Result) {
-		route := spec.PathStateless
-		if session {
-			route = spec.PathEcho
-		}
 		cs, err := openClients(t, s, route, conc, session)
 		if err != nil {
 			r.fail(err)
@@ -52,48 +64,19 @@ func calls(conc int, session bool) func(context.Context, *Target, Scale, *Result
 		}
 		ops := make([]load.Op, conc)
 		for i, c := range cs {
-			prefix := "c" + strconv.Itoa(i) + "-"
+			prefix := tag + strconv.Itoa(i) + "-"
 			text := []byte(prefix)
 			n := 0
 			ops[i] = func() error {
 				n++
 				text = strconv.AppendInt(text[:len(prefix)], int64(n), 10)
-				return c.Echo(text)
+				return call(c, text)
 			}
 		}
 		m := &cpuMeter{pid: t.PID}
 		lr := load.Run(ctx, load.Config{Concurrency: conc, Warmup: s.Warmup, Duration: s.Duration, Probe: m.probe}, ops)
 		timed(r, lr, m, "calls/s")
 		if err := closeClients(s, cs, session); err != nil {
-			r.fail(err)
-		}
-	}
-}
-
-// fetch is the fetch tools/call scenario: conc sessions calling the tool
-// that makes one HTTP request to the upstream, as fast as answers come.
-func fetch(conc int) func(context.Context, *Target, Scale, *Result) {
-	return func(ctx context.Context, t *Target, s Scale, r *Result) {
-		cs, err := openClients(t, s, spec.PathFetch, conc, true)
-		if err != nil {
-			r.fail(err)
-			return
-		}
-		ops := make([]load.Op, conc)
-		for i, c := range cs {
-			prefix := "f" + strconv.Itoa(i) + "-"
-			text := []byte(prefix)
-			n := 0
-			ops[i] = func() error {
-				n++
-				text = strconv.AppendInt(text[:len(prefix)], int64(n), 10)
-				return c.Fetch(text)
-			}
-		}
-		m := &cpuMeter{pid: t.PID}
-		lr := load.Run(ctx, load.Config{Concurrency: conc, Warmup: s.Warmup, Duration: s.Duration, Probe: m.probe}, ops)
-		timed(r, lr, m, "calls/s")
-		if err := closeClients(s, cs, true); err != nil {
 			r.fail(err)
 		}
 	}
