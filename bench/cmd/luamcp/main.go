@@ -37,7 +37,13 @@ func run(f *serve.Flags, scripts string, pool int) error {
 	logger := serve.Logger()
 	// fetch.lua reads the upstream's URL from the environment; its route
 	// grants that host through "$BENCH_UPSTREAM".
-	if err := os.Setenv(spec.UpstreamEnv, "http://"+f.Upstream); err != nil {
+	// Without -upstream the fetch route is not mounted, but the script must
+	// still load: it is granted the discard port.
+	upstream := f.Upstream
+	if upstream == "" {
+		upstream = "127.0.0.1:9"
+	}
+	if err := os.Setenv(spec.UpstreamEnv, "http://"+upstream); err != nil {
 		return err
 	}
 	h, err := host.New(host.Config{Dir: scripts, Logger: logger, PoolSize: pool})
