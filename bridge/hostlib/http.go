@@ -57,7 +57,7 @@ type httpSpec struct {
 	contentType string
 	timeout     time.Duration
 	max         int64
-	room        int64 // at most max: what the memory budget had left when the call began (see room)
+	room        int64 // at most max: what the memory budget had left when the call began (see room); set by the caller of httpSpec
 	follow      bool
 }
 
@@ -126,6 +126,7 @@ func (s *State) request(L *lua.LState, t *lua.LTable, fname string, set func(*lu
 	if err != nil {
 		return fail(L, "%v", err)
 	}
+	spec.room = room(L, spec.max)
 	res, err := lib.do(s.ctx(), spec)
 	if err != nil {
 		return fail(L, "%v", err)
@@ -158,6 +159,21 @@ func httpRequestAll(s *State, L *lua.LState) int {
 			L.ArgError(1, fmt.Sprintf("request %d is %s, not a table", i+1, describe(list.RawGetInt(i+1))))
 		}
 		specs[i], errs[i] = s.httpSpec(L, lib, t, fmt.Sprintf("http.request_all[%d]", i+1))
+	}
+	// The budget's room is found once (it may take a walk of the state);
+	// each body may fill it, and keep below refuses what does not fit
+	// together.
+	var most int64
+	for _, spec := range specs {
+		if spec != nil {
+			most = max(most, spec.max)
+		}
+	}
+	free := room(L, most)
+	for _, spec := range specs {
+		if spec != nil {
+			spec.room = min(spec.max, free)
+		}
 	}
 	ctx := s.ctx()
 	sem := make(chan struct{}, maxInFlight)
@@ -215,7 +231,6 @@ func (s *State) httpSpec(L *lua.LState, lib *Lib, t *lua.LTable, fname string) (
 		max:     intField(L, t, fname, "max_bytes", defaultHTTPMax, 0, maxHTTPMax),
 		follow:  boolField(L, t, fname, "follow_redirects", true),
 	}
-	spec.room = room(L, spec.max)
 	raw, ok := field(t, "url").(lua.LString)
 	if !ok {
 		L.RaiseError("%s: url must be a string, got %s", fname, describe(field(t, "url")))
