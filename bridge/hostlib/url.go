@@ -110,7 +110,8 @@ func urlBuild(_ *State, L *lua.LState) int {
 		RawQuery: stringField(L, parts, fname, "raw_query", ""),
 	}
 	host := stringField(L, parts, fname, "host", "")
-	if port := intField(L, parts, fname, "port", 0, 0, 65535); port > 0 {
+	if field(parts, "port") != lua.LNil { // port 0 is a port too
+		port := intField(L, parts, fname, "port", 0, 0, 65535)
 		u.Host = net.JoinHostPort(host, strconv.FormatInt(port, 10))
 	} else if strings.Contains(host, ":") {
 		u.Host = "[" + host + "]"
