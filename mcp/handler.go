@@ -289,18 +289,25 @@ func jsonContentType(values []string) bool {
 	return strings.EqualFold(strings.TrimSpace(typ), "application/json")
 }
 
-// checkVersionHeader answers 400 (with the request's id, when it has one) and
-// returns false when MCP-Protocol-Version names a version luamcp does not
-// speak. A missing header means 2025-03-26.
-func checkVersionHeader(w http.ResponseWriter, r *http.Request, id []byte) bool {
+// checkVersionHeader answers a GET or DELETE whose MCP-Protocol-Version the
+// session era does not speak, and returns false: 405 for a 2026-07-28 client
+// (that era has neither), 400 for an unknown version. A missing header means
+// 2025-03-26.
+func (h *Handler) checkVersionHeader(w http.ResponseWriter, r *http.Request) bool {
 	v, ok := r.Header["Mcp-Protocol-Version"]
-	if !ok || len(v) == 0 || supportedVersion(v[0]) {
+	if !ok || len(v) == 0 || sessionEraVersion(v[0]) {
 		return true
 	}
-	writeJSONError(w, http.StatusBadRequest, id, CodeInvalidRequest,
-		"Bad Request: Unsupported protocol version (supported versions: 2025-11-25, 2025-06-18, 2025-03-26)")
+	if statelessEraVersion(v[0]) {
+		h.methodNotAllowed(w)
+		return false
+	}
+	writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest, msgUnsupportedVersion)
 	return false
 }
+
+// msgUnsupportedVersion refuses a version header luamcp does not speak.
+var msgUnsupportedVersion = "Bad Request: Unsupported protocol version (supported versions: " + strings.Join(supportedVersions, ", ") + ")"
 
 // writeAnswer writes a 200 JSON-RPC answer in a form the client accepts: a
 // JSON body, or one SSE event for a client that accepts only SSE. The write
@@ -415,7 +422,12 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 			"Not Acceptable: Client must accept application/json or text/event-stream")
 		return
 	}
-	if !checkVersionHeader(w, r, id) {
+	switch eraOf(r, &m) {
+	case eraStateless:
+		h.serveStatelessEra(w, r, &m, acc, code)
+		return
+	case eraUnknown:
+		writeErrorStatus(w, http.StatusBadRequest, id, unsupportedVersion(r.Header["Mcp-Protocol-Version"][0]))
 		return
 	}
 	switch code {
@@ -431,7 +443,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		h.serveClientResponse(w, r, &m)
 	case m.notification():
 		h.serveNotification(w, r, &m)
-	case m.method == "initialize":
+	case m.method == methodInitialize:
 		h.serveInitialize(w, r, &m, acc)
 	case !h.opts.Sessions:
 		h.serveStateless(w, r, &m, acc)
@@ -440,7 +452,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		if s == nil {
 			return
 		}
-		if m.method == "resources/subscribe" || m.method == "resources/unsubscribe" {
+		if m.method == methodSubscribe || m.method == methodUnsubscribe {
 			h.serveSubscription(w, s, &m, acc)
 		} else {
 			h.serveCall(w, r, s, &m, acc)
@@ -452,7 +464,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 // tools/call with a string name and a progress token, from a client that
 // accepts SSE.
 func streams(m *message, acc accept) bool {
-	if !acc.sse || m.method != "tools/call" || m.id == nil {
+	if spec := methods[m.method]; spec == nil || !spec.mayStream || !acc.sse || m.id == nil {
 		return false
 	}
 	if _, ok := stringMember(m.params, "name"); !ok {
@@ -571,7 +583,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		h.writeInitError(w, acc, m, err)
 		return
 	}
-	s := newSession(h, id, sess, ir, version, clientCapsOf(params))
+	s := newSession(h, id, sess, ir, version, params)
 	s.start()
 	if !h.reg.add(s) {
 		h.hub.release()
@@ -722,7 +734,7 @@ func (h *Handler) lostClient(s *session, j *job, gen uint32) {
 
 // concurrent reports whether m calls one of the route's concurrent tools.
 func (h *Handler) concurrent(m *message) bool {
-	if len(h.concurrentTools) == 0 || m.method != "tools/call" {
+	if len(h.concurrentTools) == 0 || m.method != methodToolsCall {
 		return false
 	}
 	name, ok := stringMember(m.params, "name")
@@ -740,6 +752,10 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	j := newJob(h, nil, m, acc)
+	j.call.ProtocolVersion = latestVersion
+	if v := r.Header["Mcp-Protocol-Version"]; len(v) > 0 && sessionEraVersion(v[0]) {
+		j.call.ProtocolVersion = v[0]
+	}
 	if !h.trackStateless(j, cancel) {
 		h.writeAnswerError(w, acc, m.id, CodeInternalError, msgShuttingDown)
 		return
@@ -760,7 +776,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 		j.rp.streaming = true
 		j.rp.startStream()
 	}
-	sc := scope{sess: sess, has: ir.Has}
+	sc := scope{sess: sess, has: ir.Has, era: eraSession}
 	b := getBuf()
 	out, err := h.dispatch(ctx, &sc, m, &j.call, *b)
 	switch {
@@ -801,7 +817,7 @@ func (h *Handler) untrackStateless(j *job) {
 // version header, a session id or a live session it answers (400, 400, 404,
 // empty bodies) and returns nil.
 func (h *Handler) headerSession(w http.ResponseWriter, r *http.Request) *session {
-	if !checkVersionHeader(w, r, nil) {
+	if !h.checkVersionHeader(w, r) {
 		return nil
 	}
 	sid := r.Header["Mcp-Session-Id"]

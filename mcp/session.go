@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,11 +53,13 @@ func newJob(h *Handler, s *session, m *message, acc accept) *job {
 	j.rp = reply{h: h, s: s, id: m.id, acceptSSE: acc.sse, sseOnly: !acc.json}
 	j.out = outbound{rp: &j.rp, h: h, s: s}
 	j.call = Call{RequestID: m.id, Out: &j.out}
-	if m.method == "tools/call" {
+	if spec := methods[m.method]; spec != nil && spec.mayStream {
 		j.call.ProgressToken = progressToken(m.params)
 	}
 	if s != nil {
 		j.call.SessionID = s.id
+		j.call.ProtocolVersion = s.version
+		j.call.ClientCapabilities = s.clientRaw
 		j.rp.resumable = acc.sse && s.version == latestVersion
 	}
 	return j
@@ -80,7 +83,10 @@ type session struct {
 	sc      scope
 	version string
 	client  clientCaps
-	level   atomic.Int32
+	// clientRaw is the capabilities object of the client's initialize (a
+	// copy), nil when it sent none.
+	clientRaw json.RawMessage
+	level     atomic.Int32
 
 	ctx     context.Context // parent of every call; cancelled at teardown
 	cancel  context.CancelFunc
@@ -118,19 +124,24 @@ type session struct {
 	ttlDeadline time.Time
 }
 
-func newSession(h *Handler, id string, srv Session, ir *InitResult, version string, client clientCaps) *session {
-	s := &session{
-		h:       h,
-		id:      id,
-		srv:     srv,
-		version: version,
-		client:  client,
-		endedCh: make(chan struct{}),
-		gone:    make(chan struct{}),
-		wake:    make(chan struct{}, 1),
-		subs:    make(map[string]struct{}),
+func newSession(h *Handler, id string, srv Session, ir *InitResult, version string, initParams []byte) *session {
+	var raw json.RawMessage
+	if caps, ok := member(initParams, "capabilities"); ok && kindOf(caps) == '{' {
+		raw = bytes.Clone(caps)
 	}
-	s.sc = scope{sess: srv, has: ir.Has, level: &s.level}
+	s := &session{
+		h:         h,
+		id:        id,
+		srv:       srv,
+		version:   version,
+		client:    clientCapsOf(initParams),
+		clientRaw: raw,
+		endedCh:   make(chan struct{}),
+		gone:      make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		subs:      make(map[string]struct{}),
+	}
+	s.sc = scope{sess: srv, has: ir.Has, era: eraSession, level: &s.level}
 	s.level.Store(defaultLogLevel)
 	s.ring.max = h.opts.SessionBufferMax
 	s.ring.maxBytes = h.opts.SessionBufferBytes
@@ -377,7 +388,7 @@ func (s *session) runSnapshot(ctx context.Context, j *job) {
 		j.rp.finish(errorAnswer(j.msg.id, msgInternalError))
 		return
 	}
-	sc := scope{sess: snap, has: s.sc.has, level: &s.level}
+	sc := scope{sess: snap, has: s.sc.has, era: eraSession, level: &s.level}
 	b := getBuf()
 	out, err := s.h.dispatch(ctx, &sc, &j.msg, &j.call, *b)
 	snap.Close("")

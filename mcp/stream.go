@@ -432,6 +432,14 @@ func (rp *reply) emit(msg []byte) bool {
 	return ok
 }
 
+// streamed reports whether the answer has become an SSE stream (its status
+// line is then 200, whatever the answer).
+func (rp *reply) streamed() bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.sse
+}
+
 // canStream reports whether messages related to the call can reach the
 // client: it accepts SSE and the call's stream is still open.
 func (rp *reply) canStream() bool {
