@@ -422,3 +422,71 @@ func TestBothErasAtOnce(t *testing.T) {
 		t.Errorf("GET: %d", r.status)
 	}
 }
+
+// TestAskOneRound: the session era sends a round's requests at once and
+// waits for every answer.
+func TestAskOneRound(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initializeWith(clientWithCaps)
+	s := rt.stream(context.Background(), sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask","arguments":{"keys":["a","b"]}}}`)
+	defer s.close()
+	// Both requests arrive before either is answered.
+	var ids []string
+	for range 2 {
+		m := s.nextEvent().msg()
+		if m["method"] != "elicitation/create" {
+			t.Fatalf("got %v, want a request", m)
+		}
+		id, _ := m["id"].(string)
+		ids = append(ids, id)
+	}
+	for i := len(ids) - 1; i >= 0; i-- { // answered out of order
+		r := rt.post(`{"jsonrpc":"2.0","id":`+mustJSON(ids[i])+`,"result":{"action":"accept","content":{"n":`+mustJSON(i)+`}}}`, "Mcp-Session-Id: "+sid)
+		if r.status != 202 {
+			t.Fatalf("answer: %d %s", r.status, r.body)
+		}
+	}
+	evs := readStream(s)
+	if len(evs) != 1 || !strings.Contains(evs[0].data, `{\"n\":0}} | {\"action\":\"accept\",\"content\":{\"n\":1}}`) {
+		t.Fatalf("result %+v", evs)
+	}
+}
+
+// TestAskRounds: in the 2026-07-28 era each round is an input_required, and
+// the answers of earlier rounds travel in the requestState.
+func TestAskRounds(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	params := func(responses, state string) string {
+		p := `{"name":"ask","arguments":{"keys":["a","b"],"again":true}`
+		if responses != "" {
+			p += `,"inputResponses":` + responses
+		}
+		if state != "" {
+			p += `,"requestState":` + mustJSON(state)
+		}
+		return p + `}`
+	}
+	r := rt.modern("tools/call", params("", ""))
+	reqs, _ := r.result()["inputRequests"].(map[string]any)
+	if len(reqs) != 2 || reqs["a"] == nil || reqs["b"] == nil {
+		t.Fatalf("round 1: %s", r.body)
+	}
+	state1, _ := r.result()["requestState"].(string)
+	r = rt.modern("tools/call", params(`{"a":{"action":"accept","content":{"v":"A"}},"b":{"action":"decline"}}`, state1))
+	reqs, _ = r.result()["inputRequests"].(map[string]any)
+	state2, _ := r.result()["requestState"].(string)
+	if q, _ := reqs["again"].(map[string]any); len(reqs) != 1 || q["method"] != "roots/list" || state2 == state1 {
+		t.Fatalf("round 2: %s", r.body)
+	}
+	// Round 3 sends only the last answer: the others come from the state.
+	r = rt.modern("tools/call", params(`{"again":{"roots":[]}}`, state2))
+	want := `{"action":"accept","content":{"v":"A"}} | {"action":"decline"} | {"roots":[]}`
+	if r.result()["resultType"] != "complete" || r.text() != want {
+		t.Fatalf("round 3: %s", r.body)
+	}
+	// Without the state the earlier answers are gone: asked again.
+	r = rt.modern("tools/call", params(`{"again":{"roots":[]}}`, ""))
+	if reqs, _ := r.result()["inputRequests"].(map[string]any); len(reqs) != 2 {
+		t.Fatalf("retry without state: %s", r.body)
+	}
+}

@@ -279,6 +279,30 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 			return nil, err
 		}
 		return text("answer "+string(res), false), nil
+	case "ask": // not listed; one round of keyed requests (Outbound.Ask)
+		var reqs []mcp.InputRequest
+		keys, _ := a["keys"].([]any)
+		for _, k := range keys {
+			key, _ := k.(string)
+			reqs = append(reqs, mcp.InputRequest{Key: key, Method: "elicitation/create",
+				Params: json.RawMessage(`{"message":"` + key + `?","requestedSchema":{"type":"object"}}`)})
+		}
+		answers, err := call.Out.Ask(ctx, reqs)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, ans := range answers {
+			out = append(out, string(ans.Result))
+		}
+		if a["again"] == true { // a second round, after the first
+			more, err := call.Out.Ask(ctx, []mcp.InputRequest{{Key: "again", Method: "roots/list"}})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, string(more[0].Result))
+		}
+		return text(strings.Join(out, " | "), false), nil
 	case "closestream":
 		_ = call.Out.Log("info", json.RawMessage(`"before close"`))
 		_ = call.Out.CloseStream()
