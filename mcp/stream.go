@@ -460,7 +460,9 @@ func (rp *reply) finish(msg *[]byte) {
 		return
 	}
 	rp.done = true
-	if msg != nil && !rp.sse && rp.sseOnly && rp.out != nil {
+	// A progress stream is SSE even when its call ends before the handler
+	// started the stream (the worker may run it at once).
+	if msg != nil && !rp.sse && (rp.sseOnly || rp.streaming) && rp.out != nil {
 		rp.startSSELocked()
 	}
 	if msg != nil {
