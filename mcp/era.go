@@ -210,12 +210,12 @@ func decodeHeaderValue(s string) (string, bool) {
 }
 
 // checkParamHeaders checks the Mcp-Param-* headers of a tools/call against
-// the arguments named by the tool's x-mcp-header properties (-32020 on a
-// missing, mismatched or undecodable header). schema is the tool's
-// inputSchema.
+// the arguments named by the tool's x-mcp-header properties, top-level or
+// reached through plain "properties" chains (-32020 on a missing, mismatched
+// or undecodable header). schema is the tool's inputSchema.
 func checkParamHeaders(r *http.Request, schema, args []byte) *statelessError {
 	props, ok := member(schema, "properties")
-	if !ok || kindOf(props) != '{' {
+	if !ok || kindOf(props) != '{' || kindOf(args) != '{' {
 		return nil
 	}
 	it := objectIter{data: props}
@@ -224,17 +224,20 @@ func checkParamHeaders(r *http.Request, schema, args []byte) *statelessError {
 		if !more {
 			return nil
 		}
-		hname, ok := stringMember(def, "x-mcp-header")
-		if !ok || hname == "" {
-			continue
-		}
 		val, present := member(args, string(prop))
 		if !present || kindOf(val) == 'n' {
 			continue
 		}
+		hname, ok := stringMember(def, "x-mcp-header")
+		if !ok || hname == "" {
+			if serr := checkParamHeaders(r, def, val); serr != nil { // nested objects
+				return serr
+			}
+			continue
+		}
 		got, ok := headerValue(r.Header, http.CanonicalHeaderKey("Mcp-Param-"+hname))
 		if !ok || !sameParam(got, val) {
-			return badRequest(CodeHeaderMismatch, "Header mismatch: Mcp-Param-"+hname+" must equal arguments."+string(prop), nil)
+			return badRequest(CodeHeaderMismatch, "Header mismatch: Mcp-Param-"+hname+" must equal the argument "+string(prop), nil)
 		}
 	}
 }

@@ -490,3 +490,44 @@ func TestAskRounds(t *testing.T) {
 		t.Fatalf("retry without state: %s", r.body)
 	}
 }
+
+func TestParamHeaders(t *testing.T) {
+	f := newFakeServer()
+	f.headerTool = true
+	rt := newRoute(t, f, mcp.Options{})
+	if r := rt.modern("tools/list", ""); r.status != 200 {
+		t.Fatalf("tools/list: %s", r.body)
+	}
+	b64 := func(s string) string { return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=" }
+	args := `{"region":"eu-west","n":42,"opts":{"flag":true}}`
+	all := []string{"Mcp-Param-Region: eu-west", "Mcp-Param-N: 42", "Mcp-Param-Flag: true"}
+	tests := []struct {
+		name    string
+		args    string
+		headers []string
+		ok      bool
+	}{
+		{"all match", args, all, true},
+		{"Base64", `{"region":"Hello"}`, []string{"Mcp-Param-Region: " + b64("Hello")}, true},
+		{"literal without prefix", `{"region":"SGVsbG8="}`, []string{"Mcp-Param-Region: SGVsbG8="}, true},
+		{"literal without suffix", `{"region":"=?base64?SGVsbG8="}`, []string{"Mcp-Param-Region: =?base64?SGVsbG8="}, true},
+		{"integer compared as a number", `{"n":42}`, []string{"Mcp-Param-N: 42.0"}, true},
+		{"absent argument needs no header", `{}`, nil, true},
+		{"missing header", `{"region":"eu-west"}`, nil, false},
+		{"mismatch", `{"region":"eu-west"}`, []string{"Mcp-Param-Region: us-east"}, false},
+		{"nested mismatch", `{"opts":{"flag":true}}`, []string{"Mcp-Param-Flag: false"}, false},
+		{"bad padding", `{"region":"Hello"}`, []string{"Mcp-Param-Region: =?base64?SGVsbG8?="}, false},
+		{"bad Base64 characters", `{"region":"Hello"}`, []string{"Mcp-Param-Region: =?base64?SGVs!!!bG8=?="}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rt.modern("tools/call", `{"name":"region","arguments":`+tt.args+`}`, tt.headers...)
+			if tt.ok && (r.status != 200 || r.result()["resultType"] != "complete") {
+				t.Fatalf("refused: %d %s", r.status, r.body)
+			}
+			if !tt.ok && (r.status != 400 || r.errorCode() != -32020) {
+				t.Fatalf("accepted: %d %s", r.status, r.body)
+			}
+		})
+	}
+}

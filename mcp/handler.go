@@ -31,6 +31,12 @@ type Handler struct {
 	// concurrentTools is the set of Options.ConcurrentTools.
 	concurrentTools map[string]struct{}
 
+	// paramHeaders is set once a tools list of the route showed an
+	// x-mcp-header property: from then on a 2026-07-28 tools/call has its
+	// Mcp-Param-* headers checked against the tool's inputSchema (which
+	// costs a tools listing per call, so routes without any skip it).
+	paramHeaders atomic.Bool
+
 	// Requests to clients in stateless mode wait here (per route).
 	pending   pendingTable
 	reqPrefix string

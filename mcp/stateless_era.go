@@ -80,6 +80,12 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		return
 	}
 
+	if m.method == methodToolsCall && h.paramHeaders.Load() {
+		if serr := h.checkToolParamHeaders(ctx, r, m, sess); serr != nil {
+			writeErrorStatus(w, serr.status, m.id, serr.err)
+			return
+		}
+	}
 	record, e := h.newRecord(m, spec, &rm, cancel)
 	if e != nil {
 		h.log.Debug("mcp: invalid params", "method", m.method, "err", e.Message)
@@ -168,4 +174,27 @@ func (h *Handler) appendDiscover(dst []byte, m *message, ir *InitResult) []byte 
 	dst = append(dst, `,"_meta":{"`+metaServerInfo+`":`...)
 	dst = append(dst, info...)
 	return append(dst, "}}}"...)
+}
+
+// checkToolParamHeaders checks the Mcp-Param-* headers of a tools/call
+// against the called tool's inputSchema. An unknown tool or a list that
+// fails is left to the call itself to answer.
+func (h *Handler) checkToolParamHeaders(ctx context.Context, r *http.Request, m *message, sess Session) *statelessError {
+	name, ok := stringMember(m.params, "name")
+	if !ok {
+		return nil
+	}
+	tools, err := sess.Tools(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, t := range tools {
+		if t.Key != name {
+			continue
+		}
+		schema, _ := member(t.JSON, "inputSchema")
+		args, _ := member(m.params, "arguments")
+		return checkParamHeaders(r, schema, args)
+	}
+	return nil
 }
