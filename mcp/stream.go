@@ -285,17 +285,14 @@ type reply struct {
 
 	stream    uint64 // resumable stream number (k), 0 before the stream opens
 	seq       uint64 // number of the last event on the stream (n)
-	kept      []keptEvent
-	keptBytes int
+	// kept is the replay buffer of a resumable stream: the same ring as a
+	// GET channel's, bounded alike (SessionBufferMax events and
+	// SessionBufferBytes bytes, the oldest going first).
+	kept      eventRing
 	done      bool // the final message is decided: queued, kept or dropped
 	finalKept bool // the final message is the last kept event
 	expired   bool // the caller stopped waiting (request_timeout)
 	expiredCh chan struct{}
-}
-
-type keptEvent struct {
-	seq  uint64
-	data []byte
 }
 
 // attach makes w the reply's response. It returns the attachment number and,
@@ -364,6 +361,7 @@ func (rp *reply) startSSELocked() {
 		rp.resumable = false
 		return
 	}
+	rp.kept = eventRing{max: rp.h.opts.SessionBufferMax, maxBytes: rp.h.opts.SessionBufferBytes}
 	b := make([]byte, 0, 48)
 	b = append(b, "id: "...)
 	b = streamEventID(b, rp.stream, 0)
@@ -383,9 +381,8 @@ func (rp *reply) startStream() {
 	rp.pumpInline()
 }
 
-// frameLocked frames msg as the next event of the stream, keeping it when the
-// stream is resumable (at most SessionBufferMax events and SessionBufferBytes
-// bytes; the oldest go first).
+// frameLocked frames msg as the next event of the stream, keeping it in the
+// replay buffer when the stream is resumable.
 func (rp *reply) frameLocked(msg []byte) []byte {
 	if !rp.resumable {
 		return appendEvent(nil, "", msg)
@@ -393,19 +390,7 @@ func (rp *reply) frameLocked(msg []byte) []byte {
 	rp.seq++
 	var idb [48]byte
 	ev := appendEvent(nil, string(streamEventID(idb[:0], rp.stream, rp.seq)), msg)
-	opts := &rp.s.h.opts
-	rp.kept = append(rp.kept, keptEvent{seq: rp.seq, data: ev})
-	rp.keptBytes += len(ev)
-	drop := 0
-	for len(rp.kept)-drop > 1 && (len(rp.kept)-drop > opts.SessionBufferMax || rp.keptBytes > opts.SessionBufferBytes) {
-		rp.keptBytes -= len(rp.kept[drop].data)
-		drop++
-	}
-	if drop > 0 {
-		n := copy(rp.kept, rp.kept[drop:])
-		clear(rp.kept[n:])
-		rp.kept = rp.kept[:n]
-	}
+	rp.kept.add(ringEvent{id: rp.seq, data: ev})
 	return ev
 }
 
@@ -489,7 +474,7 @@ func (rp *reply) finish(msg *[]byte) {
 func (rp *reply) dropStreamLocked() {
 	if rp.stream != 0 {
 		rp.s.closeStream(rp.stream)
-		rp.kept, rp.keptBytes = nil, 0
+		rp.kept = eventRing{}
 	}
 }
 
@@ -687,10 +672,8 @@ func (rp *reply) resume(w http.ResponseWriter, n uint64) (gen uint32, sig <-chan
 	rp.signal = make(chan struct{}, 1)
 	rp.closing, rp.dropped = false, false
 	rp.queue, rp.queueFinal = nil, false
-	for _, e := range rp.kept {
-		if e.seq > n {
-			rp.queue = append(rp.queue, e.data...)
-		}
+	for _, e := range rp.kept.after(n, nil) {
+		rp.queue = append(rp.queue, e.data...)
 	}
 	rp.queueFinal = rp.done && rp.finalKept
 	rp.wake()
