@@ -688,15 +688,15 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 	if streaming {
 		j.rp.startStream()
 	}
-	var timeout <-chan time.Time
+	wt := waiter{wake: wake, ended: s.endedCh, gone: r.Context().Done()}
 	if !streaming {
 		timer := time.NewTimer(h.opts.RequestTimeout)
 		defer timer.Stop()
-		timeout = timer.C
+		wt.timeout = timer.C
 	}
 	for {
-		select {
-		case <-wake:
+		switch wt.next() {
+		case waitWoken:
 			switch j.rp.pump(gen) {
 			case pumpOver:
 				return
@@ -704,19 +704,19 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 				h.lostClient(s, j, gen)
 				return
 			}
-		case <-timeout:
+		case waitTimeout:
 			s.expire(j)
 			j.rp.abandon(gen, CodeInternalError, msgTimedOut)
 			j.rp.expire()
 			return
-		case <-s.endedCh:
+		case waitEnded:
 			if streaming {
 				j.rp.abandon(gen, 0, "")
 			} else {
 				j.rp.abandon(gen, CodeInternalError, msgSessionEnded)
 			}
 			return
-		case <-r.Context().Done():
+		case waitGone:
 			h.lostClient(s, j, gen)
 			return
 		}
@@ -879,12 +879,9 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 	if k.sse() != nil {
 		return
 	}
-	var tick <-chan time.Time
-	if h.opts.SessionKeepAlive > 0 {
-		t := time.NewTicker(h.opts.SessionKeepAlive)
-		defer t.Stop()
-		tick = t.C
-	}
+	tick, stop := h.keepAlive()
+	defer stop()
+	wt := waiter{wake: a.wake, tick: tick, gone: r.Context().Done(), ended: s.endedCh}
 	if len(a.replay) > 0 && writeChannelEvents(k, a.replay) != nil {
 		return
 	}
@@ -899,15 +896,12 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 			sent = evs[len(evs)-1].id
 			clear(evs)
 		}
-		select {
-		case <-a.wake:
-		case <-tick:
+		switch wt.next() {
+		case waitTick:
 			if k.sse(keepAliveComment) != nil {
 				return
 			}
-		case <-r.Context().Done():
-			return
-		case <-s.endedCh:
+		case waitGone, waitEnded:
 			return
 		}
 	}
@@ -928,16 +922,17 @@ func (h *Handler) serveResume(w http.ResponseWriter, r *http.Request, s *session
 	defer s.endResume()
 	gen, wake := rp.resume(w, n)
 	defer rp.detach(gen)
+	wt := waiter{wake: wake, ended: s.endedCh, gone: r.Context().Done()}
 	for {
-		select {
-		case <-wake:
+		switch wt.next() {
+		case waitWoken:
 			if rp.pump(gen) != pumpWait {
 				return
 			}
-		case <-s.endedCh:
+		case waitEnded:
 			rp.abandon(gen, 0, "")
 			return
-		case <-r.Context().Done():
+		case waitGone:
 			return
 		}
 	}

@@ -3,7 +3,6 @@ package mcp
 import (
 	"net/http"
 	"sync"
-	"time"
 )
 
 // This file serves subscriptions/listen, the 2026-07-28 era's stream of
@@ -215,26 +214,23 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, m *message
 	if k.sse(appendEvent(nil, "", appendNotification(nil, "notifications/subscriptions/acknowledged", params))) != nil {
 		return
 	}
-	var tick <-chan time.Time
-	if h.opts.SessionKeepAlive > 0 {
-		t := time.NewTicker(h.opts.SessionKeepAlive)
-		defer t.Stop()
-		tick = t.C
-	}
+	tick, stop := h.keepAlive()
+	defer stop()
+	wt := waiter{wake: l.wake, tick: tick, gone: r.Context().Done(), ended: h.closing.Done()}
 	for {
-		select {
-		case <-l.wake:
+		switch wt.next() {
+		case waitWoken:
 			evs, lost := l.take()
 			if lost || (len(evs) > 0 && k.sse(evs...) != nil) {
 				return
 			}
-		case <-tick:
+		case waitTick:
 			if k.sse(keepAliveComment) != nil {
 				return
 			}
-		case <-r.Context().Done():
+		case waitGone:
 			return
-		case <-h.closing.Done():
+		case waitEnded:
 			h.endListen(k, l)
 			return
 		}

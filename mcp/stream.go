@@ -283,8 +283,8 @@ type reply struct {
 	closing    bool // CloseStream: the handler ends the response once its queue is out
 	dropped    bool // the attached client stopped reading: detached by emit
 
-	stream    uint64 // resumable stream number (k), 0 before the stream opens
-	seq       uint64 // number of the last event on the stream (n)
+	stream uint64 // resumable stream number (k), 0 before the stream opens
+	seq    uint64 // number of the last event on the stream (n)
 	// kept is the replay buffer of a resumable stream: the same ring as a
 	// GET channel's, bounded alike (SessionBufferMax events and
 	// SessionBufferBytes bytes, the oldest going first).
@@ -690,3 +690,52 @@ func writeChannelEvents(k *sink, evs []ringEvent) error {
 }
 
 var keepAliveComment = []byte(": keepalive\n\n")
+
+// A waiter is what a handler serving a stream waits on between writes: its
+// attachment's wake signal, the keep-alive period, the client going away,
+// the end of what it serves (the session, the route) and a deadline. A nil
+// channel never fires. Every stream loop (a call's answer, a GET channel, a
+// resumed POST stream, a listen stream) waits through one.
+type waiter struct {
+	wake    <-chan struct{}
+	tick    <-chan time.Time
+	gone    <-chan struct{}
+	ended   <-chan struct{}
+	timeout <-chan time.Time
+}
+
+// What a waiter woke up for.
+type waitOutcome uint8
+
+const (
+	waitWoken   waitOutcome = iota // something to write
+	waitTick                       // a keep-alive is due
+	waitGone                       // the client went away
+	waitEnded                      // the session or the route ended
+	waitTimeout                    // the deadline passed
+)
+
+func (w *waiter) next() waitOutcome {
+	select {
+	case <-w.wake:
+		return waitWoken
+	case <-w.tick:
+		return waitTick
+	case <-w.gone:
+		return waitGone
+	case <-w.ended:
+		return waitEnded
+	case <-w.timeout:
+		return waitTimeout
+	}
+}
+
+// keepAlive returns the route's keep-alive ticks (nil when disabled) and the
+// function that stops them.
+func (h *Handler) keepAlive() (<-chan time.Time, func()) {
+	if h.opts.SessionKeepAlive <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTicker(h.opts.SessionKeepAlive)
+	return t.C, t.Stop
+}
