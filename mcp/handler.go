@@ -885,26 +885,7 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 	if len(a.replay) > 0 && writeChannelEvents(k, a.replay) != nil {
 		return
 	}
-	sent := a.sent
-	var evs []ringEvent
-	for {
-		evs = s.eventsAfter(sent, evs[:0])
-		if len(evs) > 0 {
-			if writeChannelEvents(k, evs) != nil {
-				return
-			}
-			sent = evs[len(evs)-1].id
-			clear(evs)
-		}
-		switch wt.next() {
-		case waitTick:
-			if k.sse(keepAliveComment) != nil {
-				return
-			}
-		case waitGone, waitEnded:
-			return
-		}
-	}
+	writePushes(k, s.ch, a.sent, &wt, false)
 }
 
 // serveResume reattaches a client to a resumable POST stream (Last-Event-ID

@@ -1,9 +1,6 @@
 package mcp
 
-import (
-	"net/http"
-	"sync"
-)
+import "net/http"
 
 // This file serves subscriptions/listen, the 2026-07-28 era's stream of
 // server pushes: the list_changed notifications of the route (a script's
@@ -122,38 +119,20 @@ func (f *listenFilter) wants(method string) bool {
 	return false
 }
 
-// listener is one listen stream's Subscriber: pushes are filtered, tagged
-// and queued for its handler, which writes them.
+// listener is one listen stream's Subscriber: the pushes it asked for are
+// tagged with its subscription id and go to its push stream.
 type listener struct {
 	id     []byte // the listen request's JSON id
 	filter listenFilter
-	wake   chan struct{}
-
-	mu    sync.Mutex
-	queue [][]byte
-	bytes int
-	lost  bool // the client let too much pile up: the stream ends
+	out    *pushStream
 }
 
-// Deliver queues msg, tagged with the subscription id, when the stream asked
+// Deliver pushes msg, tagged with the subscription id, when the stream asked
 // for its method. It implements Subscriber.
 func (l *listener) Deliver(msg []byte) {
 	method, _ := stringMember(msg, "method")
-	if !l.filter.wants(method) {
-		return
-	}
-	ev := appendEvent(nil, "", l.tag(msg, method))
-	l.mu.Lock()
-	if l.bytes+len(ev) > maxQueuedBytes && len(l.queue) > 0 {
-		l.lost = true
-	} else {
-		l.queue = append(l.queue, ev)
-		l.bytes += len(ev)
-	}
-	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	if l.filter.wants(method) {
+		l.out.push(l.tag(msg, method))
 	}
 }
 
@@ -176,20 +155,15 @@ func (l *listener) tag(msg []byte, method string) []byte {
 	return appendNotification(nil, method, p)
 }
 
-// take returns the queued events, and whether the stream was lost.
-func (l *listener) take() ([][]byte, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	q := l.queue
-	l.queue, l.bytes = nil, 0
-	return q, l.lost
-}
-
 // serveListen serves a subscriptions/listen stream until the client closes
 // it or the route shuts down; the server then ends it with
 // notifications/cancelled and the listen request's result.
 func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, m *message, has Capabilities) {
-	l := &listener{id: m.id, filter: readListenFilter(m.params, has), wake: make(chan struct{}, 1)}
+	l := &listener{id: m.id, filter: readListenFilter(m.params, has),
+		out: newPushStream(false, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)}
+	// Attached and subscribed before the acknowledgement goes out: nothing
+	// pushed after it is missed.
+	sent, _, wake := l.out.attach(0, false)
 	ps := h.hub.ps
 	channels := []string{listenChannel(h.opts.Path)}
 	for _, uri := range l.filter.uris {
@@ -202,6 +176,7 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, m *message
 		for _, c := range channels {
 			ps.Unsubscribe(c, l)
 		}
+		l.out.close()
 	}()
 
 	k := newSink(w, h.opts.WriteTimeout)
@@ -216,24 +191,11 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, m *message
 	}
 	tick, stop := h.keepAlive()
 	defer stop()
-	wt := waiter{wake: l.wake, tick: tick, gone: r.Context().Done(), ended: h.closing.Done()}
-	for {
-		switch wt.next() {
-		case waitWoken:
-			evs, lost := l.take()
-			if lost || (len(evs) > 0 && k.sse(evs...) != nil) {
-				return
-			}
-		case waitTick:
-			if k.sse(keepAliveComment) != nil {
-				return
-			}
-		case waitGone:
-			return
-		case waitEnded:
-			h.endListen(k, l)
-			return
-		}
+	wt := waiter{wake: wake, tick: tick, gone: r.Context().Done(), ended: h.closing.Done()}
+	// A listen stream is lossless or ended: a client that fell behind the
+	// ring learns it by the end of its stream, and listens again.
+	if writePushes(k, l.out, sent, &wt, true) == waitEnded {
+		h.endListen(k, l)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,13 +105,13 @@ type session struct {
 	channels []string
 	subs     map[string]struct{}
 
-	// The GET channel and its replay ring.
-	chanLive  bool
-	chanGen   uint64
-	chanCtx   context.Context
-	chanWake  chan struct{}
-	lastEvent uint64
-	ring      eventRing
+	// ch is the GET channel's push stream (its own lock); the fields
+	// below say which GET request reads it.
+	ch       *pushStream
+	chanLive bool
+	chanGen  uint64
+	chanCtx  context.Context
+	chanWake <-chan struct{} // the attached GET's signal from ch
 
 	// Resumable POST streams by number.
 	nextStream uint64
@@ -143,8 +142,7 @@ func newSession(h *Handler, id string, srv Session, ir *InitResult, version stri
 	}
 	s.sc = scope{sess: srv, has: ir.Has, era: eraSession, level: &s.level}
 	s.level.Store(defaultLogLevel)
-	s.ring.max = h.opts.SessionBufferMax
-	s.ring.maxBytes = h.opts.SessionBufferBytes
+	s.ch = newPushStream(true, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -516,27 +514,9 @@ func (s *session) join(channels []string) {
 	}
 }
 
-// deliver numbers a push, keeps it in the replay ring and wakes the GET
-// channel. It implements Subscriber.
-func (s *session) Deliver(msg []byte) {
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
-		return
-	}
-	s.lastEvent++
-	var idb [20]byte
-	ev := appendEvent(make([]byte, 0, len(msg)+40), string(strconv.AppendUint(idb[:0], s.lastEvent, 10)), msg)
-	s.ring.add(ringEvent{id: s.lastEvent, data: ev})
-	wake := s.chanWake
-	s.mu.Unlock()
-	if wake != nil {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-}
+// Deliver sends a push to the session's GET channel (numbered, kept for
+// replay; dropped once the session ended). It implements Subscriber.
+func (s *session) Deliver(msg []byte) { s.ch.push(msg) }
 
 // Outcomes of attachChannel.
 const (
@@ -562,11 +542,9 @@ func (s *session) attachChannel(ctx context.Context, lastID uint64, replay bool)
 	s.chanGen++
 	s.chanLive = true
 	s.chanCtx = ctx
-	s.chanWake = make(chan struct{}, 1)
-	a = channelAttachment{gen: s.chanGen, sent: s.lastEvent, wake: s.chanWake}
-	if replay && lastID < s.lastEvent {
-		a.replay = s.ring.after(lastID, nil)
-	}
+	a.gen = s.chanGen
+	a.sent, a.replay, a.wake = s.ch.attach(lastID, replay)
+	s.chanWake = a.wake
 	return a, attachOK
 }
 
@@ -583,18 +561,11 @@ func (s *session) detachChannel(gen uint64) {
 	if s.chanGen == gen {
 		s.chanLive = false
 		s.chanCtx = nil
+		s.ch.detach(s.chanWake)
 		s.chanWake = nil
 		s.touchLocked()
 	}
 	s.mu.Unlock()
-}
-
-// eventsAfter appends the ring's events with an id above id.
-func (s *session) eventsAfter(id uint64, dst []ringEvent) []ringEvent {
-	s.mu.Lock()
-	dst = s.ring.after(id, dst)
-	s.mu.Unlock()
-	return dst
 }
 
 // openStream numbers a new resumable POST stream and registers rp under it.
@@ -660,6 +631,7 @@ func (s *session) terminate(reason string) {
 	}
 	s.ended = true
 	close(s.endedCh)
+	s.ch.close()
 	for i := s.qhead; i < len(s.queue); i++ {
 		s.queue[i].state = jobFinished
 	}
