@@ -276,7 +276,7 @@ type reply struct {
 	resumable bool     // events carry ids and are kept (2025-11-25 sessions)
 	streaming bool     // a progress stream: SSE from the start
 
-	sse        bool   // the answer is an SSE stream
+	form       replyForm
 	queue      []byte // framed events the attached handler has yet to write
 	queueFinal bool   // queue ends with the final message
 	result     *[]byte
@@ -289,11 +289,28 @@ type reply struct {
 	// GET channel's, bounded alike (SessionBufferMax events and
 	// SessionBufferBytes bytes, the oldest going first).
 	kept      eventRing
-	done      bool // the final message is decided: queued, kept or dropped
-	finalKept bool // the final message is the last kept event
+	final     finalState
 	expired   bool // the caller stopped waiting (request_timeout)
 	expiredCh chan struct{}
 }
+
+// replyForm is the form of a call's answer.
+type replyForm uint8
+
+const (
+	formJSON replyForm = iota // one JSON body, written when the call answers
+	formSSE                   // an SSE stream: related messages, then the answer
+)
+
+// finalState is what became of the call's final message (its result or
+// error).
+type finalState uint8
+
+const (
+	finalPending finalState = iota // the call has not answered yet
+	finalDecided                   // queued or written for the attached client, or dropped
+	finalKept                      // decided, and kept as the last event of a resumable stream
+)
 
 // attach makes w the reply's response. It returns the attachment number and,
 // in session mode, the channel that wakes the attached handler.
@@ -352,7 +369,7 @@ func (rp *reply) queueLocked(ev []byte) bool {
 // client can reconnect to it even before the first message. The headers go
 // out with the handler's next write.
 func (rp *reply) startSSELocked() {
-	rp.sse = true
+	rp.form = formSSE
 	rp.wake()
 	if !rp.resumable {
 		return
@@ -374,7 +391,7 @@ func (rp *reply) startSSELocked() {
 // startStream makes a progress stream's answer (streaming is set) SSE at once.
 func (rp *reply) startStream() {
 	rp.mu.Lock()
-	if !rp.sse {
+	if rp.form != formSSE {
 		rp.startSSELocked()
 	}
 	rp.mu.Unlock()
@@ -399,11 +416,11 @@ func (rp *reply) frameLocked(msg []byte) []byte {
 // whether the message is on its way to the client or kept for a resuming one.
 func (rp *reply) emit(msg []byte) bool {
 	rp.mu.Lock()
-	if rp.done || !rp.acceptSSE {
+	if rp.final != finalPending || !rp.acceptSSE {
 		rp.mu.Unlock()
 		return false
 	}
-	if !rp.sse {
+	if rp.form != formSSE {
 		if rp.out == nil {
 			rp.mu.Unlock()
 			return false
@@ -422,14 +439,14 @@ func (rp *reply) emit(msg []byte) bool {
 func (rp *reply) streamed() bool {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
-	return rp.sse
+	return rp.form == formSSE
 }
 
 // canStream reports whether messages related to the call can reach the
 // client: it accepts SSE and the call's stream is still open.
 func (rp *reply) canStream() bool {
 	rp.mu.Lock()
-	ok := rp.acceptSSE && !rp.done && (rp.out != nil || (rp.resumable && rp.sse))
+	ok := rp.acceptSSE && rp.final == finalPending && (rp.out != nil || (rp.resumable && rp.form == formSSE))
 	rp.mu.Unlock()
 	return ok
 }
@@ -439,29 +456,31 @@ func (rp *reply) canStream() bool {
 // counts.
 func (rp *reply) finish(msg *[]byte) {
 	rp.mu.Lock()
-	if rp.done {
+	if rp.final != finalPending {
 		rp.mu.Unlock()
 		putBuf(msg)
 		return
 	}
-	rp.done = true
+	rp.final = finalDecided
 	// A progress stream is SSE even when its call ends before the handler
 	// started the stream (the worker may run it at once).
-	if msg != nil && !rp.sse && (rp.sseOnly || rp.streaming) && rp.out != nil {
+	if msg != nil && rp.form != formSSE && (rp.sseOnly || rp.streaming) && rp.out != nil {
 		rp.startSSELocked()
 	}
 	if msg != nil {
-		if !rp.sse {
+		if rp.form != formSSE {
 			if rp.out != nil {
 				rp.result, msg = msg, nil // the attached handler writes it
 			}
 		} else {
 			ev := rp.frameLocked(*msg)
-			rp.finalKept = rp.resumable
+			if rp.resumable {
+				rp.final = finalKept
+			}
 			rp.queueFinal = rp.queueLocked(ev)
 		}
 	}
-	if !rp.finalKept {
+	if rp.final != finalKept {
 		rp.dropStreamLocked() // nothing left for a resuming client
 	}
 	rp.wake()
@@ -504,7 +523,7 @@ func (rp *reply) pump(gen uint32) int {
 			}
 			return pumpOver
 		}
-		sse, q, final, res := rp.sse, rp.queue, rp.queueFinal, rp.result
+		sse, q, final, res := rp.form == formSSE, rp.queue, rp.queueFinal, rp.result
 		rp.queue, rp.queueFinal, rp.result = nil, false, nil
 		rp.mu.Unlock()
 
@@ -535,7 +554,7 @@ func (rp *reply) pump(gen uint32) int {
 		case len(rp.queue) > 0 || rp.result != nil:
 			rp.mu.Unlock()
 			continue
-		case res != nil || (rp.done && !rp.queueFinal) || rp.closing:
+		case res != nil || (rp.final != finalPending && !rp.queueFinal) || rp.closing:
 			rp.out = nil
 			rp.mu.Unlock()
 			return pumpOver
@@ -556,15 +575,15 @@ func (rp *reply) abandon(gen uint32, code int, msg string) {
 		return
 	}
 	k := rp.out
-	if rp.result == nil && !rp.done {
-		rp.done = true
-		if code != 0 && !rp.sse && rp.sseOnly {
+	if rp.result == nil && rp.final == finalPending {
+		rp.final = finalDecided
+		if code != 0 && rp.form != formSSE && rp.sseOnly {
 			rp.startSSELocked()
 		}
 		if code != 0 {
 			b := getBuf()
 			*b = appendError(*b, rp.id, code, msg, nil)
-			if rp.sse {
+			if rp.form == formSSE {
 				rp.queue = append(rp.queue, appendEvent(nil, rp.nextIDLocked(), *b)...)
 				putBuf(b)
 			} else {
@@ -573,7 +592,7 @@ func (rp *reply) abandon(gen uint32, code int, msg string) {
 		}
 		rp.dropStreamLocked()
 	}
-	res, q, sse := rp.result, rp.queue, rp.sse
+	res, q, sse := rp.result, rp.queue, rp.form == formSSE
 	rp.result, rp.queue, rp.queueFinal, rp.out = nil, nil, false, nil
 	rp.mu.Unlock()
 	switch {
@@ -643,11 +662,11 @@ func (rp *reply) detach(gen uint32) {
 // reconnects with GET + Last-Event-ID.
 func (rp *reply) closeHTTP() {
 	rp.mu.Lock()
-	if !rp.resumable || rp.done || rp.out == nil || !rp.acceptSSE {
+	if !rp.resumable || rp.final != finalPending || rp.out == nil || !rp.acceptSSE {
 		rp.mu.Unlock()
 		return
 	}
-	if !rp.sse {
+	if rp.form != formSSE {
 		rp.startSSELocked()
 	}
 	if rp.resumable {
@@ -675,7 +694,7 @@ func (rp *reply) resume(w http.ResponseWriter, n uint64) (gen uint32, sig <-chan
 	for _, e := range rp.kept.after(n, nil) {
 		rp.queue = append(rp.queue, e.data...)
 	}
-	rp.queueFinal = rp.done && rp.finalKept
+	rp.queueFinal = rp.final == finalKept
 	rp.wake()
 	return rp.gen, rp.signal
 }
