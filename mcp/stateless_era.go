@@ -71,15 +71,13 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		writeErrorStatus(w, http.StatusNotFound, m.id, &Error{Code: CodeMethodNotFound, Message: msgMethodNotFound})
 		return
 	}
-	switch m.method {
-	case methodDiscover:
+	if m.method == methodDiscover {
 		b := getBuf()
 		*b = h.appendDiscover(*b, m, ir)
 		h.writeAnswer(w, acc, *b)
 		putBuf(b)
 		return
 	}
-
 	if m.method == methodToolsCall && h.paramHeaders.Load() {
 		if serr := h.checkToolParamHeaders(ctx, r, m, sess); serr != nil {
 			writeErrorStatus(w, serr.status, m.id, serr.err)
