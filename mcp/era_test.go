@@ -531,3 +531,21 @@ func TestParamHeaders(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestStateExpires(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	r := rt.modern("tools/call", `{"name":"elicit","arguments":{}}`)
+	state, _ := r.result()["requestState"].(string)
+	retry := `{"name":"elicit","arguments":{},"inputResponses":{"1":{"action":"decline"}},"requestState":` + mustJSON(state) + `}`
+	restore := mcp.SetClock(func() time.Time { return time.Now().Add(59 * time.Minute) })
+	if r := rt.modern("tools/call", retry); r.result()["resultType"] != "complete" {
+		restore()
+		t.Fatalf("within the hour: %s", r.body)
+	}
+	restore()
+	restore = mcp.SetClock(func() time.Time { return time.Now().Add(61 * time.Minute) })
+	defer restore()
+	if r := rt.modern("tools/call", retry); r.errorCode() != -32602 {
+		t.Fatalf("after the hour: %s", r.body)
+	}
+}

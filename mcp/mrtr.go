@@ -7,9 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -29,6 +29,9 @@ import (
 
 // stateTTL is how long a requestState stays valid.
 const stateTTL = time.Hour
+
+// now is the clock requestStates are issued and checked by (tests move it).
+var now = time.Now
 
 // stateKeyMin is the shortest state key SetStateKey takes.
 const stateKeyMin = 16
@@ -63,6 +66,14 @@ type mrtr struct {
 func (r *mrtr) ask(reqs []InputRequest) ([]InputAnswer, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// The run is over once a round ended it: a callback that caught the
+	// error and asks again changes nothing (its context is cancelled).
+	if r.failure != nil {
+		return nil, r.failure
+	}
+	if r.round != nil {
+		return nil, fmt.Errorf("the call already awaits input: %w", ErrInputRequired)
+	}
 	out := make([]InputAnswer, len(reqs))
 	var round []InputRequest
 	var missing []string
@@ -209,7 +220,7 @@ func sealState(key []byte, p *statePayload) string {
 // openState verifies a requestState and its binding and returns its payload.
 func openState(key []byte, state string, method, name string, digest []byte, now time.Time) (*statePayload, error) {
 	enc := base64.RawURLEncoding
-	i := bytes.IndexByte([]byte(state), '.')
+	i := strings.IndexByte(state, '.')
 	if i < 0 {
 		return nil, errBadState
 	}
@@ -249,12 +260,8 @@ func (h *Handler) newRecord(m *message, spec *methodSpec, rm *requestMeta, stop 
 			return nil, errBadState
 		}
 		name, digest := callBinding(m, spec)
-		p, err := openState(h.hub.stateKey(), state, m.method, name, digest, time.Now())
+		p, err := openState(h.hub.stateKey(), state, m.method, name, digest, now())
 		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				return nil, e
-			}
 			return nil, errBadState
 		}
 		r.answers = p.Answers
@@ -290,7 +297,7 @@ func (h *Handler) appendInputRequired(dst []byte, m *message, spec *methodSpec, 
 	name, digest := callBinding(m, spec)
 	state := sealState(h.hub.stateKey(), &statePayload{
 		Method: m.method, Name: name, Args: digest,
-		Expires: time.Now().Add(stateTTL).Unix(), Answers: r.used,
+		Expires: now().Add(stateTTL).Unix(), Answers: r.used,
 	})
 	dst = appendResult(dst, m.id, nil)
 	dst = dst[:len(dst)-1]
