@@ -22,6 +22,14 @@ const maxResumableStreams = 64
 // maxSubscriptions bounds the resource subscriptions of one session.
 const maxSubscriptions = 1000
 
+// sessionState is where a session is in its life.
+type sessionState uint8
+
+const (
+	sessionLive  sessionState = iota // serving requests
+	sessionEnded                     // terminate began: no new work, calls being stopped
+)
+
 type jobState uint8
 
 const (
@@ -96,7 +104,7 @@ type session struct {
 	pending pendingTable
 
 	mu       sync.Mutex
-	ended    bool
+	state    sessionState
 	queue    []*job // queue[qhead:] are waiting
 	qhead    int
 	running  *job
@@ -176,7 +184,7 @@ func (s *session) idleLocked() bool {
 // The timer itself is rarely touched: when it fires early it re-arms for the
 // remaining time, and when the session is busy it disarms.
 func (s *session) touchLocked() {
-	if s.ended || !s.idleLocked() {
+	if s.state == sessionEnded || !s.idleLocked() {
 		return
 	}
 	s.ttlDeadline = time.Now().Add(s.h.opts.SessionTTL)
@@ -194,7 +202,7 @@ func (s *session) touch() {
 
 func (s *session) ttlFired() {
 	s.mu.Lock()
-	if s.ended || !s.ttlArmed {
+	if s.state == sessionEnded || !s.ttlArmed {
 		s.mu.Unlock()
 		return
 	}
@@ -225,7 +233,7 @@ const (
 // refused.
 func (s *session) admit(j *job) int {
 	s.mu.Lock()
-	if s.ended {
+	if s.state == sessionEnded {
 		s.mu.Unlock()
 		return admitEnded
 	}
@@ -290,7 +298,7 @@ func (s *session) work() {
 	defer s.calls.Done()
 	for {
 		s.mu.Lock()
-		for s.queuedLocked() == 0 && !s.ended {
+		for s.queuedLocked() == 0 && s.state == sessionLive {
 			s.mu.Unlock()
 			select {
 			case <-s.wake:
@@ -298,7 +306,7 @@ func (s *session) work() {
 			}
 			s.mu.Lock()
 		}
-		if s.ended {
+		if s.state == sessionEnded {
 			s.mu.Unlock()
 			return
 		}
@@ -320,7 +328,7 @@ func (s *session) work() {
 		s.mu.Lock()
 		s.running = nil
 		j.state = jobFinished
-		ended := s.ended
+		ended := s.state == sessionEnded
 		s.touchLocked()
 		s.mu.Unlock()
 
@@ -402,7 +410,7 @@ func (s *session) runSnapshot(ctx context.Context, j *job) {
 func (s *session) isEnded() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ended
+	return s.state == sessionEnded
 }
 
 // stop ends a call whose stream's client went away (before 2025-11-25, a
@@ -472,7 +480,7 @@ func errorAnswer(id []byte, msg string) *[]byte {
 func (s *session) subscribe(uri string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	if s.state == sessionEnded {
 		return true
 	}
 	if _, ok := s.subs[uri]; !ok {
@@ -503,7 +511,7 @@ func (s *session) unsubscribe(uri string) {
 func (s *session) join(channels []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	if s.state == sessionEnded {
 		s.h.hub.release() // ended before it joined: its slot was never the hub's to free
 		return
 	}
@@ -533,7 +541,7 @@ const (
 func (s *session) attachChannel(ctx context.Context, lastID uint64, replay bool) (a channelAttachment, outcome int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	if s.state == sessionEnded {
 		return a, attachEnded
 	}
 	if s.chanLive && s.chanCtx.Err() == nil {
@@ -573,7 +581,7 @@ func (s *session) detachChannel(gen uint64) {
 func (s *session) openStream(rp *reply) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	if s.state == sessionEnded {
 		return 0
 	}
 	if s.open == nil {
@@ -604,7 +612,7 @@ func (s *session) findStream(k uint64) *reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rp := s.open[k]
-	if rp != nil && !s.ended {
+	if rp != nil && s.state == sessionLive {
 		s.resumers++
 		return rp
 	}
@@ -624,12 +632,12 @@ func (s *session) endResume() {
 // then calls Session.Close(reason). A second call waits for the first.
 func (s *session) terminate(reason string) {
 	s.mu.Lock()
-	if s.ended {
+	if s.state == sessionEnded {
 		s.mu.Unlock()
 		<-s.gone
 		return
 	}
-	s.ended = true
+	s.state = sessionEnded
 	close(s.endedCh)
 	s.ch.close()
 	for i := s.qhead; i < len(s.queue); i++ {
