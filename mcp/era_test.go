@@ -549,3 +549,13 @@ func TestRequestStateExpires(t *testing.T) {
 		t.Fatalf("after the hour: %s", r.body)
 	}
 }
+
+func TestCacheScopeFallsBackToPrivate(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{CacheScope: "shared"})
+	if r := rt.modern("tools/list", ""); r.result()["cacheScope"] != "private" {
+		t.Fatalf("%s", r.body)
+	}
+	if mcp.ValidCacheScope("shared") || !mcp.ValidCacheScope("public") || !mcp.ValidCacheScope("private") {
+		t.Error("ValidCacheScope")
+	}
+}

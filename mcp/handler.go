@@ -59,6 +59,12 @@ func NewHandler(srv Server, opts Options, hub *Hub, logger *slog.Logger) *Handle
 	if logger == nil {
 		logger = slog.Default()
 	}
+	if !ValidCacheScope(opts.CacheScope) {
+		// The route options' parser refuses it; a Handler built otherwise
+		// must still send what the schema allows.
+		logger.Warn("mcp: cache scope must be \"public\" or \"private\"; using \"private\"", "path", opts.Path, "scope", opts.CacheScope)
+		opts.CacheScope = DefaultCacheScope
+	}
 	if hub == nil {
 		hub = NewHub(logger)
 	}

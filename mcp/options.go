@@ -127,3 +127,7 @@ func (o Options) Defaults() Options {
 	}
 	return o
 }
+
+// ValidCacheScope reports whether scope is a cacheScope of the 2026-07-28
+// era: "public" (the answer holds no per-user data) or "private".
+func ValidCacheScope(scope string) bool { return scope == "public" || scope == "private" }
