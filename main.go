@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.IntFlag{Name: "max-running", Usage: "Lua calls running at once, shared fairly by the routes; 0: 4 × GOMAXPROCS"},
 					&cli.IntFlag{Name: "max-sessions", Value: mcp.DefaultMaxSessions, Usage: "live sessions across all routes; an initialize past it gets 503"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
+					&cli.StringFlag{Name: "state-key-file", Usage: "file holding the key (16 bytes or more) that signs the 2026-07-28 era's requestState; default: $" + stateKeyEnv + ", else random per process"},
 					envFileFlag(),
 				},
 			},
@@ -79,6 +81,34 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			{Name: "version", Usage: "print the version", Action: printVersion},
 		},
 	}
+}
+
+// stateKeyEnv names the environment variable holding the state key.
+const stateKeyEnv = "LUAMCP_STATE_KEY"
+
+// readStateKey returns the requestState key: the contents of file (without
+// surrounding whitespace) when it is given, else $LUAMCP_STATE_KEY, else nil
+// (a random key per process). Processes that serve one endpoint behind a
+// load balancer need the same key, so that a client's next round may reach
+// any of them.
+func readStateKey(file string) ([]byte, error) {
+	var key []byte
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--state-key-file: %w", err)
+		}
+		key = bytes.TrimSpace(b)
+	case os.Getenv(stateKeyEnv) != "":
+		key = []byte(os.Getenv(stateKeyEnv))
+	default:
+		return nil, nil
+	}
+	if len(key) < 16 {
+		return nil, fmt.Errorf("the state key (--state-key-file or $%s) has %d bytes; it needs at least 16", stateKeyEnv, len(key))
+	}
+	return key, nil
 }
 
 // serve runs until SIGINT or SIGTERM, then shuts down: the listener closes
@@ -102,6 +132,10 @@ func serve(c *cli.Context) error {
 	if maxSessions < 1 {
 		return fmt.Errorf("--max-sessions must be at least 1, not %d", maxSessions)
 	}
+	stateKey, err := readStateKey(c.String("state-key-file"))
+	if err != nil {
+		return err
+	}
 	memory := c.Int("memory-limit-mb")
 	if memory < 1 {
 		return fmt.Errorf("--memory-limit-mb must be at least 1, got %d", memory)
@@ -118,7 +152,7 @@ func serve(c *cli.Context) error {
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: maxSessions,
-		MemoryLimit: int64(memory) << 20,
+		MemoryLimit: int64(memory) << 20, StateKey: stateKey,
 	})
 	if err != nil {
 		return err

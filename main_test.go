@@ -48,6 +48,10 @@ func TestServeErrors(t *testing.T) {
 	defer busy.Close()
 	scripts := writeScripts(t, map[string]string{"s.lua": sessionScript})
 	empty := t.TempDir()
+	shortKey := filepath.Join(empty, "short.key")
+	if err := os.WriteFile(shortKey, []byte("  tiny\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name string
@@ -65,6 +69,8 @@ func TestServeErrors(t *testing.T) {
 		{"max running", []string{"--dir", scripts, "--max-running", "-1"}, "--max-running must be at least 1"},
 		{"max sessions", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions must be at least 1"},
 		{"memory limit", []string{"--dir", scripts, "--memory-limit-mb", "0"}, "--memory-limit-mb must be at least 1"},
+		{"state key file missing", []string{"--dir", scripts, "--state-key-file", filepath.Join(empty, "absent.key")}, "--state-key-file"},
+		{"state key short", []string{"--dir", scripts, "--state-key-file", shortKey}, "has 4 bytes; it needs at least 16"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"luamcp", "serve"}, tc.args...)
@@ -402,5 +408,28 @@ func TestServeWarnsOnRemoteBind(t *testing.T) {
 				t.Errorf("a loopback address was warned about; log:\n%s", logs.String())
 			}
 		})
+	}
+}
+
+func TestReadStateKey(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "state.key")
+	if err := os.WriteFile(file, []byte("0123456789abcdef-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(stateKeyEnv, "")
+	if key, err := readStateKey(""); key != nil || err != nil {
+		t.Errorf("no file, no env: %q %v, want nil (random per process)", key, err)
+	}
+	t.Setenv(stateKeyEnv, "0123456789abcdef-from-env")
+	if key, err := readStateKey(""); string(key) != "0123456789abcdef-from-env" || err != nil {
+		t.Errorf("env: %q %v", key, err)
+	}
+	if key, err := readStateKey(file); string(key) != "0123456789abcdef-from-file" || err != nil {
+		t.Errorf("file beside env: %q %v, want the file's", key, err)
+	}
+	t.Setenv(stateKeyEnv, "short")
+	if _, err := readStateKey(""); err == nil || !strings.Contains(err.Error(), stateKeyEnv) {
+		t.Errorf("short env key: %v", err)
 	}
 }

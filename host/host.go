@@ -70,6 +70,10 @@ type Config struct {
 	// call holding the most memory is cancelled (luavm.Config.MemoryLimit;
 	// 0 = the luavm default).
 	MemoryLimit int64
+	// StateKey authenticates the requestState of the 2026-07-28 era's
+	// multi-round-trip requests (mcp.Hub.SetStateKey): processes serving one
+	// endpoint share it. Nil: a random key per process.
+	StateKey []byte
 }
 
 // Route describes one mounted script.
@@ -185,6 +189,11 @@ func New(cfg Config) (*Host, error) {
 		// Each script pushes to its own route's sessions only.
 		Pushes:      func(path string) bridge.Pushes { return h.hub.Route(path) },
 		CallTimeout: cfg.CallTimeout, Sched: luavm.NewScheduler(cfg.MaxRunning), MemoryLimit: cfg.MemoryLimit,
+	}
+	if cfg.StateKey != nil {
+		if err := h.hub.SetStateKey(cfg.StateKey); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case cfg.MaxSessions > 0:
@@ -368,6 +377,13 @@ func (h *Host) plan(file string, force bool) *job {
 	return nil
 }
 
+// reloadListChanges are the notifications a reload sends to listen streams.
+var reloadListChanges = []string{
+	"notifications/tools/list_changed",
+	"notifications/prompts/list_changed",
+	"notifications/resources/list_changed",
+}
+
 // load runs a job's Lua, without h.mu: a new script is loaded; a mounted one
 // prepares its new version and commits it when its route options allow
 // (otherwise it is loaded afresh, to be remounted). Either way its tools are
@@ -383,6 +399,13 @@ func (h *Host) load(j *job) {
 			j.m.script.Commit(ver)
 			j.reloaded = true
 			j.tools = h.describe(j.m.script)
+			// Live sessions hear of the lists that changed for them from
+			// luavm; the 2026-07-28 era's listen streams have no state to
+			// compare, so they hear that every list may have changed.
+			pushes := h.hub.Route(j.m.opts.Path)
+			for _, method := range reloadListChanges {
+				pushes.ListChanged(method)
+			}
 			return
 		}
 		ver.Discard()

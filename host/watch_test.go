@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"bufio"
 	"context"
 	"log/slog"
 	"net/http"
@@ -224,5 +225,56 @@ func TestTransportSettings(t *testing.T) {
 	}
 	if resp, res := rpc(t, srv.URL+"/mcp/a", sid, "ping", nil); resp.StatusCode != 200 || res.Error != nil {
 		t.Fatalf("the session after the reload: HTTP %d %+v", resp.StatusCode, res.Error)
+	}
+}
+
+// TestReloadReachesListenStreams: a 2026-07-28 client's subscriptions/listen
+// stream hears of a hot reload (it has no session for luavm to tell).
+func TestReloadReachesListenStreams(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one"))
+	h, _ := watchHost(t, dir)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+
+	body := `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp/a", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				lines <- data
+			}
+		}
+		close(lines)
+	}()
+	next := func() string {
+		select {
+		case l := <-lines:
+			return l
+		case <-ctx.Done():
+			t.Fatal("no message on the listen stream")
+			return ""
+		}
+	}
+	if ack := next(); !strings.Contains(ack, "notifications/subscriptions/acknowledged") {
+		t.Fatalf("first message %s", ack)
+	}
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one", "two"))
+	if msg := next(); !strings.Contains(msg, `"notifications/tools/list_changed"`) || !strings.Contains(msg, `"io.modelcontextprotocol/subscriptionId":9`) {
+		t.Fatalf("after the reload: %s", msg)
 	}
 }

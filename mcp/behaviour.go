@@ -169,7 +169,8 @@ type Outbound interface {
 	// sampling/createMessage, roots/list) and waits for its response under
 	// ctx. A client that did not declare the matching capability gets no
 	// request: the error is ErrNoClientCapability. A JSON-RPC error answer
-	// from the client is returned as a *Error.
+	// from the client is returned as a *Error. In the 2026-07-28 era it is
+	// an Ask round of one request named by its place in the call.
 	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	// Ask sends reqs to the client in one round and waits for every answer
 	// under ctx; answers come back in the order of reqs. A request the
@@ -183,8 +184,13 @@ type Outbound interface {
 	// record; the first round with an unanswered request ends the run: Ask
 	// returns an error wrapping [ErrInputRequired] and the transport cancels
 	// the call's context with that cause, then answers resultType
-	// "input_required" with the round's inputRequests. A Session returns
-	// whatever that interruption makes it return; the transport knows why.
+	// "input_required" with the round's inputRequests. A request the
+	// client's declared capabilities do not allow ends the call the same
+	// way, answered with -32021 and data.requiredCapabilities (that era
+	// has no per-request ErrNoClientCapability); an answer that is not a
+	// well-formed result of its method ends it with -32602. A Session
+	// returns whatever that interruption makes it return; the transport
+	// knows why, and a callback stopped so is no crash.
 	Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error)
 	// CloseStream ends the call's HTTP stream early (2025-11-25 SSE polling):
 	// the client reconnects with GET + Last-Event-ID and receives the rest of

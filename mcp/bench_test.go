@@ -165,3 +165,25 @@ func BenchmarkServeHTTPSession(b *testing.B) { benchInproc(b, true) }
 
 // BenchmarkServeHTTPStateless is the same on a stateless route.
 func BenchmarkServeHTTPStateless(b *testing.B) { benchInproc(b, false) }
+
+// BenchmarkServeHTTPStatelessEra is the same call in the 2026-07-28 era
+// (per-request _meta and headers, a fresh Session), on a session route.
+func BenchmarkServeHTTPStatelessEra(b *testing.B) {
+	h := mcp.NewHandler(newLeanServer(), mcp.Options{Sessions: true}, nil, quietLogger())
+	body := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		r := httptest.NewRequest("POST", "http://127.0.0.1/mcp", bytes.NewReader(body))
+		r.Header["Content-Type"] = []string{"application/json"}
+		r.Header["Mcp-Protocol-Version"] = []string{"2026-07-28"}
+		r.Header["Mcp-Method"] = []string{"tools/call"}
+		r.Header["Mcp-Name"] = []string{"add"}
+		r.RemoteAddr = "127.0.0.1:1"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), []byte(`"resultType":"complete"`)) {
+			b.Fatal(w.Code, w.Body.String())
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -14,27 +15,10 @@ import (
 // against a scope, so the same code serves session mode, stateless mode and
 // (later) a per-request stateless protocol.
 
-// Protocol versions.
-const (
-	latestVersion = "2025-11-25"
-	// defaultHeaderVersion is what a request without MCP-Protocol-Version
-	// speaks.
-	defaultHeaderVersion = "2025-03-26"
-)
-
-// supportedVersion reports whether v is a protocol version luamcp speaks.
-func supportedVersion(v string) bool {
-	switch v {
-	case "2025-11-25", "2025-06-18", "2025-03-26":
-		return true
-	}
-	return false
-}
-
 // negotiateVersion picks the version of a new session from initialize params:
 // the client's when supported, else the latest.
 func negotiateVersion(params []byte) string {
-	if v, ok := stringMember(params, "protocolVersion"); ok && supportedVersion(v) {
+	if v, ok := stringMember(params, "protocolVersion"); ok && sessionEraVersion(v) {
 		switch v { // constants, so the session holds no copy of the body
 		case "2025-06-18":
 			return "2025-06-18"
@@ -49,6 +33,9 @@ func negotiateVersion(params []byte) string {
 type scope struct {
 	sess Session
 	has  Capabilities
+	// era is the era the request is served in. In the 2026-07-28 era every
+	// result carries resultType, and the cached ones the route's hints.
+	era era
 	// level is the session's minimum log level; nil in stateless mode, where
 	// logging/setLevel has no lasting effect.
 	level *atomic.Int32
@@ -80,93 +67,14 @@ const (
 
 // dispatch runs request m against sc and appends the JSON-RPC response to dst.
 // It returns errInterrupted, and appends nothing, when ctx ended the call.
-// initialize is not handled here (it creates the scope).
+// The methods the handler serves itself (initialize, server/discover,
+// subscriptions/listen) never come here.
 func (h *Handler) dispatch(ctx context.Context, sc *scope, m *message, call *Call, dst []byte) ([]byte, error) {
-	id, params := m.id, m.params
-	switch m.method {
-	case "ping":
-		return appendResult(dst, id, emptyObject), nil
-
-	case "tools/list":
-		return h.list(ctx, dst, m, sc.sess, ListTools)
-
-	case "tools/call":
-		name, ok := stringMember(params, "name")
-		if !ok {
-			return appendError(dst, id, CodeInvalidParams, msgMissingTool, nil), nil
-		}
-		args, ok := argsOf(params)
-		if !ok {
-			return h.invalidParams(dst, m, msgBadArguments), nil
-		}
-		res, err := sc.sess.CallTool(ctx, call, name, args)
-		return h.result(ctx, dst, m, res, err)
-
-	case "resources/list", "resources/templates/list", "resources/read",
-		"resources/subscribe", "resources/unsubscribe":
-		if !sc.has.Resources {
-			break
-		}
-		switch m.method {
-		case "resources/list":
-			return h.list(ctx, dst, m, sc.sess, ListResources)
-		case "resources/templates/list":
-			return h.list(ctx, dst, m, sc.sess, ListResourceTemplates)
-		}
-		uri, ok := stringMember(params, "uri")
-		if !ok {
-			return appendError(dst, id, CodeInvalidParams, msgMissingURI, nil), nil
-		}
-		if m.method != "resources/read" {
-			// Stateless: accepted, nowhere to deliver. Session mode answers
-			// these before the queue (session.subscribe).
-			return appendResult(dst, id, emptyObject), nil
-		}
-		res, err := sc.sess.ReadResource(ctx, call, uri)
-		return h.result(ctx, dst, m, res, err)
-
-	case "prompts/list", "prompts/get":
-		if !sc.has.Prompts {
-			break
-		}
-		if m.method == "prompts/list" {
-			return h.list(ctx, dst, m, sc.sess, ListPrompts)
-		}
-		name, ok := stringMember(params, "name")
-		if !ok {
-			return appendError(dst, id, CodeInvalidParams, msgMissingPrompt, nil), nil
-		}
-		args, ok := argsOf(params)
-		if !ok {
-			return h.invalidParams(dst, m, msgBadArguments), nil
-		}
-		res, err := sc.sess.GetPrompt(ctx, call, name, args)
-		return h.result(ctx, dst, m, res, err)
-
-	case "logging/setLevel":
-		if !sc.has.Logging {
-			break
-		}
-		level, ok := stringMember(params, "level")
-		if !ok {
-			return appendError(dst, id, CodeInvalidParams, msgMissingLevel, nil), nil
-		}
-		sev := levelSeverity(level)
-		if sev < 0 {
-			return appendError(dst, id, CodeInvalidParams, "Invalid log level: "+level, nil), nil
-		}
-		if sc.level != nil {
-			sc.level.Store(int32(sev))
-		}
-		return appendResult(dst, id, emptyObject), nil
-
-	case "completion/complete":
-		if !sc.has.Completions {
-			break
-		}
-		return h.complete(ctx, sc, dst, m)
+	spec := lookupMethod(m.method, sc.era)
+	if spec == nil || spec.answer == nil || !sc.has.has(spec.needs) {
+		return appendError(dst, m.id, CodeMethodNotFound, msgMethodNotFound, nil), nil
 	}
-	return appendError(dst, id, CodeMethodNotFound, msgMethodNotFound, nil), nil
+	return spec.answer(h, ctx, sc, m, call, dst)
 }
 
 // argsOf returns params.arguments, or {} when it is absent or null; ok is
@@ -190,22 +98,64 @@ func (h *Handler) invalidParams(dst []byte, m *message, msg string) []byte {
 }
 
 // result appends the answer of a Session call that returned res, err.
-func (h *Handler) result(ctx context.Context, dst []byte, m *message, res []byte, err error) ([]byte, error) {
+func (h *Handler) result(ctx context.Context, dst []byte, m *message, sc *scope, res []byte, err error) ([]byte, error) {
 	if err != nil {
-		return h.failure(ctx, dst, m, err)
+		return h.failure(ctx, dst, m, sc, err)
 	}
-	if !json.Valid(res) {
+	if !json.Valid(res) || (sc.era == eraStateless && kindOf(trimSpace(res)) != '{') {
 		h.log.Error("mcp: the server returned a result that is not valid JSON", "method", m.method)
 		return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
+	}
+	if sc.era == eraStateless {
+		return h.appendStatelessResult(dst, m, trimSpace(res)), nil
 	}
 	return appendResult(dst, m.id, res), nil
 }
 
+// appendStatelessResult appends a 2026-07-28 result: the object res with
+// resultType "complete" first, and the route's caching hints when the
+// method's results carry them.
+func (h *Handler) appendStatelessResult(dst []byte, m *message, res []byte) []byte {
+	dst = appendResult(dst, m.id, nil)
+	dst = dst[:len(dst)-1]
+	dst = h.openStatelessResult(dst, m.method)
+	inner := trimSpace(res[1:])
+	if len(inner) > 0 && inner[0] != '}' {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, inner...)
+	return append(dst, '}')
+}
+
+// openStatelessResult appends the opening of a complete 2026-07-28 result
+// object: `{"resultType":"complete"` and, for cached methods, ttlMs and
+// cacheScope. The caller appends the other members (each after a comma)
+// and the closing brace.
+func (h *Handler) openStatelessResult(dst []byte, method string) []byte {
+	dst = append(dst, `{"resultType":"complete"`...)
+	if spec := methods[method]; spec != nil && spec.cached {
+		dst = append(dst, `,"ttlMs":`...)
+		dst = strconv.AppendInt(dst, h.opts.CacheTTL.Milliseconds(), 10)
+		dst = append(dst, `,"cacheScope":`...)
+		dst = appendString(dst, h.opts.CacheScope)
+	}
+	return dst
+}
+
 // failure maps a Session error: a *Error is sent as is, an interruption is
 // reported to the caller, anything else is a logged crash.
-func (h *Handler) failure(ctx context.Context, dst []byte, m *message, err error) ([]byte, error) {
+func (h *Handler) failure(ctx context.Context, dst []byte, m *message, sc *scope, err error) ([]byte, error) {
 	var e *Error
+	if ctx.Err() != nil && sc.era == eraStateless {
+		return dst, errInterrupted // the transport knows why (Outbound.Ask)
+	}
 	if errors.As(err, &e) {
+		if e.Code == CodeResourceNotFound && sc.era == eraStateless {
+			// The 2026-07-28 era has no -32002: -32602 with data.uri.
+			uri, _ := stringMember(m.params, "uri")
+			data := appendString([]byte(`{"uri":`), uri)
+			e = &Error{Code: CodeInvalidParams, Message: e.Message, Data: append(data, '}')}
+		}
 		if e.Code == CodeInvalidParams {
 			h.log.Debug("mcp: invalid params", "method", m.method, "err", e.Message)
 		}
@@ -217,6 +167,9 @@ func (h *Handler) failure(ctx context.Context, dst []byte, m *message, err error
 	h.log.Error("mcp: call failed", "method", m.method, "err", err)
 	return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
 }
+
+// xMCPHeader marks a tool property mirrored by an Mcp-Param-* header.
+var xMCPHeader = []byte(`"x-mcp-header"`)
 
 // listKeys are the result members of the lists, by ListKind.
 var listKeys = [...]string{
@@ -251,7 +204,8 @@ func page(ctx context.Context, sess Session, kind ListKind, offset, size int) ([
 }
 
 // list answers a */list request with one page of the list kind.
-func (h *Handler) list(ctx context.Context, dst []byte, m *message, sess Session, kind ListKind) ([]byte, error) {
+func (h *Handler) list(ctx context.Context, dst []byte, m *message, sc *scope, kind ListKind) ([]byte, error) {
+	sess := sc.sess
 	offset, ok := parseCursor(m.params)
 	if !ok {
 		return appendError(dst, m.id, CodeInvalidParams, msgInvalidCursor, nil), nil
@@ -259,13 +213,16 @@ func (h *Handler) list(ctx context.Context, dst []byte, m *message, sess Session
 	size := h.opts.PageSize
 	items, total, err := page(ctx, sess, kind, offset, size)
 	if err != nil {
-		return h.failure(ctx, dst, m, err)
+		return h.failure(ctx, dst, m, sc, err)
 	}
 	if len(items) > size {
 		items = items[:size] // a Pager that sent more than asked
 	}
 	key := listKeys[kind]
 	for _, it := range items {
+		if kind == ListTools && !h.paramHeaders.Load() && bytes.Contains(it.JSON, xMCPHeader) {
+			h.paramHeaders.Store(true)
+		}
 		if !json.Valid(it.JSON) {
 			h.log.Error("mcp: the server listed an item that is not valid JSON", "method", m.method, "key", it.Key)
 			return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
@@ -273,7 +230,12 @@ func (h *Handler) list(ctx context.Context, dst []byte, m *message, sess Session
 	}
 	dst = appendResult(dst, m.id, nil)
 	dst = dst[:len(dst)-1] // reopen the envelope after "result":
-	dst = append(dst, `{"`...)
+	if sc.era == eraStateless {
+		dst = h.openStatelessResult(dst, m.method)
+		dst = append(dst, `,"`...)
+	} else {
+		dst = append(dst, `{"`...)
+	}
 	dst = append(dst, key...)
 	dst = append(dst, `":[`...)
 	for i, it := range items {
@@ -345,7 +307,7 @@ func (h *Handler) complete(ctx context.Context, sc *scope, dst []byte, m *messag
 	cctx, _ := member(m.params, "context")
 	values, err := sc.sess.Complete(ctx, ref, arg, cctx)
 	if err != nil {
-		return h.failure(ctx, dst, m, err)
+		return h.failure(ctx, dst, m, sc, err)
 	}
 	total := len(values)
 	if len(values) > maxCompletionValue {
@@ -353,7 +315,13 @@ func (h *Handler) complete(ctx context.Context, sc *scope, dst []byte, m *messag
 	}
 	dst = appendResult(dst, m.id, nil)
 	dst = dst[:len(dst)-1]
-	dst = append(dst, `{"completion":{"values":[`...)
+	if sc.era == eraStateless {
+		dst = h.openStatelessResult(dst, m.method)
+		dst = append(dst, ',')
+	} else {
+		dst = append(dst, '{')
+	}
+	dst = append(dst, `"completion":{"values":[`...)
 	for i, v := range values {
 		if i > 0 {
 			dst = append(dst, ',')

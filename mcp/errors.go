@@ -13,6 +13,11 @@ const (
 	CodeInvalidParams    = -32602
 	CodeInternalError    = -32603
 	CodeResourceNotFound = -32002
+
+	// The 2026-07-28 era's codes, each answered with HTTP 400.
+	CodeHeaderMismatch             = -32020 // an Mcp-* header disagrees with the body
+	CodeMissingClientCapability    = -32021 // data.requiredCapabilities names what is missing
+	CodeUnsupportedProtocolVersion = -32022 // data.supported and data.requested
 )
 
 // Error is a JSON-RPC error object. A Session returns one to send exactly that

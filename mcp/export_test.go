@@ -1,5 +1,7 @@
 package mcp
 
+import "time"
+
 // QueueLen reports how many buffered requests wait in the queue of session
 // sid (the running one excluded), or -1 for an unknown session. Tests use it
 // to order requests deterministically.
@@ -11,4 +13,11 @@ func QueueLen(h *Handler, sid string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.queuedLocked()
+}
+
+// SetClock makes the 2026-07-28 era's requestState checks read the time from
+// clock until the returned function restores the real one.
+func SetClock(clock func() time.Time) (restore func()) {
+	now = clock
+	return func() { now = time.Now }
 }

@@ -26,6 +26,7 @@ type fakeServer struct {
 	resources    int // resources beyond the fixed set
 	initErr      error
 	paged        bool // sessions implement mcp.Pager
+	headerTool   bool // lists "region", whose arguments travel in Mcp-Param-* headers too
 	channelsErr  error
 
 	// started receives the name of every tool call as it starts.
@@ -155,6 +156,11 @@ func (s *fakeSession) Tools(ctx context.Context) ([]mcp.Item, error) {
 	for i, n := range names {
 		items[i] = mcp.Item{Key: n, JSON: json.RawMessage(`{"name":"` + n + `","inputSchema":{"type":"object"}}`)}
 	}
+	if s.f.headerTool {
+		items = append(items, mcp.Item{Key: "region", JSON: json.RawMessage(`{"name":"region","inputSchema":{"type":"object","properties":{` +
+			`"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"},` +
+			`"opts":{"type":"object","properties":{"flag":{"type":"boolean","x-mcp-header":"Flag"}}}}}}`)})
+	}
 	return items, nil
 }
 
@@ -203,7 +209,7 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 	switch name {
 	case "add":
 		return text(strconv.FormatFloat(num("a")+num("b"), 'f', -1, 64), false), nil
-	case "echo":
+	case "echo", "region":
 		b, _ := json.Marshal(map[string]any{"content": []any{}, "isError": false, "structuredContent": json.RawMessage(args)})
 		return b, nil
 	case "count":
@@ -279,6 +285,30 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 			return nil, err
 		}
 		return text("answer "+string(res), false), nil
+	case "ask": // not listed; one round of keyed requests (Outbound.Ask)
+		var reqs []mcp.InputRequest
+		keys, _ := a["keys"].([]any)
+		for _, k := range keys {
+			key, _ := k.(string)
+			reqs = append(reqs, mcp.InputRequest{Key: key, Method: "elicitation/create",
+				Params: json.RawMessage(`{"message":"` + key + `?","requestedSchema":{"type":"object"}}`)})
+		}
+		answers, err := call.Out.Ask(ctx, reqs)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, ans := range answers {
+			out = append(out, string(ans.Result))
+		}
+		if a["again"] == true { // a second round, after the first
+			more, err := call.Out.Ask(ctx, []mcp.InputRequest{{Key: "again", Method: "roots/list"}})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, string(more[0].Result))
+		}
+		return text(strings.Join(out, " | "), false), nil
 	case "closestream":
 		_ = call.Out.Log("info", json.RawMessage(`"before close"`))
 		_ = call.Out.CloseStream()

@@ -31,6 +31,12 @@ type Handler struct {
 	// concurrentTools is the set of Options.ConcurrentTools.
 	concurrentTools map[string]struct{}
 
+	// paramHeaders is set once a tools list of the route showed an
+	// x-mcp-header property: from then on a 2026-07-28 tools/call has its
+	// Mcp-Param-* headers checked against the tool's inputSchema (which
+	// costs a tools listing per call, so routes without any skip it).
+	paramHeaders atomic.Bool
+
 	// Requests to clients in stateless mode wait here (per route).
 	pending   pendingTable
 	reqPrefix string
@@ -52,6 +58,12 @@ func NewHandler(srv Server, opts Options, hub *Hub, logger *slog.Logger) *Handle
 	opts = opts.Defaults()
 	if logger == nil {
 		logger = slog.Default()
+	}
+	if !ValidCacheScope(opts.CacheScope) {
+		// The route options' parser refuses it; a Handler built otherwise
+		// must still send what the schema allows.
+		logger.Warn("mcp: cache scope must be \"public\" or \"private\"; using \"private\"", "path", opts.Path, "scope", opts.CacheScope)
+		opts.CacheScope = DefaultCacheScope
 	}
 	if hub == nil {
 		hub = NewHub(logger)
@@ -289,18 +301,25 @@ func jsonContentType(values []string) bool {
 	return strings.EqualFold(strings.TrimSpace(typ), "application/json")
 }
 
-// checkVersionHeader answers 400 (with the request's id, when it has one) and
-// returns false when MCP-Protocol-Version names a version luamcp does not
-// speak. A missing header means 2025-03-26.
-func checkVersionHeader(w http.ResponseWriter, r *http.Request, id []byte) bool {
+// checkVersionHeader answers a GET or DELETE whose MCP-Protocol-Version the
+// session era does not speak, and returns false: 405 for a 2026-07-28 client
+// (that era has neither), 400 for an unknown version. A missing header means
+// 2025-03-26.
+func (h *Handler) checkVersionHeader(w http.ResponseWriter, r *http.Request) bool {
 	v, ok := r.Header["Mcp-Protocol-Version"]
-	if !ok || len(v) == 0 || supportedVersion(v[0]) {
+	if !ok || len(v) == 0 || sessionEraVersion(v[0]) {
 		return true
 	}
-	writeJSONError(w, http.StatusBadRequest, id, CodeInvalidRequest,
-		"Bad Request: Unsupported protocol version (supported versions: 2025-11-25, 2025-06-18, 2025-03-26)")
+	if statelessEraVersion(v[0]) {
+		h.methodNotAllowed(w)
+		return false
+	}
+	writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest, msgUnsupportedVersion)
 	return false
 }
+
+// msgUnsupportedVersion refuses a version header luamcp does not speak.
+var msgUnsupportedVersion = "Bad Request: Unsupported protocol version (supported versions: " + strings.Join(supportedVersions, ", ") + ")"
 
 // writeAnswer writes a 200 JSON-RPC answer in a form the client accepts: a
 // JSON body, or one SSE event for a client that accepts only SSE. The write
@@ -415,7 +434,12 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 			"Not Acceptable: Client must accept application/json or text/event-stream")
 		return
 	}
-	if !checkVersionHeader(w, r, id) {
+	switch eraOf(r, &m) {
+	case eraStateless:
+		h.serveStatelessEra(w, r, &m, acc, code)
+		return
+	case eraUnknown:
+		writeErrorStatus(w, http.StatusBadRequest, id, unsupportedVersion(r.Header["Mcp-Protocol-Version"][0]))
 		return
 	}
 	switch code {
@@ -431,7 +455,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		h.serveClientResponse(w, r, &m)
 	case m.notification():
 		h.serveNotification(w, r, &m)
-	case m.method == "initialize":
+	case m.method == methodInitialize:
 		h.serveInitialize(w, r, &m, acc)
 	case !h.opts.Sessions:
 		h.serveStateless(w, r, &m, acc)
@@ -440,7 +464,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		if s == nil {
 			return
 		}
-		if m.method == "resources/subscribe" || m.method == "resources/unsubscribe" {
+		if m.method == methodSubscribe || m.method == methodUnsubscribe {
 			h.serveSubscription(w, s, &m, acc)
 		} else {
 			h.serveCall(w, r, s, &m, acc)
@@ -452,7 +476,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 // tools/call with a string name and a progress token, from a client that
 // accepts SSE.
 func streams(m *message, acc accept) bool {
-	if !acc.sse || m.method != "tools/call" || m.id == nil {
+	if spec := methods[m.method]; spec == nil || !spec.mayStream || !acc.sse || m.id == nil {
 		return false
 	}
 	if _, ok := stringMember(m.params, "name"); !ok {
@@ -571,7 +595,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		h.writeInitError(w, acc, m, err)
 		return
 	}
-	s := newSession(h, id, sess, ir, version, clientCapsOf(params))
+	s := newSession(h, id, sess, ir, version, params)
 	s.start()
 	if !h.reg.add(s) {
 		h.hub.release()
@@ -670,15 +694,15 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 	if streaming {
 		j.rp.startStream()
 	}
-	var timeout <-chan time.Time
+	wt := waiter{wake: wake, ended: s.endedCh, gone: r.Context().Done()}
 	if !streaming {
 		timer := time.NewTimer(h.opts.RequestTimeout)
 		defer timer.Stop()
-		timeout = timer.C
+		wt.timeout = timer.C
 	}
 	for {
-		select {
-		case <-wake:
+		switch wt.next() {
+		case waitWoken:
 			switch j.rp.pump(gen) {
 			case pumpOver:
 				return
@@ -686,19 +710,19 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 				h.lostClient(s, j, gen)
 				return
 			}
-		case <-timeout:
+		case waitTimeout:
 			s.expire(j)
 			j.rp.abandon(gen, CodeInternalError, msgTimedOut)
 			j.rp.expire()
 			return
-		case <-s.endedCh:
+		case waitEnded:
 			if streaming {
 				j.rp.abandon(gen, 0, "")
 			} else {
 				j.rp.abandon(gen, CodeInternalError, msgSessionEnded)
 			}
 			return
-		case <-r.Context().Done():
+		case waitGone:
 			h.lostClient(s, j, gen)
 			return
 		}
@@ -722,7 +746,7 @@ func (h *Handler) lostClient(s *session, j *job, gen uint32) {
 
 // concurrent reports whether m calls one of the route's concurrent tools.
 func (h *Handler) concurrent(m *message) bool {
-	if len(h.concurrentTools) == 0 || m.method != "tools/call" {
+	if len(h.concurrentTools) == 0 || m.method != methodToolsCall {
 		return false
 	}
 	name, ok := stringMember(m.params, "name")
@@ -740,6 +764,10 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	j := newJob(h, nil, m, acc)
+	j.call.ProtocolVersion = latestVersion
+	if v := r.Header["Mcp-Protocol-Version"]; len(v) > 0 && sessionEraVersion(v[0]) {
+		j.call.ProtocolVersion = v[0]
+	}
 	if !h.trackStateless(j, cancel) {
 		h.writeAnswerError(w, acc, m.id, CodeInternalError, msgShuttingDown)
 		return
@@ -760,7 +788,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 		j.rp.streaming = true
 		j.rp.startStream()
 	}
-	sc := scope{sess: sess, has: ir.Has}
+	sc := scope{sess: sess, has: ir.Has, era: eraSession}
 	b := getBuf()
 	out, err := h.dispatch(ctx, &sc, m, &j.call, *b)
 	switch {
@@ -801,7 +829,7 @@ func (h *Handler) untrackStateless(j *job) {
 // version header, a session id or a live session it answers (400, 400, 404,
 // empty bodies) and returns nil.
 func (h *Handler) headerSession(w http.ResponseWriter, r *http.Request) *session {
-	if !checkVersionHeader(w, r, nil) {
+	if !h.checkVersionHeader(w, r) {
 		return nil
 	}
 	sid := r.Header["Mcp-Session-Id"]
@@ -857,38 +885,13 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 	if k.sse() != nil {
 		return
 	}
-	var tick <-chan time.Time
-	if h.opts.SessionKeepAlive > 0 {
-		t := time.NewTicker(h.opts.SessionKeepAlive)
-		defer t.Stop()
-		tick = t.C
-	}
+	tick, stop := h.keepAlive()
+	defer stop()
+	wt := waiter{wake: a.wake, tick: tick, gone: r.Context().Done(), ended: s.endedCh}
 	if len(a.replay) > 0 && writeChannelEvents(k, a.replay) != nil {
 		return
 	}
-	sent := a.sent
-	var evs []ringEvent
-	for {
-		evs = s.eventsAfter(sent, evs[:0])
-		if len(evs) > 0 {
-			if writeChannelEvents(k, evs) != nil {
-				return
-			}
-			sent = evs[len(evs)-1].id
-			clear(evs)
-		}
-		select {
-		case <-a.wake:
-		case <-tick:
-			if k.sse(keepAliveComment) != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-s.endedCh:
-			return
-		}
-	}
+	writePushes(k, s.ch, a.sent, &wt, false)
 }
 
 // serveResume reattaches a client to a resumable POST stream (Last-Event-ID
@@ -906,16 +909,17 @@ func (h *Handler) serveResume(w http.ResponseWriter, r *http.Request, s *session
 	defer s.endResume()
 	gen, wake := rp.resume(w, n)
 	defer rp.detach(gen)
+	wt := waiter{wake: wake, ended: s.endedCh, gone: r.Context().Done()}
 	for {
-		select {
-		case <-wake:
+		switch wt.next() {
+		case waitWoken:
 			if rp.pump(gen) != pumpWait {
 				return
 			}
-		case <-s.endedCh:
+		case waitEnded:
 			rp.abandon(gen, 0, "")
 			return
-		case <-r.Context().Done():
+		case waitGone:
 			return
 		}
 	}

@@ -166,8 +166,8 @@ func TestPostChecks(t *testing.T) {
 		{name: "version 2025-11-25", body: pingBody, headers: []string{"MCP-Protocol-Version: 2025-11-25"}, status: 200},
 		{name: "version 2025-06-18", body: pingBody, headers: []string{"MCP-Protocol-Version: 2025-06-18"}, status: 200},
 		{name: "version 2025-03-26", body: pingBody, headers: []string{"MCP-Protocol-Version: 2025-03-26"}, status: 200},
-		{name: "version unsupported", body: pingBody, headers: []string{"MCP-Protocol-Version: 2024-11-05"}, status: 400, code: -32600, id: float64(1)},
-		{name: "version garbage", body: pingBody, headers: []string{"MCP-Protocol-Version: banana"}, status: 400, code: -32600, id: float64(1)},
+		{name: "version unsupported", body: pingBody, headers: []string{"MCP-Protocol-Version: 2024-11-05"}, status: 400, code: -32022, id: float64(1)},
+		{name: "version garbage", body: pingBody, headers: []string{"MCP-Protocol-Version: banana"}, status: 400, code: -32022, id: float64(1)},
 		{name: "parse error", body: `{"jsonrpc":`, status: 200, code: -32700},
 		{name: "empty body", body: ``, status: 200, code: -32700},
 		{name: "batch", body: `[` + pingBody + `]`, status: 200, code: -32600},
@@ -201,7 +201,7 @@ func TestPostChecks(t *testing.T) {
 		})
 	}
 	r := rt.post(pingBody, "MCP-Protocol-Version: 2024-11-05")
-	for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26"} {
+	for _, v := range []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"} {
 		if !strings.Contains(r.errorMessage(), v) {
 			t.Errorf("version error %q does not name %s", r.errorMessage(), v)
 		}

@@ -46,10 +46,28 @@ func TestNoGoroutineLeakAfterShutdown(t *testing.T) {
 		elicit := rt.stream(context.Background(), c, elicitBody("5", "elicitation/create"))
 		elicit.nextEvent()
 
+		// The 2026-07-28 era: a listen stream, one its client closed, and a
+		// call in flight.
+		listenParams := `{"notifications":{"toolsListChanged":true}}`
+		listenBody := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":` + withMeta(listenParams, metaAll) + `}`
+		listen := rt.stream(context.Background(), "", listenBody, modernHeaders("subscriptions/listen", listenParams)...)
+		listen.nextEvent()
+		lctx, lcancel := context.WithCancel(context.Background())
+		left := rt.stream(lctx, "", listenBody, modernHeaders("subscriptions/listen", listenParams)...)
+		left.nextEvent()
+		lcancel()
+		readStream(left)
+		modern := async(func() reply { return rt.modern("tools/call", `{"name":"block"}`) })
+		waitStarted(t, f, "block")
+
 		ctx, cancel := context.WithTimeout(context.Background(), liveness)
 		defer cancel()
 		if err := h.Shutdown(ctx); err != nil {
 			t.Fatal(err)
+		}
+		readStream(listen)
+		if r := await(t, modern); r.errorCode() != -32603 {
+			t.Errorf("2026-07-28 call at shutdown: %s", r.body)
 		}
 		await(t, held)
 		await(t, queued)

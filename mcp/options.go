@@ -59,7 +59,8 @@ type Options struct {
 	// not at all). Route option cache_ttl_ms.
 	CacheTTL time.Duration
 	// CacheScope is the cacheScope sent beside ttlMs: "private" (the
-	// default) or "shared". Route option cache_scope.
+	// default: the answer may hold per-user data) or "public". Route option
+	// cache_scope.
 	CacheScope string
 	// Auth, when set, is called after the loopback and Origin gates. It
 	// returns 0 to pass, or the HTTP status to reject with.
@@ -86,6 +87,7 @@ const (
 	DefaultSessionBufferBytes = 4 << 20
 	DefaultBodyTimeout        = 30 * time.Second
 	DefaultWriteTimeout       = 10 * time.Second
+	DefaultCacheScope         = "private"
 )
 
 // Defaults returns o with every unset field set to its default.
@@ -120,5 +122,12 @@ func (o Options) Defaults() Options {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
+	if o.CacheScope == "" {
+		o.CacheScope = DefaultCacheScope
+	}
 	return o
 }
+
+// ValidCacheScope reports whether scope is a cacheScope of the 2026-07-28
+// era: "public" (the answer holds no per-user data) or "private".
+func ValidCacheScope(scope string) bool { return scope == "public" || scope == "private" }

@@ -34,10 +34,12 @@ var allClientCaps = clientCaps{elicitation: true, sampling: true, roots: true}
 
 // clientCapsOf reads the capabilities member of initialize params.
 func clientCapsOf(params []byte) clientCaps {
-	caps, ok := member(params, "capabilities")
-	if !ok {
-		return clientCaps{}
-	}
+	caps, _ := member(params, "capabilities")
+	return clientCapsFrom(caps)
+}
+
+// clientCapsFrom reads a ClientCapabilities object.
+func clientCapsFrom(caps []byte) clientCaps {
 	has := func(key string) bool {
 		v, ok := member(caps, key)
 		return ok && kindOf(v) != 'n'
@@ -111,6 +113,10 @@ type outbound struct {
 	// deadline bounds waits for the client in buffered session calls: it is
 	// when the caller stops waiting (request_timeout). Zero means none.
 	deadline time.Time
+	// mrtr is the call's multi-round-trip record in the 2026-07-28 era,
+	// where requests to the client become input_required; nil in the
+	// session era.
+	mrtr *mrtr
 }
 
 // Progress sends notifications/progress on a progress stream; otherwise it
@@ -135,7 +141,10 @@ func (o *outbound) Log(level string, data json.RawMessage) error {
 		return errInvalidLogLevel
 	}
 	min := int32(defaultLogLevel)
-	if o.s != nil {
+	switch {
+	case o.mrtr != nil:
+		min = int32(o.mrtr.logLevel) // the request's own _meta level, or none
+	case o.s != nil:
 		min = o.s.level.Load()
 	}
 	if int32(sev) < min {
@@ -149,8 +158,74 @@ func (o *outbound) Log(level string, data json.RawMessage) error {
 }
 
 // Request sends a request to the client on the call's stream and waits for
-// its answer, which the client POSTs as a JSON-RPC response.
+// its answer, which the client POSTs as a JSON-RPC response. In the
+// 2026-07-28 era it is a round of one request (see Ask).
 func (o *outbound) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if o.mrtr != nil {
+		answers, err := o.mrtr.ask([]InputRequest{{Method: method, Params: params}})
+		if err != nil {
+			return nil, err
+		}
+		return answers[0].Result, answers[0].Err
+	}
+	w, err := o.send(method, params)
+	if err != nil {
+		return nil, err
+	}
+	defer w.release()
+	return o.wait(ctx, w)
+}
+
+// Ask sends one round of requests to the client. In the session era they go
+// out on the call's stream at once and Ask waits for every answer; in the
+// 2026-07-28 era the call's record answers them, or ends the run
+// (input_required).
+func (o *outbound) Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error) {
+	if o.mrtr != nil {
+		return o.mrtr.ask(reqs)
+	}
+	out := make([]InputAnswer, len(reqs))
+	waits := make([]*clientWait, len(reqs))
+	defer func() {
+		for _, w := range waits {
+			if w != nil {
+				w.release()
+			}
+		}
+	}()
+	for i, r := range reqs {
+		waits[i], out[i].Err = o.send(r.Method, r.Params)
+	}
+	for i, w := range waits {
+		if w == nil {
+			continue
+		}
+		out[i].Result, out[i].Err = o.wait(ctx, w)
+		if err := ctx.Err(); err != nil {
+			for _, rest := range waits[i+1:] {
+				if rest != nil {
+					o.cancelRequest(rest.id, "cancelled")
+				}
+			}
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// clientWait is one request sent to the client, awaiting its answer.
+type clientWait struct {
+	id    []byte // the request's JSON id
+	key   string
+	ch    chan clientAnswer
+	table *pendingTable
+}
+
+// release forgets the request: a late answer finds nobody waiting.
+func (w *clientWait) release() { w.table.remove(w.key) }
+
+// send sends a request to the client on the call's stream.
+func (o *outbound) send(method string, params json.RawMessage) (*clientWait, error) {
 	caps, table := allClientCaps, &o.h.pending
 	if o.s != nil {
 		caps, table = o.s.client, &o.s.pending
@@ -162,15 +237,19 @@ func (o *outbound) Request(ctx context.Context, method string, params json.RawMe
 		return nil, errInvalidJSON
 	}
 	key := o.h.nextRequestID()
-	idJSON := appendString(nil, key)
-	ch := make(chan clientAnswer, 1)
-	if !table.add(key, ch) {
+	w := &clientWait{id: appendString(nil, key), key: key, ch: make(chan clientAnswer, 1), table: table}
+	if !table.add(key, w.ch) {
 		return nil, errTooManyPending
 	}
-	defer table.remove(key)
-	if !o.rp.emit(appendRequest(nil, idJSON, method, params)) {
+	if !o.rp.emit(appendRequest(nil, w.id, method, params)) {
+		w.release()
 		return nil, errStreamClosed
 	}
+	return w, nil
+}
+
+// wait waits for the answer to w under ctx.
+func (o *outbound) wait(ctx context.Context, w *clientWait) (json.RawMessage, error) {
 	// In a buffered call the wait ends when the caller times out; the
 	// timer is a fallback for a caller that went away before.
 	var timeout <-chan time.Time
@@ -186,19 +265,19 @@ func (o *outbound) Request(ctx context.Context, method string, params json.RawMe
 		ended = o.s.endedCh
 	}
 	select {
-	case a := <-ch:
+	case a := <-w.ch:
 		if a.err != nil {
 			return nil, a.err
 		}
 		return a.result, nil
 	case <-ctx.Done():
-		o.cancelRequest(idJSON, "cancelled")
+		o.cancelRequest(w.id, "cancelled")
 		return nil, ctx.Err()
 	case <-expired:
-		o.cancelRequest(idJSON, "timed out")
+		o.cancelRequest(w.id, "timed out")
 		return nil, errClientTimeout
 	case <-timeout:
-		o.cancelRequest(idJSON, "timed out")
+		o.cancelRequest(w.id, "timed out")
 		return nil, errClientTimeout
 	case <-ended:
 		return nil, errSessionEnded
@@ -218,20 +297,6 @@ func (o *outbound) cancelRequest(id []byte, reason string) {
 }
 
 // CloseStream ends the call's HTTP response early when the stream is
-// Ask sends reqs one after the other on the call's stream (2025 era).
-// TODO(issue 11): one round at once; the 2026-07-28 era's input_required.
-func (o *outbound) Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error) {
-	out := make([]InputAnswer, len(reqs))
-	for i, r := range reqs {
-		res, err := o.Request(ctx, r.Method, r.Params)
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		out[i] = InputAnswer{Result: res, Err: err}
-	}
-	return out, nil
-}
-
 // resumable; the client picks the rest up with GET + Last-Event-ID.
 func (o *outbound) CloseStream() error {
 	o.rp.closeHTTP()

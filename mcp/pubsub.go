@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"bytes"
+	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 )
@@ -100,6 +103,9 @@ type Hub struct {
 	// that reserved one; it never exceeds max while max > 0.
 	slots int
 	max   int // 0 = unlimited
+	// key authenticates the 2026-07-28 era's requestState (SetStateKey);
+	// random per process unless set.
+	key []byte
 }
 
 // NewHub returns a Hub backed by the in-process pubsub.
@@ -113,7 +119,31 @@ func NewHubWith(ps PubSub, logger *slog.Logger) *Hub {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Hub{log: logger, ps: ps, sessions: make(map[string]*session), max: DefaultMaxSessions}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &Hub{log: logger, ps: ps, sessions: make(map[string]*session), max: DefaultMaxSessions, key: key}
+}
+
+// SetStateKey sets the key that authenticates the requestState of the
+// 2026-07-28 era's multi-round-trip requests (HMAC-SHA256), for every route
+// served with this hub. Processes that serve one endpoint behind a load
+// balancer share it, so that a client's next round may reach another one.
+// Without it each process draws a random key. A key shorter than 16 bytes is
+// refused.
+func (h *Hub) SetStateKey(key []byte) error {
+	if len(key) < stateKeyMin {
+		return fmt.Errorf("mcp: the state key has %d bytes; it needs at least %d", len(key), stateKeyMin)
+	}
+	h.mu.Lock()
+	h.key = bytes.Clone(key)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *Hub) stateKey() []byte {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.key
 }
 
 // SetMaxSessions caps the live sessions of every route served with this hub
@@ -213,9 +243,27 @@ func (p *RoutePushes) Notify(sessionID, method string, params json.RawMessage) {
 
 // Broadcast pushes one notification to every session of the route whose
 // Session.Channels named channel. The method is sent as given.
+//
+// A list_changed notification also reaches every subscriptions/listen stream
+// of the route that asked for it, whatever the channel: the 2026-07-28 era
+// has no sessions to name channels.
 func (p *RoutePushes) Broadcast(channel, method string, params json.RawMessage) {
 	if msg := p.hub.encode(method, params); msg != nil {
 		p.hub.ps.Publish(appChannel(p.path, channel), msg)
+		if listChangedMethod(method) {
+			p.hub.ps.Publish(listenChannel(p.path), msg)
+		}
+	}
+}
+
+// ListChanged sends the list_changed notification method
+// ("notifications/tools/list_changed", ".../prompts/...",
+// ".../resources/...") to every subscriptions/listen stream of the route that
+// asked for it: the host calls it when a reload changed the script. Sessions
+// are told by their own server (Notify), which knows what changed for each.
+func (p *RoutePushes) ListChanged(method string) {
+	if listChangedMethod(method) {
+		p.hub.ps.Publish(listenChannel(p.path), appendNotification(nil, method, nil))
 	}
 }
 

@@ -61,6 +61,8 @@ func TestHubWithPubSub(t *testing.T) {
 	// the routes apart.
 	want := []string{
 		`c:/mcp/a#news {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		// A list_changed broadcast reaches the route's listen streams too.
+		`l:/mcp/a {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
 		`r:/mcp/a#mem://a {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"mem://a"}}`,
 		`c:/mcp/b#news {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}`,
 	}

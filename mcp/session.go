@@ -3,7 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"strconv"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +21,14 @@ const maxResumableStreams = 64
 
 // maxSubscriptions bounds the resource subscriptions of one session.
 const maxSubscriptions = 1000
+
+// sessionState is where a session is in its life.
+type sessionState uint8
+
+const (
+	sessionLive  sessionState = iota // serving requests
+	sessionEnded                     // terminate began: no new work, calls being stopped
+)
 
 type jobState uint8
 
@@ -52,11 +60,13 @@ func newJob(h *Handler, s *session, m *message, acc accept) *job {
 	j.rp = reply{h: h, s: s, id: m.id, acceptSSE: acc.sse, sseOnly: !acc.json}
 	j.out = outbound{rp: &j.rp, h: h, s: s}
 	j.call = Call{RequestID: m.id, Out: &j.out}
-	if m.method == "tools/call" {
+	if spec := methods[m.method]; spec != nil && spec.mayStream {
 		j.call.ProgressToken = progressToken(m.params)
 	}
 	if s != nil {
 		j.call.SessionID = s.id
+		j.call.ProtocolVersion = s.version
+		j.call.ClientCapabilities = s.clientRaw
 		j.rp.resumable = acc.sse && s.version == latestVersion
 	}
 	return j
@@ -80,7 +90,10 @@ type session struct {
 	sc      scope
 	version string
 	client  clientCaps
-	level   atomic.Int32
+	// clientRaw is the capabilities object of the client's initialize (a
+	// copy), nil when it sent none.
+	clientRaw json.RawMessage
+	level     atomic.Int32
 
 	ctx     context.Context // parent of every call; cancelled at teardown
 	cancel  context.CancelFunc
@@ -91,7 +104,7 @@ type session struct {
 	pending pendingTable
 
 	mu       sync.Mutex
-	ended    bool
+	state    sessionState
 	queue    []*job // queue[qhead:] are waiting
 	qhead    int
 	running  *job
@@ -100,13 +113,13 @@ type session struct {
 	channels []string
 	subs     map[string]struct{}
 
-	// The GET channel and its replay ring.
-	chanLive  bool
-	chanGen   uint64
-	chanCtx   context.Context
-	chanWake  chan struct{}
-	lastEvent uint64
-	ring      eventRing
+	// ch is the GET channel's push stream (its own lock); the fields
+	// below say which GET request reads it.
+	ch       *pushStream
+	chanLive bool
+	chanGen  uint64
+	chanCtx  context.Context
+	chanWake <-chan struct{} // the attached GET's signal from ch
 
 	// Resumable POST streams by number.
 	nextStream uint64
@@ -118,22 +131,26 @@ type session struct {
 	ttlDeadline time.Time
 }
 
-func newSession(h *Handler, id string, srv Session, ir *InitResult, version string, client clientCaps) *session {
-	s := &session{
-		h:       h,
-		id:      id,
-		srv:     srv,
-		version: version,
-		client:  client,
-		endedCh: make(chan struct{}),
-		gone:    make(chan struct{}),
-		wake:    make(chan struct{}, 1),
-		subs:    make(map[string]struct{}),
+func newSession(h *Handler, id string, srv Session, ir *InitResult, version string, initParams []byte) *session {
+	var raw json.RawMessage
+	if caps, ok := member(initParams, "capabilities"); ok && kindOf(caps) == '{' {
+		raw = bytes.Clone(caps)
 	}
-	s.sc = scope{sess: srv, has: ir.Has, level: &s.level}
+	s := &session{
+		h:         h,
+		id:        id,
+		srv:       srv,
+		version:   version,
+		client:    clientCapsOf(initParams),
+		clientRaw: raw,
+		endedCh:   make(chan struct{}),
+		gone:      make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		subs:      make(map[string]struct{}),
+	}
+	s.sc = scope{sess: srv, has: ir.Has, era: eraSession, level: &s.level}
 	s.level.Store(defaultLogLevel)
-	s.ring.max = h.opts.SessionBufferMax
-	s.ring.maxBytes = h.opts.SessionBufferBytes
+	s.ch = newPushStream(true, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -167,7 +184,7 @@ func (s *session) idleLocked() bool {
 // The timer itself is rarely touched: when it fires early it re-arms for the
 // remaining time, and when the session is busy it disarms.
 func (s *session) touchLocked() {
-	if s.ended || !s.idleLocked() {
+	if s.state == sessionEnded || !s.idleLocked() {
 		return
 	}
 	s.ttlDeadline = time.Now().Add(s.h.opts.SessionTTL)
@@ -185,7 +202,7 @@ func (s *session) touch() {
 
 func (s *session) ttlFired() {
 	s.mu.Lock()
-	if s.ended || !s.ttlArmed {
+	if s.state == sessionEnded || !s.ttlArmed {
 		s.mu.Unlock()
 		return
 	}
@@ -216,7 +233,7 @@ const (
 // refused.
 func (s *session) admit(j *job) int {
 	s.mu.Lock()
-	if s.ended {
+	if s.state == sessionEnded {
 		s.mu.Unlock()
 		return admitEnded
 	}
@@ -281,7 +298,7 @@ func (s *session) work() {
 	defer s.calls.Done()
 	for {
 		s.mu.Lock()
-		for s.queuedLocked() == 0 && !s.ended {
+		for s.queuedLocked() == 0 && s.state == sessionLive {
 			s.mu.Unlock()
 			select {
 			case <-s.wake:
@@ -289,7 +306,7 @@ func (s *session) work() {
 			}
 			s.mu.Lock()
 		}
-		if s.ended {
+		if s.state == sessionEnded {
 			s.mu.Unlock()
 			return
 		}
@@ -311,7 +328,7 @@ func (s *session) work() {
 		s.mu.Lock()
 		s.running = nil
 		j.state = jobFinished
-		ended := s.ended
+		ended := s.state == sessionEnded
 		s.touchLocked()
 		s.mu.Unlock()
 
@@ -377,7 +394,7 @@ func (s *session) runSnapshot(ctx context.Context, j *job) {
 		j.rp.finish(errorAnswer(j.msg.id, msgInternalError))
 		return
 	}
-	sc := scope{sess: snap, has: s.sc.has, level: &s.level}
+	sc := scope{sess: snap, has: s.sc.has, era: eraSession, level: &s.level}
 	b := getBuf()
 	out, err := s.h.dispatch(ctx, &sc, &j.msg, &j.call, *b)
 	snap.Close("")
@@ -393,7 +410,7 @@ func (s *session) runSnapshot(ctx context.Context, j *job) {
 func (s *session) isEnded() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ended
+	return s.state == sessionEnded
 }
 
 // stop ends a call whose stream's client went away (before 2025-11-25, a
@@ -463,7 +480,7 @@ func errorAnswer(id []byte, msg string) *[]byte {
 func (s *session) subscribe(uri string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	if s.state == sessionEnded {
 		return true
 	}
 	if _, ok := s.subs[uri]; !ok {
@@ -494,7 +511,7 @@ func (s *session) unsubscribe(uri string) {
 func (s *session) join(channels []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	if s.state == sessionEnded {
 		s.h.hub.release() // ended before it joined: its slot was never the hub's to free
 		return
 	}
@@ -505,27 +522,9 @@ func (s *session) join(channels []string) {
 	}
 }
 
-// deliver numbers a push, keeps it in the replay ring and wakes the GET
-// channel. It implements Subscriber.
-func (s *session) Deliver(msg []byte) {
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
-		return
-	}
-	s.lastEvent++
-	var idb [20]byte
-	ev := appendEvent(make([]byte, 0, len(msg)+40), string(strconv.AppendUint(idb[:0], s.lastEvent, 10)), msg)
-	s.ring.add(ringEvent{id: s.lastEvent, data: ev})
-	wake := s.chanWake
-	s.mu.Unlock()
-	if wake != nil {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-}
+// Deliver sends a push to the session's GET channel (numbered, kept for
+// replay; dropped once the session ended). It implements Subscriber.
+func (s *session) Deliver(msg []byte) { s.ch.push(msg) }
 
 // Outcomes of attachChannel.
 const (
@@ -542,7 +541,7 @@ const (
 func (s *session) attachChannel(ctx context.Context, lastID uint64, replay bool) (a channelAttachment, outcome int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	if s.state == sessionEnded {
 		return a, attachEnded
 	}
 	if s.chanLive && s.chanCtx.Err() == nil {
@@ -551,11 +550,9 @@ func (s *session) attachChannel(ctx context.Context, lastID uint64, replay bool)
 	s.chanGen++
 	s.chanLive = true
 	s.chanCtx = ctx
-	s.chanWake = make(chan struct{}, 1)
-	a = channelAttachment{gen: s.chanGen, sent: s.lastEvent, wake: s.chanWake}
-	if replay && lastID < s.lastEvent {
-		a.replay = s.ring.after(lastID, nil)
-	}
+	a.gen = s.chanGen
+	a.sent, a.replay, a.wake = s.ch.attach(lastID, replay)
+	s.chanWake = a.wake
 	return a, attachOK
 }
 
@@ -572,18 +569,11 @@ func (s *session) detachChannel(gen uint64) {
 	if s.chanGen == gen {
 		s.chanLive = false
 		s.chanCtx = nil
+		s.ch.detach(s.chanWake)
 		s.chanWake = nil
 		s.touchLocked()
 	}
 	s.mu.Unlock()
-}
-
-// eventsAfter appends the ring's events with an id above id.
-func (s *session) eventsAfter(id uint64, dst []ringEvent) []ringEvent {
-	s.mu.Lock()
-	dst = s.ring.after(id, dst)
-	s.mu.Unlock()
-	return dst
 }
 
 // openStream numbers a new resumable POST stream and registers rp under it.
@@ -591,7 +581,7 @@ func (s *session) eventsAfter(id uint64, dst []ringEvent) []ringEvent {
 func (s *session) openStream(rp *reply) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	if s.state == sessionEnded {
 		return 0
 	}
 	if s.open == nil {
@@ -622,7 +612,7 @@ func (s *session) findStream(k uint64) *reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rp := s.open[k]
-	if rp != nil && !s.ended {
+	if rp != nil && s.state == sessionLive {
 		s.resumers++
 		return rp
 	}
@@ -642,13 +632,14 @@ func (s *session) endResume() {
 // then calls Session.Close(reason). A second call waits for the first.
 func (s *session) terminate(reason string) {
 	s.mu.Lock()
-	if s.ended {
+	if s.state == sessionEnded {
 		s.mu.Unlock()
 		<-s.gone
 		return
 	}
-	s.ended = true
+	s.state = sessionEnded
 	close(s.endedCh)
+	s.ch.close()
 	for i := s.qhead; i < len(s.queue); i++ {
 		s.queue[i].state = jobFinished
 	}

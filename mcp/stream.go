@@ -281,27 +281,41 @@ type reply struct {
 	resumable bool     // events carry ids and are kept (2025-11-25 sessions)
 	streaming bool     // a progress stream: SSE from the start
 
-	sse        bool   // the answer is an SSE stream
+	form       replyForm
 	queue      []byte // framed events the attached handler has yet to write
 	queueFinal bool   // queue ends with the final message
 	result     *[]byte
 	closing    bool // CloseStream: the handler ends the response once its queue is out
 	dropped    bool // the attached client stopped reading: detached by emit
 
-	stream    uint64 // resumable stream number (k), 0 before the stream opens
-	seq       uint64 // number of the last event on the stream (n)
-	kept      []keptEvent
-	keptBytes int
-	done      bool // the final message is decided: queued, kept or dropped
-	finalKept bool // the final message is the last kept event
+	stream uint64 // resumable stream number (k), 0 before the stream opens
+	seq    uint64 // number of the last event on the stream (n)
+	// kept is the replay buffer of a resumable stream: the same ring as a
+	// GET channel's, bounded alike (SessionBufferMax events and
+	// SessionBufferBytes bytes, the oldest going first).
+	kept      eventRing
+	final     finalState
 	expired   bool // the caller stopped waiting (request_timeout)
 	expiredCh chan struct{}
 }
 
-type keptEvent struct {
-	seq  uint64
-	data []byte
-}
+// replyForm is the form of a call's answer.
+type replyForm uint8
+
+const (
+	formJSON replyForm = iota // one JSON body, written when the call answers
+	formSSE                   // an SSE stream: related messages, then the answer
+)
+
+// finalState is what became of the call's final message (its result or
+// error).
+type finalState uint8
+
+const (
+	finalPending finalState = iota // the call has not answered yet
+	finalDecided                   // queued or written for the attached client, or dropped
+	finalKept                      // decided, and kept as the last event of a resumable stream
+)
 
 // attach makes w the reply's response. It returns the attachment number and,
 // in session mode, the channel that wakes the attached handler.
@@ -360,7 +374,7 @@ func (rp *reply) queueLocked(ev []byte) bool {
 // client can reconnect to it even before the first message. The headers go
 // out with the handler's next write.
 func (rp *reply) startSSELocked() {
-	rp.sse = true
+	rp.form = formSSE
 	rp.wake()
 	if !rp.resumable {
 		return
@@ -369,6 +383,7 @@ func (rp *reply) startSSELocked() {
 		rp.resumable = false
 		return
 	}
+	rp.kept = eventRing{max: rp.h.opts.SessionBufferMax, maxBytes: rp.h.opts.SessionBufferBytes}
 	b := make([]byte, 0, 48)
 	b = append(b, "id: "...)
 	b = streamEventID(b, rp.stream, 0)
@@ -381,16 +396,15 @@ func (rp *reply) startSSELocked() {
 // startStream makes a progress stream's answer (streaming is set) SSE at once.
 func (rp *reply) startStream() {
 	rp.mu.Lock()
-	if !rp.sse {
+	if rp.form != formSSE {
 		rp.startSSELocked()
 	}
 	rp.mu.Unlock()
 	rp.pumpInline()
 }
 
-// frameLocked frames msg as the next event of the stream, keeping it when the
-// stream is resumable (at most SessionBufferMax events and SessionBufferBytes
-// bytes; the oldest go first).
+// frameLocked frames msg as the next event of the stream, keeping it in the
+// replay buffer when the stream is resumable.
 func (rp *reply) frameLocked(msg []byte) []byte {
 	if !rp.resumable {
 		return appendEvent(nil, "", msg)
@@ -398,19 +412,7 @@ func (rp *reply) frameLocked(msg []byte) []byte {
 	rp.seq++
 	var idb [48]byte
 	ev := appendEvent(nil, string(streamEventID(idb[:0], rp.stream, rp.seq)), msg)
-	opts := &rp.s.h.opts
-	rp.kept = append(rp.kept, keptEvent{seq: rp.seq, data: ev})
-	rp.keptBytes += len(ev)
-	drop := 0
-	for len(rp.kept)-drop > 1 && (len(rp.kept)-drop > opts.SessionBufferMax || rp.keptBytes > opts.SessionBufferBytes) {
-		rp.keptBytes -= len(rp.kept[drop].data)
-		drop++
-	}
-	if drop > 0 {
-		n := copy(rp.kept, rp.kept[drop:])
-		clear(rp.kept[n:])
-		rp.kept = rp.kept[:n]
-	}
+	rp.kept.add(ringEvent{id: rp.seq, data: ev})
 	return ev
 }
 
@@ -419,11 +421,11 @@ func (rp *reply) frameLocked(msg []byte) []byte {
 // whether the message is on its way to the client or kept for a resuming one.
 func (rp *reply) emit(msg []byte) bool {
 	rp.mu.Lock()
-	if rp.done || !rp.acceptSSE {
+	if rp.final != finalPending || !rp.acceptSSE {
 		rp.mu.Unlock()
 		return false
 	}
-	if !rp.sse {
+	if rp.form != formSSE {
 		if rp.out == nil {
 			rp.mu.Unlock()
 			return false
@@ -437,11 +439,19 @@ func (rp *reply) emit(msg []byte) bool {
 	return ok
 }
 
+// streamed reports whether the answer has become an SSE stream (its status
+// line is then 200, whatever the answer).
+func (rp *reply) streamed() bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.form == formSSE
+}
+
 // canStream reports whether messages related to the call can reach the
 // client: it accepts SSE and the call's stream is still open.
 func (rp *reply) canStream() bool {
 	rp.mu.Lock()
-	ok := rp.acceptSSE && !rp.done && (rp.out != nil || (rp.resumable && rp.sse))
+	ok := rp.acceptSSE && rp.final == finalPending && (rp.out != nil || (rp.resumable && rp.form == formSSE))
 	rp.mu.Unlock()
 	return ok
 }
@@ -451,27 +461,31 @@ func (rp *reply) canStream() bool {
 // counts.
 func (rp *reply) finish(msg *[]byte) {
 	rp.mu.Lock()
-	if rp.done {
+	if rp.final != finalPending {
 		rp.mu.Unlock()
 		putBuf(msg)
 		return
 	}
-	rp.done = true
-	if msg != nil && !rp.sse && rp.sseOnly && rp.out != nil {
+	rp.final = finalDecided
+	// A progress stream is SSE even when its call ends before the handler
+	// started the stream (the worker may run it at once).
+	if msg != nil && rp.form != formSSE && (rp.sseOnly || rp.streaming) && rp.out != nil {
 		rp.startSSELocked()
 	}
 	if msg != nil {
-		if !rp.sse {
+		if rp.form != formSSE {
 			if rp.out != nil {
 				rp.result, msg = msg, nil // the attached handler writes it
 			}
 		} else {
 			ev := rp.frameLocked(*msg)
-			rp.finalKept = rp.resumable
+			if rp.resumable {
+				rp.final = finalKept
+			}
 			rp.queueFinal = rp.queueLocked(ev)
 		}
 	}
-	if !rp.finalKept {
+	if rp.final != finalKept {
 		rp.dropStreamLocked() // nothing left for a resuming client
 	}
 	rp.wake()
@@ -484,7 +498,7 @@ func (rp *reply) finish(msg *[]byte) {
 func (rp *reply) dropStreamLocked() {
 	if rp.stream != 0 {
 		rp.s.closeStream(rp.stream)
-		rp.kept, rp.keptBytes = nil, 0
+		rp.kept = eventRing{}
 	}
 }
 
@@ -514,7 +528,7 @@ func (rp *reply) pump(gen uint32) int {
 			}
 			return pumpOver
 		}
-		sse, q, final, res := rp.sse, rp.queue, rp.queueFinal, rp.result
+		sse, q, final, res := rp.form == formSSE, rp.queue, rp.queueFinal, rp.result
 		rp.queue, rp.queueFinal, rp.result = nil, false, nil
 		rp.mu.Unlock()
 
@@ -545,7 +559,7 @@ func (rp *reply) pump(gen uint32) int {
 		case len(rp.queue) > 0 || rp.result != nil:
 			rp.mu.Unlock()
 			continue
-		case res != nil || (rp.done && !rp.queueFinal) || rp.closing:
+		case res != nil || (rp.final != finalPending && !rp.queueFinal) || rp.closing:
 			rp.out = nil
 			rp.mu.Unlock()
 			return pumpOver
@@ -566,15 +580,15 @@ func (rp *reply) abandon(gen uint32, code int, msg string) {
 		return
 	}
 	k := rp.out
-	if rp.result == nil && !rp.done {
-		rp.done = true
-		if code != 0 && !rp.sse && rp.sseOnly {
+	if rp.result == nil && rp.final == finalPending {
+		rp.final = finalDecided
+		if code != 0 && rp.form != formSSE && rp.sseOnly {
 			rp.startSSELocked()
 		}
 		if code != 0 {
 			b := getBuf()
 			*b = appendError(*b, rp.id, code, msg, nil)
-			if rp.sse {
+			if rp.form == formSSE {
 				rp.queue = append(rp.queue, appendEvent(nil, rp.nextIDLocked(), *b)...)
 				putBuf(b)
 			} else {
@@ -583,7 +597,7 @@ func (rp *reply) abandon(gen uint32, code int, msg string) {
 		}
 		rp.dropStreamLocked()
 	}
-	res, q, sse := rp.result, rp.queue, rp.sse
+	res, q, sse := rp.result, rp.queue, rp.form == formSSE
 	rp.result, rp.queue, rp.queueFinal, rp.out = nil, nil, false, nil
 	rp.mu.Unlock()
 	switch {
@@ -653,11 +667,11 @@ func (rp *reply) detach(gen uint32) {
 // reconnects with GET + Last-Event-ID.
 func (rp *reply) closeHTTP() {
 	rp.mu.Lock()
-	if !rp.resumable || rp.done || rp.out == nil || !rp.acceptSSE {
+	if !rp.resumable || rp.final != finalPending || rp.out == nil || !rp.acceptSSE {
 		rp.mu.Unlock()
 		return
 	}
-	if !rp.sse {
+	if rp.form != formSSE {
 		rp.startSSELocked()
 	}
 	if rp.resumable {
@@ -682,12 +696,10 @@ func (rp *reply) resume(w http.ResponseWriter, n uint64) (gen uint32, sig <-chan
 	rp.signal = make(chan struct{}, 1)
 	rp.closing, rp.dropped = false, false
 	rp.queue, rp.queueFinal = nil, false
-	for _, e := range rp.kept {
-		if e.seq > n {
-			rp.queue = append(rp.queue, e.data...)
-		}
+	for _, e := range rp.kept.after(n, nil) {
+		rp.queue = append(rp.queue, e.data...)
 	}
-	rp.queueFinal = rp.done && rp.finalKept
+	rp.queueFinal = rp.final == finalKept
 	rp.wake()
 	return rp.gen, rp.signal
 }
@@ -702,3 +714,52 @@ func writeChannelEvents(k *sink, evs []ringEvent) error {
 }
 
 var keepAliveComment = []byte(": keepalive\n\n")
+
+// A waiter is what a handler serving a stream waits on between writes: its
+// attachment's wake signal, the keep-alive period, the client going away,
+// the end of what it serves (the session, the route) and a deadline. A nil
+// channel never fires. Every stream loop (a call's answer, a GET channel, a
+// resumed POST stream, a listen stream) waits through one.
+type waiter struct {
+	wake    <-chan struct{}
+	tick    <-chan time.Time
+	gone    <-chan struct{}
+	ended   <-chan struct{}
+	timeout <-chan time.Time
+}
+
+// What a waiter woke up for.
+type waitOutcome uint8
+
+const (
+	waitWoken   waitOutcome = iota // something to write
+	waitTick                       // a keep-alive is due
+	waitGone                       // the client went away
+	waitEnded                      // the session or the route ended
+	waitTimeout                    // the deadline passed
+)
+
+func (w *waiter) next() waitOutcome {
+	select {
+	case <-w.wake:
+		return waitWoken
+	case <-w.tick:
+		return waitTick
+	case <-w.gone:
+		return waitGone
+	case <-w.ended:
+		return waitEnded
+	case <-w.timeout:
+		return waitTimeout
+	}
+}
+
+// keepAlive returns the route's keep-alive ticks (nil when disabled) and the
+// function that stops them.
+func (h *Handler) keepAlive() (<-chan time.Time, func()) {
+	if h.opts.SessionKeepAlive <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTicker(h.opts.SessionKeepAlive)
+	return t.C, t.Stop
+}

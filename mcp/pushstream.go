@@ -1,0 +1,127 @@
+package mcp
+
+import (
+	"strconv"
+	"sync"
+)
+
+// A pushStream is a stream of server pushes: each push is numbered, framed
+// as an SSE event and kept in a replay ring (eventRing), and the one reader
+// attached is woken. A session's GET channel is one (its events carry their
+// number as SSE id, for Last-Event-ID), and so is a subscriptions/listen
+// stream (no ids: the 2026-07-28 era does not resume). The handler that
+// serves either writes it with writePushes. A call's own POST stream is a
+// reply: it also ends with the call's result.
+type pushStream struct {
+	ids bool // events carry their number as SSE id
+
+	mu sync.Mutex
+	// last is the number of the last push; pushes are numbered from 1.
+	last uint64
+	// ring keeps the framed events, for replay and for the reader.
+	ring eventRing
+	// wake is the attached reader's signal; nil when none is attached.
+	wake chan struct{}
+	// closed: the stream takes no more pushes.
+	closed bool
+}
+
+func newPushStream(ids bool, max, maxBytes int) *pushStream {
+	return &pushStream{ids: ids, ring: eventRing{max: max, maxBytes: maxBytes}}
+}
+
+// push numbers, frames and keeps msg, then wakes the reader. It reports
+// false when the stream is closed.
+func (p *pushStream) push(msg []byte) bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	p.last++
+	id := ""
+	if p.ids {
+		var idb [20]byte
+		id = string(strconv.AppendUint(idb[:0], p.last, 10))
+	}
+	p.ring.add(ringEvent{id: p.last, data: appendEvent(make([]byte, 0, len(msg)+40), id, msg)})
+	wake := p.wake
+	p.mu.Unlock()
+	if wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// attach makes a new reader the attached one and returns the number of the
+// last push (it reads what follows) and its wake signal. With replay set it
+// also returns the kept events after lastID, taken at once so that later
+// pushes cannot evict them before they are sent.
+func (p *pushStream) attach(lastID uint64, replay bool) (last uint64, kept []ringEvent, wake <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wake = make(chan struct{}, 1)
+	if replay && lastID < p.last {
+		kept = p.ring.after(lastID, nil)
+	}
+	return p.last, kept, p.wake
+}
+
+// detach forgets the attached reader whose signal is wake.
+func (p *pushStream) detach(wake <-chan struct{}) {
+	p.mu.Lock()
+	if p.wake == wake {
+		p.wake = nil
+	}
+	p.mu.Unlock()
+}
+
+// after appends the kept events numbered above id.
+func (p *pushStream) after(id uint64, dst []ringEvent) []ringEvent {
+	p.mu.Lock()
+	dst = p.ring.after(id, dst)
+	p.mu.Unlock()
+	return dst
+}
+
+// close makes the stream refuse further pushes.
+func (p *pushStream) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+}
+
+// writePushes writes p's events numbered above sent to k as they come, and a
+// keep-alive comment when wt says one is due, until wt reports the client
+// gone or the end of what the stream serves; it returns that outcome. A
+// failed write is waitGone. With lossless set, a reader that fell so far
+// behind that the ring dropped events it had not sent is ended (waitGone):
+// the client learns of the loss by the end of its stream.
+func writePushes(k *sink, p *pushStream, sent uint64, wt *waiter, lossless bool) waitOutcome {
+	var evs []ringEvent
+	for {
+		evs = p.after(sent, evs[:0])
+		if len(evs) > 0 {
+			if lossless && evs[0].id != sent+1 {
+				return waitGone
+			}
+			if writeChannelEvents(k, evs) != nil {
+				return waitGone
+			}
+			sent = evs[len(evs)-1].id
+			clear(evs)
+		}
+		switch o := wt.next(); o {
+		case waitTick:
+			if k.sse(keepAliveComment) != nil {
+				return waitGone
+			}
+		case waitWoken:
+		default:
+			return o
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// This file serves the 2026-07-28 era: every request stands alone, carries
+// its client's version and capabilities in _meta, and runs on a fresh
+// Session (Server.Init with no params and no session id), whatever the
+// route's mode: state lives in sessions, which this era does not have.
+
+// serveStatelessEra answers one POST of the 2026-07-28 era. code is what
+// decodeMessage returned.
+func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *message, acc accept, code int) {
+	switch {
+	case code == CodeParseError:
+		writeJSONError(w, http.StatusBadRequest, nil, CodeParseError, "Parse error")
+		return
+	case code == CodeInvalidRequest:
+		writeJSONError(w, http.StatusBadRequest, m.id, CodeInvalidRequest, "Invalid Request")
+		return
+	case m.response:
+		writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest,
+			"Invalid Request: clients send no responses in protocol version "+versionStateless)
+		return
+	case m.notification():
+		// Nothing to act on: cancellation is closing the response.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	rm, serr := readRequestMeta(r, m)
+	spec := lookupMethod(m.method, eraStateless)
+	if serr == nil {
+		serr = checkMirrorHeaders(r, m, spec)
+	}
+	if serr == nil && spec == nil {
+		serr = &statelessError{status: http.StatusNotFound, err: &Error{Code: CodeMethodNotFound, Message: msgMethodNotFound}}
+	}
+	if serr != nil {
+		h.log.Debug("mcp: request refused", "method", m.method, "code", serr.err.Code, "err", serr.err.Message)
+		writeErrorStatus(w, serr.status, m.id, serr.err)
+		return
+	}
+
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	j := newJob(h, nil, m, acc)
+	if !h.trackStateless(j, func() { cancel(errShuttingDown) }) {
+		writeErrorStatus(w, http.StatusServiceUnavailable, m.id, &Error{Code: CodeInternalError, Message: msgShuttingDown})
+		return
+	}
+	defer h.untrackStateless(j)
+	sess, ir, err := h.srv.Init(ctx, nil, "")
+	if err != nil {
+		h.writeInitError(w, acc, m, err)
+		return
+	}
+	if ir == nil {
+		ir = &InitResult{}
+	}
+	if m.method == methodListen {
+		sess.Close("") // the stream needs no Lua state
+		h.serveListen(w, r, m, ir.Has)
+		return
+	}
+	defer sess.Close("")
+	if !ir.Has.has(spec.needs) {
+		writeErrorStatus(w, http.StatusNotFound, m.id, &Error{Code: CodeMethodNotFound, Message: msgMethodNotFound})
+		return
+	}
+	if m.method == methodDiscover {
+		b := getBuf()
+		*b = h.appendDiscover(*b, m, ir)
+		h.writeAnswer(w, acc, *b)
+		putBuf(b)
+		return
+	}
+	if m.method == methodToolsCall && h.paramHeaders.Load() {
+		if serr := h.checkToolParamHeaders(ctx, r, m, sess); serr != nil {
+			writeErrorStatus(w, serr.status, m.id, serr.err)
+			return
+		}
+	}
+	record, e := h.newRecord(m, spec, &rm, cancel)
+	if e != nil {
+		h.log.Debug("mcp: invalid params", "method", m.method, "err", e.Message)
+		writeErrorStatus(w, http.StatusOK, m.id, e)
+		return
+	}
+	j.out.mrtr = record
+	j.call.ProtocolVersion = rm.version
+	j.call.ClientCapabilities = rm.caps
+
+	gen, _ := j.rp.attach(w)
+	defer j.rp.detach(gen)
+	if spec.mayStream && streams(m, acc) {
+		j.rp.streaming = true
+		j.rp.startStream()
+	}
+	sc := scope{sess: sess, has: ir.Has, era: eraStateless}
+	b := getBuf()
+	out, err := h.dispatch(ctx, &sc, m, &j.call, *b)
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, ErrInputRequired):
+		*b = h.appendInputRequired(out[:0], m, spec, record)
+		j.rp.finish(b)
+	case record.failure != nil:
+		putBuf(b)
+		status := http.StatusOK
+		if record.failure.Code == CodeMissingClientCapability {
+			status = http.StatusBadRequest
+		}
+		if status != http.StatusOK && !j.rp.streamed() {
+			j.rp.detach(gen)
+			writeErrorStatus(w, status, m.id, record.failure)
+			return
+		}
+		eb := getBuf()
+		*eb = appendErrorValue(*eb, m.id, record.failure)
+		j.rp.finish(eb)
+	case err == nil:
+		*b = out
+		j.rp.finish(b)
+	case h.closing.Err() != nil && !j.rp.streaming:
+		putBuf(b)
+		j.rp.finish(errorAnswer(m.id, msgShuttingDown))
+	default: // the client went away: no result
+		putBuf(b)
+		j.rp.finish(nil)
+	}
+	j.rp.pump(gen)
+}
+
+// writeErrorStatus writes the JSON-RPC error e with an HTTP status.
+func writeErrorStatus(w http.ResponseWriter, status int, id []byte, e *Error) {
+	b := getBuf()
+	*b = appendErrorValue(*b, id, e)
+	writeJSON(w, status, *b)
+	putBuf(b)
+}
+
+// appendDiscover appends the server/discover answer: every version luamcp
+// speaks, the capabilities and instructions init returned, the caching
+// hints, and the server's identity in _meta.
+func (h *Handler) appendDiscover(dst []byte, m *message, ir *InitResult) []byte {
+	caps, info := []byte(ir.Capabilities), []byte(ir.ServerInfo)
+	if caps == nil {
+		caps = emptyObject
+	}
+	if info == nil {
+		info = emptyObject
+	}
+	if !json.Valid(caps) || !json.Valid(info) {
+		h.log.Error("mcp: init returned capabilities or server info that are not valid JSON")
+		return appendError(dst, m.id, CodeInternalError, msgInternalError, nil)
+	}
+	dst = appendResult(dst, m.id, nil)
+	dst = dst[:len(dst)-1]
+	dst = h.openStatelessResult(dst, methodDiscover)
+	dst = append(dst, `,"supportedVersions":`...)
+	dst = append(dst, supportedVersionsJSON...)
+	dst = append(dst, `,"capabilities":`...)
+	dst = append(dst, caps...)
+	if ir.Instructions != "" {
+		dst = append(dst, `,"instructions":`...)
+		dst = appendString(dst, ir.Instructions)
+	}
+	dst = append(dst, `,"_meta":{"`+metaServerInfo+`":`...)
+	dst = append(dst, info...)
+	return append(dst, "}}}"...)
+}
+
+// checkToolParamHeaders checks the Mcp-Param-* headers of a tools/call
+// against the called tool's inputSchema. An unknown tool or a list that
+// fails is left to the call itself to answer.
+func (h *Handler) checkToolParamHeaders(ctx context.Context, r *http.Request, m *message, sess Session) *statelessError {
+	name, ok := stringMember(m.params, "name")
+	if !ok {
+		return nil
+	}
+	tools, err := sess.Tools(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, t := range tools {
+		if t.Key != name {
+			continue
+		}
+		schema, _ := member(t.JSON, "inputSchema")
+		args, _ := member(m.params, "arguments")
+		return checkParamHeaders(r, schema, args)
+	}
+	return nil
+}
