@@ -141,10 +141,11 @@ func (r *eraRecorder) waitBody(t *testing.T, method, substr string) {
 
 // connectEra connects the Go SDK client with its default protocol version
 // and requires the 2026-07-28 era: discover answered, no session id.
-func connectEra(t *testing.T, url string, opts *sdk.ClientOptions) (*goClient, *eraRecorder) {
+func connectEra(t *testing.T, url string, opts *sdk.ClientOptions, roots ...*sdk.Root) (*goClient, *eraRecorder) {
 	t.Helper()
 	rec := newEraRecorder()
 	client := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-era-e2e", Version: "1.0.0"}, opts)
+	client.AddRoots(roots...)
 	transport := &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec}, MaxRetries: 2}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
@@ -395,21 +396,15 @@ func TestEraGoSDKElicitationAndSampling(t *testing.T) {
 // TestEraGoSDKRoots: roots/list through input_required.
 func TestEraGoSDKRoots(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "stateless")
-	rec := newEraRecorder()
-	client := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-era-e2e", Version: "1.0.0"}, nil)
-	client.AddRoots(&sdk.Root{URI: "file:///work/a", Name: "a"})
-	cs, err := client.Connect(goCtx(t), &sdk.StreamableClientTransport{Endpoint: s.url("stateless"), HTTPClient: &http.Client{Transport: rec}}, nil)
-	if err != nil {
-		t.Fatal(err)
+	s := startServer(t, "stateless", "session")
+	for _, variant := range []string{"stateless", "session"} {
+		t.Run(variant, func(t *testing.T) {
+			c, rec := connectEra(t, s.url(variant), nil, &sdk.Root{URI: "file:///work/a", Name: "a"})
+			c.wantText(t, "roots", nil, "roots=file:///work/a")
+			checkInputRequiredRound(t, rec, "roots/list")
+			checkEraWire(t, rec)
+		})
 	}
-	defer cs.Close()
-	if v := cs.InitializeResult().ProtocolVersion; v != eraVersion {
-		t.Fatalf("negotiated %q, want %s:%s", v, eraVersion, rec)
-	}
-	c := &goClient{ClientSession: cs}
-	c.wantText(t, "roots", nil, "roots=file:///work/a")
-	checkEraWire(t, rec)
 }
 
 func TestEraGoSDKProgress(t *testing.T) {

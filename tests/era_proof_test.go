@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,6 +90,14 @@ func startPeer(t *testing.T) (string, *sdk.Server) {
 			MaxTokens: 50, Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: in.Prompt}}},
 		}}}, nil
 	})
+	var added atomic.Int64
+	server.AddTool(&sdk.Tool{Name: "broadcast", InputSchema: object}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		// The SDK announces tools/list_changed to every session when a tool
+		// is added.
+		server.AddTool(&sdk.Tool{Name: fmt.Sprint("added", added.Add(1)), InputSchema: object},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("added"), nil })
+		return text("broadcast"), nil
+	})
 	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, &sdk.StreamableHTTPOptions{Stateless: true})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
@@ -159,7 +168,7 @@ func TestEraProofGoHarness(t *testing.T) {
 // fixture-only tool on the peer, pinned and in auto mode.
 func TestEraProofTSHarness(t *testing.T) {
 	url, _ := startPeer(t)
-	for _, scenario := range []string{"core-pinned", "core-auto"} {
+	for _, scenario := range []string{"core-pinned", "core-auto", "listen-broadcast"} {
 		t.Run(scenario, func(t *testing.T) { tsRun(t, "era.mjs", scenario, url) })
 	}
 }
