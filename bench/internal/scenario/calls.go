@@ -70,6 +70,41 @@ func calls(conc int, session bool) func(context.Context, *Target, Scale, *Result
 	}
 }
 
+// modernCalls is the echo tools/call scenario in the 2026-07-28 era: conc
+// clients, each on its own connection, opened by one server/discover, then
+// calling as fast as answers come, every request self-describing (no
+// session, no handshake).
+func modernCalls(conc int) func(context.Context, *Target, Scale, *Result) {
+	return func(ctx context.Context, t *Target, s Scale, r *Result) {
+		cs := make([]*client.Client, conc)
+		for i := range cs {
+			cs[i] = client.New(t.Addr, spec.PathModern, s.Timeout)
+		}
+		if err := load.FirstError(load.Parallel(s.Conc, conc, func(i int) error { return cs[i].Discover() })); err != nil {
+			r.fail(err)
+			closeClients(s, cs, false)
+			return
+		}
+		ops := make([]load.Op, conc)
+		for i, c := range cs {
+			prefix := "m" + strconv.Itoa(i) + "-"
+			text := []byte(prefix)
+			n := 0
+			ops[i] = func() error {
+				n++
+				text = strconv.AppendInt(text[:len(prefix)], int64(n), 10)
+				return c.EchoModern(text)
+			}
+		}
+		m := &cpuMeter{pid: t.PID}
+		lr := load.Run(ctx, load.Config{Concurrency: conc, Warmup: s.Warmup, Duration: s.Duration, Probe: m.probe}, ops)
+		timed(r, lr, m, "calls/s")
+		if err := closeClients(s, cs, false); err != nil {
+			r.fail(err)
+		}
+	}
+}
+
 // fetch is the fetch tools/call scenario: conc sessions calling the tool
 // that makes one HTTP request to the upstream, as fast as answers come.
 func fetch(conc int) func(context.Context, *Target, Scale, *Result) {
