@@ -172,3 +172,17 @@ func TestEraProofTSHarness(t *testing.T) {
 		t.Run(scenario, func(t *testing.T) { tsRun(t, "era.mjs", scenario, url) })
 	}
 }
+
+// TestEraProofRawRejects runs the refusals of era_raw_test.go on the peer:
+// all but the fixture's resources, and -32021 (the peer's handler does not
+// check the client's capabilities; luamcp's transport does).
+func TestEraProofRawRejects(t *testing.T) {
+	url, _ := startPeer(t)
+	s := &testServer{t: t, client: &http.Client{}}
+	for _, tt := range eraRejects() {
+		if tt.name == "resource not found" || tt.name == "missing client capability" {
+			continue
+		}
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, s, url) })
+	}
+}
