@@ -223,3 +223,28 @@ func badChecks(t *testing.T, dir string, unscored []string) (bad []badCheck, tot
 	}
 	return bad, total
 }
+
+// The summary lines of a real alpha.12 run: only the scenarios under "Not
+// scored" are taken, and the list ends at the first other line.
+func TestUnscoredScenarios(t *testing.T) {
+	output := `        === SUMMARY ===
+        ✗ server-stateless: 6 passed, 21 failed
+        ✓ sep-2164-resource-not-found: 2 passed, 0 failed
+
+        Total: 56 passed, 97 failed
+
+        Not scored for 2026-07-28: 3 scenario(s) run, 2 failing. These do not affect conformance.
+          ✗ tasks-lifecycle (extension)
+          ✓ tasks-status-notifications (extension)
+          ✗ http-header-validation (pending)
+    conformance_test.go:125: FAILURE in server-caching: ...
+          ✗ not-a-scenario (pending)
+`
+	want := []string{"tasks-lifecycle", "tasks-status-notifications", "http-header-validation"}
+	if got := unscoredScenarios(output); !reflect.DeepEqual(got, want) {
+		t.Errorf("unscoredScenarios = %q, want %q", got, want)
+	}
+	if got := unscoredScenarios("Total: 3 passed, 0 failed\n"); got != nil {
+		t.Errorf("unscoredScenarios without the section = %q", got)
+	}
+}
