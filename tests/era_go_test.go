@@ -649,3 +649,71 @@ func TestEraBothErasAtOnce(t *testing.T) {
 		checkEraWire(t, rec)
 	}
 }
+
+// TestEraGoSDKBundledScripts: the tutorials of scripts/ in the new era, as
+// written for sessions: each request runs on a fresh init, so the counter
+// and the notebook start over on every call, and live.lua's question reaches
+// the user through input_required.
+func TestEraGoSDKBundledScripts(t *testing.T) {
+	t.Parallel()
+	s := startScripts(t, "hello", "counter", "notes", "live")
+	opts := &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+		ProgressNotificationHandler: func(context.Context, *sdk.ProgressNotificationClientRequest) {},
+	}
+	calls := map[string][]struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		"hello":   {{"add", map[string]any{"a": 2, "b": 3}, "5"}},
+		"counter": {{"increment", nil, "1"}, {"increment", nil, "1"}, {"get", nil, "0"}},
+		"notes":   {{"add_note", map[string]any{"title": "Groceries", "text": "milk"}, "1"}, {"add_note", map[string]any{"title": "Todo", "text": "call Ada"}, "1"}},
+		"live":    {{"ask_name", nil, "Nice to meet you, Ada!"}},
+	}
+	for script, steps := range calls {
+		t.Run(script, func(t *testing.T) {
+			c, rec := connectEra(t, s.url(script), opts)
+			if res, err := c.ListTools(goCtx(t), nil); err != nil || len(res.Tools) == 0 {
+				t.Fatalf("tools/list = %+v, %v", res, err)
+			}
+			for _, st := range steps {
+				c.wantText(t, st.tool, st.args, st.want)
+			}
+			checkEraWire(t, rec)
+		})
+	}
+	// A progress token on live.lua's countdown: the progress arrives on
+	// the call's stream, then the result.
+	var mu sync.Mutex
+	var got []string
+	c, _ := connectEra(t, s.url("live"), &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, req.Params.Message)
+			mu.Unlock()
+		},
+	})
+	params := &sdk.CallToolParams{Name: "countdown", Arguments: map[string]any{"from": 1}}
+	params.SetProgressToken("countdown")
+	if res, err := c.CallTool(goCtx(t), params); err != nil || goText(t, res) != "Liftoff!" {
+		t.Fatalf("countdown = %+v, %v", res, err)
+	}
+	deadline := time.Now().Add(waitShort)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !reflect.DeepEqual(got, []string{"1...", "liftoff"}) {
+		t.Errorf("countdown progress = %q, want [1... liftoff]", got)
+	}
+}

@@ -43,6 +43,13 @@ func TestEraTSAuto(t *testing.T) {
 	}
 }
 
+// TestEraTSBundledScripts: the tutorials of scripts/, pinned and auto.
+func TestEraTSBundledScripts(t *testing.T) {
+	t.Parallel()
+	s := startScripts(t, "hello", "counter", "notes", "live")
+	tsRun(t, "era.mjs", "tutorials", s.srv.URL)
+}
+
 // TestEraTSListen: a listen stream hears a 2025 session's broadcast.
 func TestEraTSListen(t *testing.T) {
 	t.Parallel()

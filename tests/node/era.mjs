@@ -59,21 +59,23 @@ function show(log) {
 }
 
 // connect opens a v2 client in mode ('auto' or { pin }) with handlers for the
-// three kinds of input request, and requires the 2026-07-28 era.
+// kinds of input request its capabilities declare (by default all three), and
+// requires the 2026-07-28 era.
 async function connect(url, mode, { capabilities = { elicitation: {}, sampling: {}, roots: {} } } = {}) {
   const client = new Client({ name: 'ts-v2-era-e2e', version: '1.0.0' }, { capabilities, versionNegotiation: { mode } });
-  client.setRequestHandler('elicitation/create', async (req) => {
+  if (capabilities.elicitation) client.setRequestHandler('elicitation/create', async (req) => {
     switch (req.params.message) {
       case 'accept': return { action: 'accept', content: { name: 'Ada' } };
       case 'decline': return { action: 'decline' };
+      case 'What is your name?': return { action: 'accept', content: { name: 'Ada' } };
       default: return { action: 'cancel' };
     }
   });
-  client.setRequestHandler('sampling/createMessage', async (req) => {
+  if (capabilities.sampling) client.setRequestHandler('sampling/createMessage', async (req) => {
     assert.equal(req.params.maxTokens, 50);
     return { role: 'assistant', model: 'ts-model', content: { type: 'text', text: `echo: ${req.params.messages[0].content.text}` } };
   });
-  client.setRequestHandler('roots/list', async () => ({ roots: [{ uri: 'file:///ts/root', name: 'root' }] }));
+  if (capabilities.roots) client.setRequestHandler('roots/list', async () => ({ roots: [{ uri: 'file:///ts/root', name: 'root' }] }));
   const rec = recordingFetch();
   const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: rec.fetchFn });
   await within(client.connect(transport), `connect (${JSON.stringify(mode)})`);
@@ -244,6 +246,27 @@ const scenarios = {
     ok('prompts and completion');
     checkWire(rec.log);
     await client.close();
+  },
+
+  // The tutorials of scripts/ (url is the server's base): each request on a
+  // fresh init, live.lua's question through input_required.
+  async tutorials(base) {
+    for (const [script, steps] of [
+      ['hello', [['add', { a: 2, b: 3 }, '5']]],
+      ['counter', [['increment', {}, '1'], ['increment', {}, '1'], ['get', {}, '0']]],
+      ['notes', [['add_note', { title: 'Groceries', text: 'milk' }, '1']]],
+      ['live', [['ask_name', {}, 'Nice to meet you, Ada!']]],
+    ]) {
+      for (const mode of [{ pin: ERA }, 'auto']) {
+        const { client, rec } = await connect(`${base}/mcp/${script}`, mode, { capabilities: { elicitation: {} } });
+        const { tools } = await within(client.listTools(), 'tools/list');
+        assert.ok(tools.length > 0, `${script}: no tools`);
+        for (const [name, args, want] of steps) await wantText(client, name, args, want);
+        checkWire(rec.log);
+        await client.close();
+      }
+      ok(`${script} in the new era`);
+    }
   },
 
   // A listen stream hears a 2025 session's broadcast on the same URL, each
