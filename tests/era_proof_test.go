@@ -90,6 +90,26 @@ func startPeer(t *testing.T) (string, *sdk.Server) {
 			MaxTokens: 50, Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: in.Prompt}}},
 		}}}, nil
 	})
+	server.AddTool(&sdk.Tool{Name: "where", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+		"region": map[string]any{"type": "string", "x-mcp-header": "Region"},
+		"count":  map[string]any{"type": "integer", "x-mcp-header": "Count"},
+	}}}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var in struct {
+			Region *string
+			Count  *int
+		}
+		if err := unmarshalArgs(req, &in); err != nil {
+			return nil, err
+		}
+		region, count := "nil", "nil"
+		if in.Region != nil {
+			region = *in.Region
+		}
+		if in.Count != nil {
+			count = fmt.Sprint(*in.Count)
+		}
+		return text(region + " " + count), nil
+	})
 	var added atomic.Int64
 	server.AddTool(&sdk.Tool{Name: "broadcast", InputSchema: object}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		// The SDK announces tools/list_changed to every session when a tool
@@ -185,4 +205,10 @@ func TestEraProofRawRejects(t *testing.T) {
 		}
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, s, url) })
 	}
+}
+
+// TestEraProofParamHeaders runs the Mcp-Param-* checks on the peer.
+func TestEraProofParamHeaders(t *testing.T) {
+	url, _ := startPeer(t)
+	checkParamHeaders(t, &testServer{t: t, client: &http.Client{}}, url)
 }

@@ -368,3 +368,75 @@ func TestEraRawInputRequired(t *testing.T) {
 		})
 	}
 }
+
+// TestEraRawParamHeaders: Mcp-Param-* headers of x-mcp-header properties
+// must agree with the body (Base64 forms decoded, integers compared as
+// numbers); a mismatch, or a header missing while the body has the value,
+// is 400 + -32020.
+func TestEraRawParamHeaders(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "params")
+	checkParamHeaders(t, s, s.url("params"))
+}
+
+// checkParamHeaders runs the checks of TestEraRawParamHeaders on the where
+// tool at url.
+func checkParamHeaders(t *testing.T, s *testServer, url string) {
+	where := func(args map[string]any, headers map[string]string) call {
+		c := eraCall(5, "tools/call", map[string]any{"name": "where", "arguments": args}, nil)
+		for k, v := range headers {
+			c.Header[k] = v
+		}
+		return c
+	}
+	type listedTool struct {
+		Name        string `json:"name"`
+		InputSchema struct {
+			Properties map[string]map[string]any `json:"properties"`
+		} `json:"inputSchema"`
+	}
+	var listed struct {
+		Tools []listedTool `json:"tools"`
+	}
+	eraResult(t, s.do(t, url, eraCall(4, "tools/list", nil, nil)), &listed)
+	i := slices.IndexFunc(listed.Tools, func(tool listedTool) bool { return tool.Name == "where" })
+	if i < 0 || listed.Tools[i].InputSchema.Properties["region"]["x-mcp-header"] != "Region" {
+		t.Fatalf("tools/list = %+v, want where with region's x-mcp-header", listed)
+	}
+	ok := []struct {
+		name    string
+		args    map[string]any
+		headers map[string]string
+		want    string
+	}{
+		{"both headers", map[string]any{"region": "eu", "count": 3}, map[string]string{"Mcp-Param-Region": "eu", "Mcp-Param-Count": "3"}, "eu 3"},
+		{"Base64 value", map[string]any{"region": "eu"}, map[string]string{"Mcp-Param-Region": "=?base64?" + base64.StdEncoding.EncodeToString([]byte("eu")) + "?="}, "eu nil"},
+		{"no value, no header", map[string]any{}, nil, "nil nil"},
+	}
+	for _, tt := range ok {
+		t.Run(tt.name, func(t *testing.T) {
+			var res struct {
+				Content []struct{ Text string } `json:"content"`
+			}
+			eraResult(t, s.do(t, url, where(tt.args, tt.headers)), &res)
+			if len(res.Content) != 1 || res.Content[0].Text != tt.want {
+				t.Errorf("where = %+v, want %q", res, tt.want)
+			}
+		})
+	}
+	bad := []struct {
+		name    string
+		args    map[string]any
+		headers map[string]string
+	}{
+		{"region differs", map[string]any{"region": "eu"}, map[string]string{"Mcp-Param-Region": "us"}},
+		{"count differs", map[string]any{"count": 3}, map[string]string{"Mcp-Param-Count": "4"}},
+		{"header missing", map[string]any{"region": "eu"}, nil},
+		{"bad Base64", map[string]any{"region": "eu"}, map[string]string{"Mcp-Param-Region": "=?base64?!!?="}},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			wantEraError(t, s.do(t, url, where(tt.args, tt.headers)), 400, -32020, "5")
+		})
+	}
+}
