@@ -440,3 +440,84 @@ func checkParamHeaders(t *testing.T, s *testServer, url string) {
 		})
 	}
 }
+
+// TestEraRawListen: subscriptions/listen on the wire. The stream opens with
+// the acknowledgement of the honoured filter; every message carries the
+// listen's id as _meta subscriptionId; a resource not subscribed sends
+// nothing; a 2025 session's broadcast and touch reach it; at shutdown the
+// server ends it with notifications/cancelled for the listen, then its
+// result.
+func TestEraRawListen(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "session")
+	url := s.url("session")
+	st := s.open(t, url, eraCall("listen-1", "subscriptions/listen", map[string]any{"notifications": map[string]any{
+		"toolsListChanged": true, "resourceSubscriptions": []string{"mem://greeting"},
+	}}, nil))
+	if st.Status != http.StatusOK || !strings.HasPrefix(st.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("subscriptions/listen: HTTP %d %q, want 200 text/event-stream; body:\n%s", st.Status, st.Header.Get("Content-Type"), st.Body)
+	}
+	if sid := st.Header.Get("Mcp-Session-Id"); sid != "" {
+		t.Errorf("the listen stream minted session %q", sid)
+	}
+	type tagged struct {
+		Meta struct {
+			SubscriptionID json.RawMessage `json:"io.modelcontextprotocol/subscriptionId"`
+		} `json:"_meta"`
+		Notifications struct {
+			ToolsListChanged      bool     `json:"toolsListChanged"`
+			ResourceSubscriptions []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+		URI       string          `json:"uri"`
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	next := func(method string) tagged {
+		t.Helper()
+		m := st.nextMessage()
+		var p tagged
+		if m.Method != method || json.Unmarshal(m.Params, &p) != nil {
+			t.Fatalf("listen stream: %s %s, want %s", m.Method, m.Params, method)
+		}
+		if string(p.Meta.SubscriptionID) != `"listen-1"` {
+			t.Errorf("%s: _meta subscriptionId %s, want \"listen-1\"", method, p.Meta.SubscriptionID)
+		}
+		return p
+	}
+	ack := next("notifications/subscriptions/acknowledged")
+	if !ack.Notifications.ToolsListChanged || !slices.Equal(ack.Notifications.ResourceSubscriptions, []string{"mem://greeting"}) {
+		t.Errorf("acknowledged filter %+v, want toolsListChanged and mem://greeting", ack.Notifications)
+	}
+
+	sid := s.initialize(t, url)                                                                     // a 2025 session on the same URL
+	s.callTool(t, url, sid, "touch", map[string]any{"uri": "mem://counter"}).wantText(t, "touched") // not subscribed
+	s.callTool(t, url, sid, "touch", map[string]any{"uri": "mem://greeting"}).wantText(t, "touched")
+	if p := next("notifications/resources/updated"); p.URI != "mem://greeting" {
+		t.Errorf("resources/updated for %q, want mem://greeting only", p.URI)
+	}
+	s.callTool(t, url, sid, "broadcast", nil).wantText(t, "broadcast")
+	next("notifications/tools/list_changed")
+
+	if err := s.shutdown(); err != nil {
+		t.Fatalf("host.Shutdown: %v", err)
+	}
+	var cancelled, result bool
+	for _, e := range st.ended() {
+		if e.Data == "" {
+			continue
+		}
+		m := e.message(t)
+		switch {
+		case m.Method == "notifications/cancelled":
+			var p tagged
+			_ = json.Unmarshal(m.Params, &p)
+			cancelled = string(p.RequestID) == `"listen-1"`
+		case m.Method == "" && string(m.ID) == `"listen-1"` && m.Error == nil:
+			result = cancelled // the notification first, then the result
+		default:
+			t.Errorf("after shutdown the listen stream sent %s", e.Data)
+		}
+	}
+	if !cancelled || !result {
+		t.Errorf("the listen stream ended without notifications/cancelled for it (%v) followed by its result (%v)", cancelled, result)
+	}
+}
