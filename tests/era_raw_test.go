@@ -3,7 +3,9 @@ package tests
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -519,5 +521,38 @@ func TestEraRawListen(t *testing.T) {
 	}
 	if !cancelled || !result {
 		t.Errorf("the listen stream ended without notifications/cancelled for it (%v) followed by its result (%v)", cancelled, result)
+	}
+}
+
+// TestEraDisconnectStopsCall: in the new era the client closing a call's
+// stream is the call's cancellation; the server holds nothing for it and
+// serves on. Not parallel: it counts goroutines.
+func TestEraDisconnectStopsCall(t *testing.T) {
+	warmUp(t)
+	s := startServer(t, "stateless", "session")
+	add := func(id int) call {
+		return eraCall(id, "tools/call", map[string]any{"name": "add", "arguments": map[string]any{"a": 1, "b": 1}}, nil)
+	}
+	for _, variant := range []string{"stateless", "session"} {
+		u := s.url(variant)
+		var res struct{ ResultType string }
+		eraResult(t, s.do(t, u, add(1)), &res)
+		s.client.CloseIdleConnections()
+		base := runtime.NumGoroutine()
+		for i := range 3 {
+			st := s.open(t, u, eraCall(10+i, "tools/call", map[string]any{"name": "block", "arguments": map[string]any{},
+				"_meta": map[string]any{metaProtocolVersion: eraVersion, metaClientCapabilities: map[string]any{}, "progressToken": fmt.Sprint("blk-", i)}}, nil))
+			if st.Status != http.StatusOK {
+				t.Fatalf("%s: streaming block: HTTP %d; body:\n%s", variant, st.Status, st.Body)
+			}
+			if m := st.nextMessage(); m.Method != "notifications/progress" {
+				t.Fatalf("%s: first message %+v, want the block's progress", variant, m)
+			}
+			st.close()
+			<-st.done
+		}
+		eraResult(t, s.do(t, u, add(2)), &res)
+		s.client.CloseIdleConnections()
+		settle(t, base, variant+": after the new-era streams were dropped")
 	}
 }
