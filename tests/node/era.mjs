@@ -118,16 +118,18 @@ async function wantText(client, name, args, want) {
   assert.equal(res.isError ?? false, false, `${name} isError`);
 }
 
+// rejectsWith requires a ProtocolError with code (and message in its
+// message) and returns it.
 async function rejectsWith(promise, code, message) {
-  let data;
+  let error;
   await assert.rejects(promise, (err) => {
     assert.ok(err instanceof ProtocolError, `want a ProtocolError, got ${err?.stack ?? err}`);
     assert.equal(err.code, code, `error ${err.code} ${err.message}`);
     if (message) assert.ok(err.message.includes(message), `error message ${JSON.stringify(err.message)} lacks ${JSON.stringify(message)}`);
-    data = err.data;
+    error = err;
     return true;
   });
-  return data;
+  return error;
 }
 
 async function walk(list, field) {
@@ -230,8 +232,9 @@ const scenarios = {
     assert.deepEqual(resources.map((r) => r.uri), ['mem://greeting', 'mem://locked', 'mem://structured', 'mem://counter']);
     assert.equal((await within(client.readResource({ uri: 'mem://greeting' }), 'read')).contents[0].text, 'hello');
     assert.equal((await within(client.readResource({ uri: 'mem://user/9' }), 'read template')).contents[0].text, 'user 9');
-    const data = await rejectsWith(client.readResource({ uri: 'mem://nope' }), -32602);
-    assert.equal(data?.uri, 'mem://nope', `not found data ${JSON.stringify(data)}`);
+    const notFound = await rejectsWith(client.readResource({ uri: 'mem://nope' }), -32602);
+    // (The SDK turns -32602 with data.uri into its ResourceNotFoundError.)
+    assert.equal(notFound.uri ?? notFound.data?.uri, 'mem://nope', `not found: ${notFound.constructor.name} ${JSON.stringify(notFound.data)}`);
     const templates = await within(client.listResourceTemplates(), 'templates');
     assert.deepEqual(templates.resourceTemplates.map((t) => t.uriTemplate), ['mem://user/{id}']);
     ok('resources');
