@@ -212,3 +212,11 @@ func TestEraProofParamHeaders(t *testing.T) {
 	url, _ := startPeer(t)
 	checkParamHeaders(t, &testServer{t: t, client: &http.Client{}}, url)
 }
+
+// TestEraProofInputRequiredWire runs the input_required round of
+// era_raw_test.go on the peer, without the integrity checks (the peer's
+// requestState is a constant).
+func TestEraProofInputRequiredWire(t *testing.T) {
+	url, _ := startPeer(t)
+	checkInputRequiredWire(t, &testServer{t: t, client: &http.Client{}}, url, false)
+}

@@ -301,73 +301,81 @@ type inputRequired struct {
 func TestEraRawInputRequired(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "stateless", "session")
-	caps := map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}}
 	for _, variant := range []string{"stateless", "session"} {
-		t.Run(variant, func(t *testing.T) {
-			url := s.url(variant)
-			elicit := func(id int, message string, extra map[string]any) *reply {
-				p := map[string]any{"name": "elicit", "arguments": map[string]any{"message": message}}
-				for k, v := range extra {
-					p[k] = v
-				}
-				return s.do(t, url, eraCall(id, "tools/call", p, caps))
-			}
-			var first inputRequired
-			eraResult(t, elicit(1, "accept", nil), &first)
-			if first.ResultType != "input_required" || len(first.InputRequests) != 1 || first.RequestState == "" || len(first.Content) != 0 {
-				t.Fatalf("the first run = %+v, want input_required with one input request and a requestState", first)
-			}
-			var key string
-			for k, req := range first.InputRequests {
-				key = k
-				if req.Method != "elicitation/create" || !strings.Contains(string(req.Params), `"accept"`) {
-					t.Errorf("input request %q = %s %s, want elicitation/create with the message", k, req.Method, req.Params)
-				}
-			}
-			answer := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
+		t.Run(variant, func(t *testing.T) { checkInputRequiredWire(t, s, s.url(variant), true) })
+	}
+}
 
-			var done inputRequired
-			eraResult(t, elicit(2, "accept", map[string]any{"inputResponses": answer, "requestState": first.RequestState}), &done)
-			if done.ResultType != "complete" || len(done.Content) != 1 || done.Content[0].Text != "action=accept name=Ada" {
-				t.Errorf("the retry = %+v, want complete \"action=accept name=Ada\"", done)
-			}
+// checkInputRequiredWire runs the checks of TestEraRawInputRequired on the
+// elicit tool at url; the refusals of forged, replayed and malformed retries
+// only when integrity is set.
+func checkInputRequiredWire(t *testing.T, s *testServer, url string, integrity bool) {
+	t.Helper()
+	caps := map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}}
+	elicit := func(id int, message string, extra map[string]any) *reply {
+		p := map[string]any{"name": "elicit", "arguments": map[string]any{"message": message}}
+		for k, v := range extra {
+			p[k] = v
+		}
+		return s.do(t, url, eraCall(id, "tools/call", p, caps))
+	}
+	var first inputRequired
+	eraResult(t, elicit(1, "accept", nil), &first)
+	if first.ResultType != "input_required" || len(first.InputRequests) != 1 || first.RequestState == "" || len(first.Content) != 0 {
+		t.Fatalf("the first run = %+v, want input_required with one input request and a requestState", first)
+	}
+	var key string
+	for k, req := range first.InputRequests {
+		key = k
+		if req.Method != "elicitation/create" || !strings.Contains(string(req.Params), `"accept"`) {
+			t.Errorf("input request %q = %s %s, want elicitation/create with the message", k, req.Method, req.Params)
+		}
+	}
+	answer := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
 
-			// Without the state, the answers prove nothing: a fresh call asks again.
-			var fresh inputRequired
-			eraResult(t, elicit(3, "accept", map[string]any{"inputResponses": answer}), &fresh)
-			if fresh.ResultType != "input_required" {
-				t.Errorf("a retry without requestState = %+v, want input_required again", fresh)
-			}
+	var done inputRequired
+	eraResult(t, elicit(2, "accept", map[string]any{"inputResponses": answer, "requestState": first.RequestState}), &done)
+	if done.ResultType != "complete" || len(done.Content) != 1 || done.Content[0].Text != "action=accept name=Ada" {
+		t.Errorf("the retry = %+v, want complete \"action=accept name=Ada\"", done)
+	}
 
-			// Refused: whatever else comes back, never the completed call.
-			refused := func(what string, r *reply) {
-				t.Helper()
-				m := r.response(t)
-				if m.Error == nil {
-					var got inputRequired
-					_ = json.Unmarshal(m.Result, &got)
-					if got.ResultType == "complete" {
-						t.Errorf("%s completed the call: %s", what, m.Result)
-					}
-				}
-				wantID(t, m, "9")
+	if !integrity {
+		return
+	}
+	// Without the state, the answers prove nothing: a fresh call asks again.
+	var fresh inputRequired
+	eraResult(t, elicit(3, "accept", map[string]any{"inputResponses": answer}), &fresh)
+	if fresh.ResultType != "input_required" {
+		t.Errorf("a retry without requestState = %+v, want input_required again", fresh)
+	}
+
+	// Refused: whatever else comes back, never the completed call.
+	refused := func(what string, r *reply) {
+		t.Helper()
+		m := r.response(t)
+		if m.Error == nil {
+			var got inputRequired
+			_ = json.Unmarshal(m.Result, &got)
+			if got.ResultType == "complete" {
+				t.Errorf("%s completed the call: %s", what, m.Result)
 			}
-			tampered := []byte(first.RequestState)
-			tampered[len(tampered)/2] ^= 1
-			refused("a tampered requestState", s.do(t, url, eraCall(9, "tools/call", map[string]any{"name": "elicit",
-				"arguments": map[string]any{"message": "accept"}, "inputResponses": answer, "requestState": string(tampered)}, caps)))
-			refused("the state replayed for other arguments", elicit(9, "decline", map[string]any{"inputResponses": answer, "requestState": first.RequestState}))
-			refused("the state replayed for another tool", s.do(t, url, eraCall(9, "tools/call", map[string]any{"name": "sample",
-				"arguments": map[string]any{"prompt": "hi"}, "inputResponses": answer, "requestState": first.RequestState}, caps)))
-			refused("a malformed answer", elicit(9, "accept", map[string]any{"inputResponses": map[string]any{key: map[string]any{"action": 12}},
-				"requestState": first.RequestState}))
-			// A tampered state must be an error, not a new question.
-			r := s.do(t, url, eraCall(9, "tools/call", map[string]any{"name": "elicit",
-				"arguments": map[string]any{"message": "accept"}, "inputResponses": answer, "requestState": string(tampered)}, caps))
-			if m := r.response(t); m.Error == nil {
-				t.Errorf("a tampered requestState answered %s, want a JSON-RPC error", m.Result)
-			}
-		})
+		}
+		wantID(t, m, "9")
+	}
+	tampered := []byte(first.RequestState)
+	tampered[len(tampered)/2] ^= 1
+	refused("a tampered requestState", s.do(t, url, eraCall(9, "tools/call", map[string]any{"name": "elicit",
+		"arguments": map[string]any{"message": "accept"}, "inputResponses": answer, "requestState": string(tampered)}, caps)))
+	refused("the state replayed for other arguments", elicit(9, "decline", map[string]any{"inputResponses": answer, "requestState": first.RequestState}))
+	refused("the state replayed for another tool", s.do(t, url, eraCall(9, "tools/call", map[string]any{"name": "sample",
+		"arguments": map[string]any{"prompt": "hi"}, "inputResponses": answer, "requestState": first.RequestState}, caps)))
+	refused("a malformed answer", elicit(9, "accept", map[string]any{"inputResponses": map[string]any{key: map[string]any{"action": 12}},
+		"requestState": first.RequestState}))
+	// A tampered state must be an error, not a new question.
+	r := s.do(t, url, eraCall(9, "tools/call", map[string]any{"name": "elicit",
+		"arguments": map[string]any{"message": "accept"}, "inputResponses": answer, "requestState": string(tampered)}, caps))
+	if m := r.response(t); m.Error == nil {
+		t.Errorf("a tampered requestState answered %s, want a JSON-RPC error", m.Result)
 	}
 }
 
