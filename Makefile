@@ -18,7 +18,7 @@ serve: tools
 # The whole suite, as CI runs it: the node clients and the conformance suite
 # (npm ci also brings node 22), vet, unit tests with the race detector, each
 # fuzz target for $(FUZZTIME), the end-to-end module, then the benchmark
-# harness's smoke run. Fuzzing takes one
+# harness's tests and smoke run. Fuzzing takes one
 # package and one target per run, so the targets are listed, then looped over.
 test: tools
 	@command -v npm >/dev/null || { echo "make: npm not found. Install Node.js 20 or newer with npm (https://nodejs.org, or: apt-get install -y nodejs npm)." >&2; exit 1; }
@@ -47,8 +47,10 @@ test: tools
 	cd tests && $(GO) test -race -count=1 -timeout 10m -run '^TestConformance$$' -v . > conformance.log 2>&1 \
 	  || { cat conformance.log; exit 1; }
 	grep -E -- '^ok |--- (PASS|FAIL)|conformance .*\(exit|SUMMARY|[✓✗] |Total:|Not scored' tests/conformance.log
-	@# The benchmark harness at a tiny scale: every scenario on every server,
-	@# every reply checked, no timing judged.
+	@# The benchmark harness: its own tests (its module is not under ./...),
+	@# then a tiny scale run: every scenario on every server, every reply
+	@# checked, no timing judged.
+	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd bench && $(GO) run ./cmd/bench -smoke
 
 # Formatting and vet, without running tests.

@@ -16,4 +16,14 @@
 // needs). testdata/hostlib holds the scripts that reach the world (the host
 // library: http, fs, env, exec); hostlib_test.go serves them a fake API on
 // 127.0.0.1 and a temporary folder.
+//
+// The 2026-07-28 era (stateless, per request, beside the 2025 sessions on
+// the same URLs) has its own files: era_go_test.go (the Go SDK client in its
+// default mode), era_ts_test.go with node/era.mjs (the TypeScript client v2,
+// @modelcontextprotocol/client, pinned and in auto mode) and era_raw_test.go
+// (the wire). Their harnesses are proven on a peer that speaks the era, the
+// Go SDK's server with Stateless: true, in era_proof_test.go, which only
+// builds with a tag:
+//
+//	go test -tags eraproof -race -run TestEraProof .
 package tests

@@ -55,7 +55,7 @@ func TestPostInitialize(t *testing.T) { // post_initialize, dispatch_initialize
 	if !jsonEqual(t, res["protocolVersion"], `"2025-06-18"`) {
 		t.Errorf("protocolVersion = %s, want the client's 2025-06-18", res["protocolVersion"])
 	}
-	if !jsonEqual(t, res["capabilities"], `{"tools":{},"resources":{"subscribe":true},"prompts":{},"logging":{},"completions":{}}`) {
+	if !jsonEqual(t, res["capabilities"], `{"tools":{"listChanged":true},"resources":{"subscribe":true},"prompts":{},"logging":{},"completions":{}}`) {
 		t.Errorf("capabilities = %s, want the fixture's map verbatim", res["capabilities"])
 	}
 	if !jsonEqual(t, res["serverInfo"], `{"name":"luamcp-test-fixture","version":"1.0.0"}`) {

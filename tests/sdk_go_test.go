@@ -53,9 +53,9 @@ type goClient struct {
 	watch *getWatcher
 }
 
-// connectGo connects the Go SDK client at protocol 2025-11-25; version ""
-// leaves the SDK's own default (it probes 2026-07-28 with server/discover and
-// falls back to initialize).
+// connectGo connects the Go SDK client at protocol version; version ""
+// leaves the SDK's own default (it opens with a 2026-07-28 server/discover,
+// and falls back to initialize on a server that does not answer it).
 func connectGo(t *testing.T, url string, opts *sdk.ClientOptions, version string, roots ...*sdk.Root) *goClient {
 	t.Helper()
 	client := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-e2e", Version: "1.0.0"}, opts)
@@ -244,15 +244,16 @@ func TestGoSDKEveryMethod(t *testing.T) {
 }
 
 // A user of the Go SDK who sets no protocol version gets its default: a
-// 2026-07-28 server/discover probe, then the fallback to initialize.
+// 2026-07-28 server/discover, which luamcp answers, so the client stays in
+// that era (era_go_test.go has the rest).
 func TestGoSDKDefaultConnect(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "stateless", "session")
 	for _, variant := range []string{"stateless", "session"} {
 		t.Run(variant, func(t *testing.T) {
 			c := connectGo(t, s.url(variant), nil, "")
-			if v := c.InitializeResult().ProtocolVersion; v != latestVersion {
-				t.Errorf("negotiated %q, want %q", v, latestVersion)
+			if v := c.InitializeResult().ProtocolVersion; v != eraVersion {
+				t.Errorf("negotiated %q, want %q", v, eraVersion)
 			}
 			c.wantText(t, "add", map[string]any{"a": 1, "b": 2}, "3")
 		})

@@ -68,7 +68,14 @@ func runNode(t *testing.T, timeout time.Duration, args ...string) []string {
 // requiring the closing {"done": true}.
 func tsScenario(t *testing.T, scenario, url string) []map[string]any {
 	t.Helper()
-	lines := runNode(t, 60*time.Second, "client.mjs", scenario, url)
+	return tsRun(t, "client.mjs", scenario, url)
+}
+
+// tsRun runs one scenario of a node script of node/ and returns its
+// observations, requiring the closing {"done": true}.
+func tsRun(t *testing.T, script, scenario, url string) []map[string]any {
+	t.Helper()
+	lines := runNode(t, 60*time.Second, script, scenario, url)
 	var out []map[string]any
 	done := false
 	for _, l := range lines {
@@ -82,7 +89,7 @@ func tsScenario(t *testing.T, scenario, url string) []map[string]any {
 		out = append(out, m)
 	}
 	if !done {
-		t.Fatalf("client.mjs %s exited 0 without finishing", scenario)
+		t.Fatalf("%s %s exited 0 without finishing", script, scenario)
 	}
 	return out
 }

@@ -118,6 +118,8 @@ func main() {
 		Routes: map[string]http.Handler{
 			spec.PathEcho:      handler(echoServer(), mcp.StreamableHTTPOptions{JSONResponse: true}),
 			spec.PathStateless: handler(echoServer(), mcp.StreamableHTTPOptions{JSONResponse: true, Stateless: true}),
+			// The SDK serves 2026-07-28 only with Stateless: true.
+			spec.PathModern:    handler(echoServer(), mcp.StreamableHTTPOptions{JSONResponse: true, Stateless: true}),
 			spec.PathChurn:     handler(churn, mcp.StreamableHTTPOptions{JSONResponse: true, SessionTimeout: f.TTL}),
 			spec.PathTools:     handler(toolsServer(), mcp.StreamableHTTPOptions{JSONResponse: true}),
 			spec.PathProgress:  handler(progressServer(), mcp.StreamableHTTPOptions{}),

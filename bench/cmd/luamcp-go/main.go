@@ -33,6 +33,7 @@ func main() {
 	}
 	mount(echoServer(), mcp.Options{Path: spec.PathEcho, Sessions: true})
 	mount(echoServer(), mcp.Options{Path: spec.PathStateless})
+	mount(echoServer(), mcp.Options{Path: spec.PathModern}) // the transport serves both eras on every route
 	churn := mount(echoServer(), mcp.Options{Path: spec.PathChurn, Sessions: true, SessionTTL: f.TTL})
 	mount(toolsServer(), mcp.Options{Path: spec.PathTools, Sessions: true, PageSize: spec.PageSize})
 	mount(progressServer(), mcp.Options{Path: spec.PathProgress, Sessions: true})

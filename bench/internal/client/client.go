@@ -87,6 +87,12 @@ func (c *Client) call(body []byte, id int64, onNote func(msg []byte) error) ([]b
 	if err != nil {
 		return nil, err
 	}
+	return c.response(resp, id, onNote)
+}
+
+// response returns the raw JSON-RPC response to id in resp, a JSON or SSE
+// answer; on SSE, every other message goes to onNote as in call.
+func (c *Client) response(resp *wire.Response, id int64, onNote func(msg []byte) error) ([]byte, error) {
 	if resp.Status != 200 {
 		return nil, checkf("HTTP %d: %.200s", resp.Status, resp.Body)
 	}
@@ -251,12 +257,19 @@ type textReply struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"content"`
-		IsError bool `json:"isError"`
+		IsError    bool   `json:"isError"`
+		ResultType string `json:"resultType"`
 	} `json:"result"`
 }
 
 // checkText checks a tools/call answer of one text block equal to want.
 func checkText(raw []byte, id int64, want []byte) error {
+	return checkResult(raw, id, want, "")
+}
+
+// checkResult is checkText that also requires the result's resultType,
+// unless resultType is "".
+func checkResult(raw []byte, id int64, want []byte, resultType string) error {
 	var r textReply
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return checkf("answer is not JSON: %.200s", raw)
@@ -273,6 +286,8 @@ func checkText(raw []byte, id int64, want []byte) error {
 		return checkf("content %+v, want one text block", r.Result.Content)
 	case r.Result.Content[0].Text != string(want):
 		return checkf("text %q, want %q", r.Result.Content[0].Text, want)
+	case resultType != "" && r.Result.ResultType != resultType:
+		return checkf("resultType %q, want %q", r.Result.ResultType, resultType)
 	}
 	return nil
 }

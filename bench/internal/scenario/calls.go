@@ -16,7 +16,11 @@ func openClients(t *Target, s Scale, route string, n int, session bool) ([]*clie
 	for i := range cs {
 		cs[i] = client.New(t.Addr, route, s.Timeout)
 	}
-	err := load.FirstError(load.Parallel(s.Conc, n, func(i int) error { return cs[i].Initialize(session) }))
+	open := func(c *client.Client) error { return c.Initialize(session) }
+	if route == spec.PathModern {
+		open = (*client.Client).Discover // the 2026-07-28 era has no initialize
+	}
+	err := load.FirstError(load.Parallel(s.Conc, n, func(i int) error { return open(cs[i]) }))
 	if err != nil {
 		closeClients(s, cs, session)
 		return nil, err
@@ -80,6 +84,14 @@ func textCalls(conc int, route string, session bool, tag string, call func(*clie
 			r.fail(err)
 		}
 	}
+}
+
+// modernCalls is the echo tools/call scenario in the 2026-07-28 era: conc
+// clients, each on its own connection, opened by one server/discover, then
+// calling as fast as answers come, every request self-describing (no
+// session, no handshake).
+func modernCalls(conc int) func(context.Context, *Target, Scale, *Result) {
+	return textCalls(conc, spec.PathModern, false, "m", (*client.Client).EchoModern)
 }
 
 // listConc is the number of concurrent listings: a full listing is twenty

@@ -119,6 +119,9 @@ func All(s Scale) []Scenario {
 	for _, c := range s.Levels {
 		all = append(all, Scenario{fmt.Sprintf("stateless c=%d", c), spec.PathStateless, calls(c, false)})
 	}
+	for _, c := range s.Levels {
+		all = append(all, Scenario{fmt.Sprintf("2026-07-28 c=%d", c), spec.PathModern, modernCalls(c)})
+	}
 	return append(all,
 		Scenario{fmt.Sprintf("churn c=%d", s.Conc), spec.PathChurn, churn},
 		Scenario{fmt.Sprintf("abandon %d", s.Abandon), spec.PathChurn, abandon},

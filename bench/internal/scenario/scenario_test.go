@@ -82,8 +82,8 @@ func TestAllNamesAndFindings(t *testing.T) {
 		}
 		seen[sc.Name] = true
 	}
-	if len(all) != 11 {
-		t.Errorf("%d scenarios, want 11", len(all))
+	if len(all) != 13 { // three call scenarios per level, then seven
+		t.Errorf("%d scenarios, want 13", len(all))
 	}
 	var r Result
 	r.finding(&Target{Strict: false}, "leak %d", 1)

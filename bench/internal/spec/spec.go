@@ -12,6 +12,10 @@ const (
 	PathEcho = "/mcp/echo"
 	// PathStateless serves the echo tool in stateless mode.
 	PathStateless = "/mcp/echo_stateless"
+	// PathModern serves the echo tool to 2026-07-28 requests: stateless, no
+	// handshake, every request carrying its _meta and its Mcp-Method and
+	// Mcp-Name headers. Only a server that speaks that era mounts it.
+	PathModern = "/mcp/echo_modern"
 	// PathChurn serves the echo tool in session mode with an idle TTL given
 	// by the server's -ttl flag, so abandoned sessions get reaped during a run.
 	PathChurn = "/mcp/churn"
@@ -33,7 +37,7 @@ const (
 )
 
 // Routes lists every route, in the order scenarios use them.
-var Routes = []string{PathEcho, PathStateless, PathChurn, PathTools, PathProgress, PathBroadcast, PathFetch, PathSpin}
+var Routes = []string{PathEcho, PathStateless, PathModern, PathChurn, PathTools, PathProgress, PathBroadcast, PathFetch, PathSpin}
 
 // Tool shapes shared by every server.
 const (

@@ -26,7 +26,10 @@ type Request struct {
 	Accept          string
 	SessionID       string // Mcp-Session-Id, when set
 	ProtocolVersion string // MCP-Protocol-Version, when set
-	Body            []byte // POST only; sent as application/json
+	// MCPMethod and MCPName are the Mcp-Method and Mcp-Name headers of the
+	// 2026-07-28 era, when set (they repeat the body's method and name).
+	MCPMethod, MCPName string
+	Body               []byte // POST only; sent as application/json
 }
 
 // Response is a received HTTP response. Its Body buffer is reused by the next
@@ -164,6 +167,16 @@ func (c *Conn) appendRequest(b []byte, req *Request) []byte {
 	if req.ProtocolVersion != "" {
 		b = append(b, "MCP-Protocol-Version: "...)
 		b = append(b, req.ProtocolVersion...)
+		b = append(b, "\r\n"...)
+	}
+	if req.MCPMethod != "" {
+		b = append(b, "Mcp-Method: "...)
+		b = append(b, req.MCPMethod...)
+		b = append(b, "\r\n"...)
+	}
+	if req.MCPName != "" {
+		b = append(b, "Mcp-Name: "...)
+		b = append(b, req.MCPName...)
 		b = append(b, "\r\n"...)
 	}
 	if req.Method == "POST" {

@@ -97,13 +97,15 @@ func TestRequestHeaders(t *testing.T) {
 	c := NewConn(addr, 5*time.Second)
 	defer c.Close()
 	var resp Response
-	if err := c.Do(&Request{Method: "POST", Path: "/mcp", SessionID: "s1", ProtocolVersion: "2025-11-25", Body: []byte(`{"a":1}`)}, &resp); err != nil {
+	if err := c.Do(&Request{Method: "POST", Path: "/mcp", SessionID: "s1", ProtocolVersion: "2025-11-25",
+		MCPMethod: "tools/call", MCPName: "echo", Body: []byte(`{"a":1}`)}, &resp); err != nil {
 		t.Fatal(err)
 	}
 	h := <-got
 	want := map[string]string{
 		"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
 		"Mcp-Session-Id": "s1", "Mcp-Protocol-Version": "2025-11-25", "X-Body": `{"a":1}`, "X-Method": "POST",
+		"Mcp-Method": "tools/call", "Mcp-Name": "echo",
 	}
 	for k, v := range want {
 		if h.Get(k) != v {
@@ -113,7 +115,7 @@ func TestRequestHeaders(t *testing.T) {
 	if err := c.Do(&Request{Method: "GET", Path: "/mcp"}, &resp); err != nil {
 		t.Fatal(err)
 	}
-	if h := <-got; h.Get("Accept") != "text/event-stream" || h.Get("Mcp-Session-Id") != "" || h.Get("X-Method") != "GET" {
+	if h := <-got; h.Get("Accept") != "text/event-stream" || h.Get("Mcp-Session-Id") != "" || h.Get("X-Method") != "GET" || h.Get("Mcp-Method") != "" {
 		t.Errorf("GET headers: %v", h)
 	}
 }

@@ -231,7 +231,7 @@ function M.server(route, extra)
 
     init = function(params)
       return { name = "luamcp-test-fixture", version = "1.0.0" },
-        { tools = {}, resources = { subscribe = true }, prompts = {}, logging = {}, completions = {} },
+        { tools = { listChanged = true }, resources = { subscribe = true }, prompts = {}, logging = {}, completions = {} },
         { count = 0, reads = 0, prompts = 0, session_id = params.mcp_session_id }
     end,
 
