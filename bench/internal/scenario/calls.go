@@ -10,7 +10,8 @@ import (
 )
 
 // openClients starts n clients on route, each initialized (with a session
-// when session is set). On error it closes what it opened.
+// when session is set), or opened with server/discover on the 2026-07-28
+// route. On error it closes what it opened.
 func openClients(t *Target, s Scale, route string, n int, session bool) ([]*client.Client, error) {
 	cs := make([]*client.Client, n)
 	for i := range cs {
