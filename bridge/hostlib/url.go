@@ -49,6 +49,11 @@ func urlParse(_ *State, L *lua.LState) int {
 			t.RawSetString(k, lua.LString(v))
 		}
 	}
+	// net/url takes "a://::" with host ":" and an empty port; only a
+	// bracketed IPv6 address may hold colons, or the parts do not rebuild.
+	if strings.Contains(u.Hostname(), ":") && !strings.HasPrefix(u.Host, "[") {
+		return fail(L, "url: invalid host %q", u.Host)
+	}
 	set("scheme", u.Scheme)
 	set("host", u.Hostname())
 	if p := u.Port(); p != "" {
