@@ -122,6 +122,7 @@ local TOOLS = {
       type = "object",
       ["$defs"] = {
         address = {
+          ["$anchor"] = "addressDef",
           type = "object",
           properties = { street = { type = "string" }, city = { type = "string" } },
         },
@@ -129,7 +130,17 @@ local TOOLS = {
       properties = {
         name = { type = "string" },
         address = { ["$ref"] = "#/$defs/address" },
+        contactMethod = { type = "string", enum = { "phone", "email" } },
+        phone = { type = "string" },
+        email = { type = "string" },
       },
+      -- SEP-2106 (2026-07-28): composition and conditional keywords pass
+      -- through like the rest (if, then and else are Lua keywords, hence
+      -- the brackets).
+      allOf = { { anyOf = { { required = { "phone" } }, { required = { "email" } } } } },
+      ["if"] = { properties = { contactMethod = { const = "phone" } }, required = { "contactMethod" } },
+      ["then"] = { required = { "phone" } },
+      ["else"] = { required = { "email" } },
       additionalProperties = false,
     } },
 }
