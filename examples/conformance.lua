@@ -61,6 +61,33 @@ local TOOLS = {
     input_schema = NO_ARGS },
   { name = "test_elicitation_sep1330_enums", description = "Tests elicitation with enum schema improvements per SEP-1330",
     input_schema = NO_ARGS },
+  { name = "json_schema_2020_12_tool", description = "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+    input_schema = {
+      ["$schema"] = "https://json-schema.org/draft/2020-12/schema",
+      type = "object",
+      ["$defs"] = {
+        address = {
+          ["$anchor"] = "addressDef",
+          type = "object",
+          properties = { street = { type = "string" }, city = { type = "string" } },
+        },
+      },
+      properties = {
+        name = { type = "string" },
+        address = { ["$ref"] = "#/$defs/address" },
+        contactMethod = { type = "string", enum = { "phone", "email" } },
+        phone = { type = "string" },
+        email = { type = "string" },
+      },
+      -- SEP-2106 (2026-07-28): composition and conditional keywords pass
+      -- through like the rest (if, then and else are Lua keywords, hence
+      -- the brackets).
+      allOf = { { anyOf = { { required = { "phone" } }, { required = { "email" } } } } },
+      ["if"] = { properties = { contactMethod = { const = "phone" } }, required = { "contactMethod" } },
+      ["then"] = { required = { "phone" } },
+      ["else"] = { required = { "email" } },
+      additionalProperties = false,
+    } },
   -- The 2026-07-28 fixtures. A tool that asks the client (mcp.elicit,
   -- mcp.sample, mcp.list_roots, mcp.ask) runs again from its start for each
   -- input_required round in that era, so it must be safe to re-run up to
@@ -115,33 +142,6 @@ local TOOLS = {
         query = { type = "string", description = "No x-mcp-header annotation" },
       },
       required = { "region", "priority", "query" },
-    } },
-  { name = "json_schema_2020_12_tool", description = "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
-    input_schema = {
-      ["$schema"] = "https://json-schema.org/draft/2020-12/schema",
-      type = "object",
-      ["$defs"] = {
-        address = {
-          ["$anchor"] = "addressDef",
-          type = "object",
-          properties = { street = { type = "string" }, city = { type = "string" } },
-        },
-      },
-      properties = {
-        name = { type = "string" },
-        address = { ["$ref"] = "#/$defs/address" },
-        contactMethod = { type = "string", enum = { "phone", "email" } },
-        phone = { type = "string" },
-        email = { type = "string" },
-      },
-      -- SEP-2106 (2026-07-28): composition and conditional keywords pass
-      -- through like the rest (if, then and else are Lua keywords, hence
-      -- the brackets).
-      allOf = { { anyOf = { { required = { "phone" } }, { required = { "email" } } } } },
-      ["if"] = { properties = { contactMethod = { const = "phone" } }, required = { "contactMethod" } },
-      ["then"] = { required = { "phone" } },
-      ["else"] = { required = { "email" } },
-      additionalProperties = false,
     } },
 }
 
