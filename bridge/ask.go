@@ -235,12 +235,12 @@ func fail(L *lua.LState, msg string) int {
 
 // requestParams encodes src as the params of method, renaming its
 // top-level snake_case keys, and takes its key field out: the key names the
-// request and is never sent. roots/list without params has nil params; the
-// others are an object.
+// request and is never sent. The params are always an object, {} for none:
+// a 2026-07-28 inputRequest carries them as given, and clients read them as
+// an object (the Go SDK refuses a roots/list inputRequest without params).
 func (m *Module) requestParams(L *lua.LState, method string, a asker, src *lua.LTable) (json.RawMessage, string) {
 	var key string
 	t := m.c.MarkObject(L.CreateTable(0, 4))
-	n := 0
 	if src != nil {
 		var dup string
 		src.ForEach(func(k, v lua.LValue) {
@@ -261,14 +261,10 @@ func (m *Module) requestParams(L *lua.LState, method string, a asker, src *lua.L
 				}
 			}
 			t.RawSet(k, v)
-			n++
 		})
 		if dup != "" {
 			raise(L, method+": params: both "+dup+" are set")
 		}
-	}
-	if a == askRoots && n == 0 {
-		return nil, key
 	}
 	out, err := m.c.Encode(t, "params")
 	if err != nil {

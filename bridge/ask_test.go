@@ -26,9 +26,9 @@ func TestRequestKeys(t *testing.T) {
 		`request elicitation/create {"message":"a"}`,
 		`request sampling/createMessage {"maxTokens":1,"messages":[]}`,
 		`request elicitation/create {"message":"b"}`, // the key is not a param
-		`request roots/list <nil>`,
+		`request roots/list {}`,
 		`request elicitation/create {"message":"c"}`,
-		`request roots/list <nil>`,
+		`request roots/list {}`,
 		`request sampling/createMessage {"messages":[]}`,
 	})
 
@@ -85,7 +85,7 @@ func TestAsk(t *testing.T) {
 	// One round, in the order of the keys: the same on every run of a call.
 	equal(t, "keys", h.line.keys, []string{"client_roots", "greeting", "user_name"})
 	equal(t, "line", h.line.events, []string{
-		`request roots/list <nil>`,
+		`request roots/list {}`,
 		`request sampling/createMessage {"maxTokens":5,"messages":[]}`,
 		`request elicitation/create {"message":"Name?","requestedSchema":{"type":"object"}}`,
 	})

@@ -45,7 +45,7 @@ type InputRequest struct {
 	Key string
 	// Method is elicitation/create, sampling/createMessage or roots/list.
 	Method string
-	// Params are the encoded params; nil for none.
+	// Params are the encoded params: an object, {} for none.
 	Params json.RawMessage
 }
 

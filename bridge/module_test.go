@@ -511,7 +511,7 @@ func TestSampleAndRoots(t *testing.T) {
 		`request sampling/createMessage {"includeContext":"none","maxTokens":100,"messages":[{"content":{"text":"hello","type":"text"},"role":"user"}],` +
 			`"metadata":{"trace_id":"x"},"modelPreferences":{"hints":[{"name":"claude"}],"speed_priority":1},"stopSequences":["END"],` +
 			`"systemPrompt":"be brief","temperature":0.5,"toolChoice":{"mode":"auto"}}`,
-		`request roots/list <nil>`,
+		`request roots/list {}`,
 	})
 }
 
