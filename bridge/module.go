@@ -22,13 +22,38 @@ type Pushes interface {
 	Log(sessionID, level string, data json.RawMessage)
 }
 
-// CallLine is the running call's own stream back to the client (the
-// transport's Outbound).
+// CallLine is the running call's own stream back to the client (luavm
+// adapts the transport's Outbound to it: bridge imports no mcp).
 type CallLine interface {
 	Progress(params json.RawMessage) error
 	Log(level string, data json.RawMessage) error
-	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Ask sends one round of requests to the client and returns the answers
+	// in the order of reqs (see mcp.Outbound.Ask). A request that failed
+	// alone (a JSON-RPC error, a capability the client lacks) has its Err
+	// set. An error of the round ends the call: the line has cancelled the
+	// call's context by then (in the 2026-07-28 era, to answer
+	// input_required or -32021).
+	Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error)
 	CloseStream() error
+}
+
+// InputRequest is one request to the client within a [CallLine.Ask] round.
+type InputRequest struct {
+	// Key names the request among the call's requests: the script's key=,
+	// or a name given by its place in the call ("elicit-1", ...). Never
+	// empty.
+	Key string
+	// Method is elicitation/create, sampling/createMessage or roots/list.
+	Method string
+	// Params are the encoded params: an object, {} for none.
+	Params json.RawMessage
+}
+
+// InputAnswer is the client's answer to one [InputRequest]: its encoded
+// result, or why there is none.
+type InputAnswer struct {
+	Result json.RawMessage
+	Err    error
 }
 
 // CallInfo describes the call a ctx table stands for.
@@ -36,7 +61,20 @@ type CallInfo struct {
 	SessionID     string
 	RequestID     json.RawMessage
 	ProgressToken json.RawMessage // nil = none
-	Line          CallLine
+	// ProtocolVersion is the revision the call is served under (ctx.protocol_version).
+	ProtocolVersion string
+	// ClientCapabilities is the client's capabilities object
+	// (ctx.client_capabilities); nil when unknown.
+	ClientCapabilities json.RawMessage
+	Line               CallLine
+
+	// asked holds the keys of the requests the call has made, so that a
+	// key names one request only (a re-run of the call in the 2026-07-28
+	// era is answered by key). nil until the first request.
+	asked map[string]struct{}
+	// made counts the requests made without a key, by function, to name
+	// them "elicit-1", "sample-1", "roots-1", ...
+	made [numAskers]int
 }
 
 // Module is the `mcp` Lua module of one LState.
@@ -85,6 +123,7 @@ var moduleFuncs = []struct {
 	{"elicit", (*Module).elicit},
 	{"sample", (*Module).sample},
 	{"list_roots", (*Module).listRoots},
+	{"ask", (*Module).ask},
 	{"close_stream", (*Module).closeStream},
 }
 
@@ -97,10 +136,11 @@ func (m *Module) Loader(L *lua.LState) int {
 // Table returns the module table.
 func (m *Module) Table() *lua.LTable { return m.table }
 
-// BeginCall returns a fresh ctx table {session_id, request_id, progress_token}
-// for the call info describes; it stays live until EndCall.
+// BeginCall returns a fresh ctx table {session_id, request_id,
+// progress_token, protocol_version, client_capabilities} for the call info
+// describes; it stays live until EndCall.
 func (m *Module) BeginCall(info *CallInfo) *lua.LTable {
-	ctx := m.c.l.CreateTable(0, 3)
+	ctx := m.c.l.CreateTable(0, 5)
 	if info.SessionID != "" {
 		ctx.RawSetString("session_id", lua.LString(info.SessionID))
 	}
@@ -109,6 +149,18 @@ func (m *Module) BeginCall(info *CallInfo) *lua.LTable {
 	}
 	if v := m.decodeID(info.ProgressToken); v != nil {
 		ctx.RawSetString("progress_token", v)
+	}
+	if info.ProtocolVersion != "" {
+		ctx.RawSetString("protocol_version", lua.LString(info.ProtocolVersion))
+	}
+	if len(info.ClientCapabilities) > 0 {
+		// The transport checked the object; one that does not decode (too
+		// deep) is left out rather than failing the call.
+		if v, err := m.c.Decode(info.ClientCapabilities); err == nil {
+			if t, ok := v.(*lua.LTable); ok {
+				ctx.RawSetString("client_capabilities", t)
+			}
+		}
 	}
 	m.calls[ctx] = info
 	return ctx
@@ -427,37 +479,6 @@ func (m *Module) sleep(L *lua.LState) int {
 	return 0
 }
 
-// --- requests to the client -------------------------------------------------
-
-// Top-level snake_case keys of request params and their wire names; other
-// keys, and everything nested, pass verbatim.
-var (
-	elicitKeys = map[string]string{
-		"requested_schema": "requestedSchema",
-		"elicitation_id":   "elicitationId",
-	}
-	sampleKeys = map[string]string{
-		"max_tokens":        "maxTokens",
-		"system_prompt":     "systemPrompt",
-		"model_preferences": "modelPreferences",
-		"stop_sequences":    "stopSequences",
-		"include_context":   "includeContext",
-		"tool_choice":       "toolChoice",
-	}
-)
-
-func (m *Module) elicit(L *lua.LState) int {
-	return m.request(L, "elicitation/create", elicitKeys)
-}
-
-func (m *Module) sample(L *lua.LState) int {
-	return m.request(L, "sampling/createMessage", sampleKeys)
-}
-
-func (m *Module) listRoots(L *lua.LState) int {
-	return m.request(L, "roots/list", nil)
-}
-
 // closeStream ends the call's HTTP stream early (SSE polling); the client
 // resumes it with GET + Last-Event-ID. A no-op on a stale ctx.
 func (m *Module) closeStream(L *lua.LState) int {
@@ -469,68 +490,4 @@ func (m *Module) closeStream(L *lua.LState) int {
 		m.logger.Warn("mcp.close_stream failed", "err", err)
 	}
 	return 0
-}
-
-// request sends method to the client on the call's stream and returns the
-// decoded result, or nil and a message when the request fails (so the script
-// can answer with an in-band error). A cancelled call raises instead.
-func (m *Module) request(L *lua.LState, method string, keys map[string]string) int {
-	info := m.live(L, 1)
-	var params json.RawMessage
-	if keys != nil {
-		params = m.requestParams(L, method, keys)
-	}
-	if info == nil || info.Line == nil {
-		return fail(L, method+": ctx is not a running call")
-	}
-	ctx := L.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	res, err := info.Line.Request(ctx, method, params)
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		raise(L, method+": "+ctxErr.Error())
-	}
-	if err != nil {
-		return fail(L, method+": "+err.Error())
-	}
-	v, err := m.c.Decode(res)
-	if err != nil {
-		return fail(L, method+": undecodable answer from the client: "+err.Error())
-	}
-	L.Push(v)
-	return 1
-}
-
-func fail(L *lua.LState, msg string) int {
-	L.Push(lua.LNil)
-	L.Push(lua.LString(msg))
-	return 2
-}
-
-// requestParams encodes argument 2 as an object, renaming its top-level
-// snake_case keys.
-func (m *Module) requestParams(L *lua.LState, method string, keys map[string]string) json.RawMessage {
-	src := L.CheckTable(2)
-	t := m.c.MarkObject(L.CreateTable(0, 4))
-	var dup string
-	src.ForEach(func(k, v lua.LValue) {
-		if s, ok := k.(lua.LString); ok {
-			if wire, ok := keys[string(s)]; ok {
-				if src.RawGetString(wire) != lua.LNil {
-					dup = string(s) + " and " + wire
-				}
-				k = lua.LString(wire)
-			}
-		}
-		t.RawSet(k, v)
-	})
-	if dup != "" {
-		raise(L, method+": params: both "+dup+" are set")
-	}
-	out, err := m.c.Encode(t, "params")
-	if err != nil {
-		raise(L, method+": "+err.Error())
-	}
-	return out
 }

@@ -44,11 +44,15 @@ func raw(m json.RawMessage) string {
 	return string(m)
 }
 
-// fakeLine records what a call sends on its stream and answers requests with
-// answer.
+// fakeLine records what a call sends on its stream and answers each
+// request of a round with answer; keys records the requests' keys. A
+// non-nil round ends the round with that error instead (the 2026-07-28
+// era's input_required, after cancelling the call).
 type fakeLine struct {
 	events []string
+	keys   []string
 	answer func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	round  func(ctx context.Context, reqs []InputRequest) error
 }
 
 func (l *fakeLine) Progress(params json.RawMessage) error {
@@ -66,12 +70,29 @@ func (l *fakeLine) CloseStream() error {
 	return nil
 }
 
-func (l *fakeLine) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	l.events = append(l.events, "request "+method+" "+raw(params))
-	if l.answer == nil {
-		return json.RawMessage(`{}`), nil
+func (l *fakeLine) Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error) {
+	out := make([]InputAnswer, len(reqs))
+	for _, r := range reqs {
+		l.keys = append(l.keys, r.Key)
+		l.events = append(l.events, "request "+r.Method+" "+raw(r.Params))
 	}
-	return l.answer(ctx, method, params)
+	if l.round != nil {
+		if err := l.round(ctx, reqs); err != nil {
+			return nil, err
+		}
+	}
+	for i, r := range reqs {
+		if l.answer == nil {
+			out[i].Result = json.RawMessage(`{}`)
+			continue
+		}
+		res, err := l.answer(ctx, r.Method, r.Params)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		out[i] = InputAnswer{Result: res, Err: err}
+	}
+	return out, nil
 }
 
 type harness struct {
@@ -490,7 +511,7 @@ func TestSampleAndRoots(t *testing.T) {
 		`request sampling/createMessage {"includeContext":"none","maxTokens":100,"messages":[{"content":{"text":"hello","type":"text"},"role":"user"}],` +
 			`"metadata":{"trace_id":"x"},"modelPreferences":{"hints":[{"name":"claude"}],"speed_priority":1},"stopSequences":["END"],` +
 			`"systemPrompt":"be brief","temperature":0.5,"toolChoice":{"mode":"auto"}}`,
-		`request roots/list <nil>`,
+		`request roots/list {}`,
 	})
 }
 
@@ -591,7 +612,7 @@ func TestModuleTable(t *testing.T) {
 		table.sort(names)
 		assert(require("mcp") == mcp)
 		return table.concat(names, " "), tostring(mcp.null), type(mcp.null)`)
-	want := "array broadcast close_stream elicit json_decode json_encode list_roots log notify null object progress resource_updated sample sleep, null, userdata"
+	want := "array ask broadcast close_stream elicit json_decode json_encode list_roots log notify null object progress resource_updated sample sleep, null, userdata"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

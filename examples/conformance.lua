@@ -8,6 +8,9 @@
 -- Run it, then point the suite at it (Node 22 or newer):
 --   luamcp serve --dir examples --addr 127.0.0.1:8750
 --   npx @modelcontextprotocol/conformance server --url http://127.0.0.1:8750/mcp
+-- The same URL serves both eras: 2025-11-25 sessions (initialize) and the
+-- stateless 2026-07-28 revision (conformance 0.2.0-alpha.12 with
+-- --requirements 2026-07-28), from this one script.
 
 local mcp = require("mcp")
 
@@ -64,6 +67,7 @@ local TOOLS = {
       type = "object",
       ["$defs"] = {
         address = {
+          ["$anchor"] = "addressDef",
           type = "object",
           properties = { street = { type = "string" }, city = { type = "string" } },
         },
@@ -71,8 +75,73 @@ local TOOLS = {
       properties = {
         name = { type = "string" },
         address = { ["$ref"] = "#/$defs/address" },
+        contactMethod = { type = "string", enum = { "phone", "email" } },
+        phone = { type = "string" },
+        email = { type = "string" },
       },
+      -- SEP-2106 (2026-07-28): composition and conditional keywords pass
+      -- through like the rest (if, then and else are Lua keywords, hence
+      -- the brackets).
+      allOf = { { anyOf = { { required = { "phone" } }, { required = { "email" } } } } },
+      ["if"] = { properties = { contactMethod = { const = "phone" } }, required = { "contactMethod" } },
+      ["then"] = { required = { "phone" } },
+      ["else"] = { required = { "email" } },
       additionalProperties = false,
+    } },
+  -- The 2026-07-28 fixtures. A tool that asks the client (mcp.elicit,
+  -- mcp.sample, mcp.list_roots, mcp.ask) runs again from its start for each
+  -- input_required round in that era, so it must be safe to re-run up to
+  -- its question: these only ask, then answer.
+  { name = "test_missing_capability",
+    description = "Needs the client's sampling capability: a 2026-07-28 client that did not declare it gets -32021",
+    input_schema = NO_ARGS },
+  { name = "test_streaming_elicitation", description = "Asks the user a question (elicitation) while the call runs",
+    input_schema = NO_ARGS },
+  { name = "test_logging_tool", description = "Logs at every level while it runs (the client's log level filters them)",
+    input_schema = NO_ARGS },
+  { name = "test_trigger_tool_change", description = "Announces a change of the tool list (notifications/tools/list_changed)",
+    input_schema = NO_ARGS },
+  { name = "test_trigger_prompt_change", description = "Announces a change of the prompt list (notifications/prompts/list_changed)",
+    input_schema = NO_ARGS },
+  { name = "test_input_required_result_elicitation", description = "Asks the user's name (input request user_name)",
+    input_schema = NO_ARGS },
+  { name = "test_input_required_result_sampling", description = "Asks the client's model a question (input request capital_question)",
+    input_schema = NO_ARGS },
+  { name = "test_input_required_result_list_roots", description = "Asks the client for its roots (input request client_roots)",
+    input_schema = NO_ARGS },
+  { name = "test_input_required_result_request_state", description = "Asks for a confirmation; the answer travels in requestState",
+    input_schema = NO_ARGS },
+  { name = "test_input_required_result_multiple_inputs",
+    description = "Asks for a name, a greeting and the roots in one round (mcp.ask)", input_schema = NO_ARGS },
+  { name = "test_input_required_result_multi_round", description = "Asks two questions, one round each",
+    input_schema = NO_ARGS },
+  { name = "test_input_required_result_tampered_state", description = "Asks for a confirmation; a tampered requestState is refused",
+    input_schema = NO_ARGS },
+  { name = "test_input_required_result_capabilities",
+    description = "Asks only through the capabilities the client declared (ctx.client_capabilities)", input_schema = NO_ARGS },
+  -- x-mcp-header: a 2026-07-28 client mirrors these arguments into
+  -- Mcp-Param-* headers, which the transport checks against the body.
+  { name = "test_custom_headers", description = "A tool whose arguments are mirrored into Mcp-Param-* headers",
+    input_schema = {
+      type = "object",
+      properties = {
+        region = { type = "string", description = "Plain ASCII string value", ["x-mcp-header"] = "Region" },
+        priority = { type = "integer", description = "Integer numeric value", ["x-mcp-header"] = "Priority" },
+        verbose = { type = "boolean", description = "Boolean value", ["x-mcp-header"] = "Verbose" },
+        query = { type = "string", description = "No x-mcp-header annotation" },
+      },
+      required = { "region", "priority", "query" },
+    } },
+  { name = "test_custom_headers_null", description = "A tool for null or omitted x-mcp-header arguments",
+    input_schema = {
+      type = "object",
+      properties = {
+        region = { type = "string", description = "Plain ASCII string value", ["x-mcp-header"] = "Region" },
+        priority = { type = "integer", description = "Integer numeric value", ["x-mcp-header"] = "Priority" },
+        verbose = { type = "boolean", description = "Boolean value, null to test omission", ["x-mcp-header"] = "Verbose" },
+        query = { type = "string", description = "No x-mcp-header annotation" },
+      },
+      required = { "region", "priority", "query" },
     } },
 }
 
@@ -232,6 +301,207 @@ function handlers.test_elicitation_sep1330_enums(args, ctx)
   return elicit(ctx, "Please select options from the enum fields", ENUMS_FORM, "Elicitation completed: ")
 end
 
+---------------------------------------------------------------------------
+-- The 2026-07-28 era. Requests to the client have a key, the inputRequests
+-- key the client answers by (key = "user_name"; without one they are named
+-- "elicit-1", "sample-1", "roots-1", ... in call order). In that era the
+-- first run stops at the first unanswered request and the client gets
+-- resultType "input_required"; its retry runs the tool again from the start,
+-- and each request returns the recorded answer until the next unanswered
+-- one. In the 2025 era the same code asks on the call's stream.
+---------------------------------------------------------------------------
+local NAME_FORM = {
+  type = "object",
+  properties = { name = { type = "string" } },
+  required = { "name" },
+}
+
+-- The channel every session and listen stream joins (channels below), for
+-- the list-changed announcements.
+local CHANGES = "changes"
+
+-- Without a sampling capability the 2025 era fails in-band (nil, err); the
+-- 2026-07-28 era ends the call with -32021 and requiredCapabilities.
+function handlers.test_missing_capability(args, ctx)
+  local answer, err = mcp.sample(ctx, {
+    messages = { { role = "user", content = text("Say hello") } },
+    max_tokens = 10,
+  })
+  if not answer then
+    return nil, "Sampling failed: " .. err
+  end
+  return "Sampling answered: " .. (answer.content and answer.content.text or "")
+end
+
+function handlers.test_streaming_elicitation(args, ctx)
+  return elicit(ctx, "Do you want to continue?", {
+    type = "object",
+    properties = { confirm = { type = "boolean" } },
+    required = { "confirm" },
+  }, "Elicitation completed: ")
+end
+
+-- mcp.log(ctx, ...) goes out only at or above the level the client asked
+-- for (logging/setLevel in a session; _meta's logLevel in the 2026-07-28
+-- era, where a request without one gets no log messages at all).
+function handlers.test_logging_tool(args, ctx)
+  for _, level in ipairs({ "debug", "info", "notice", "warning", "error" }) do
+    mcp.log(ctx, level, "test_logging_tool: a message at level " .. level)
+  end
+  return "Logged a message at each level from debug to error"
+end
+
+-- mcp.broadcast reaches every session and every listen stream that joined
+-- the channel; a listen stream gets a list change only if it asked for it.
+function handlers.test_trigger_tool_change()
+  mcp.broadcast(CHANGES, "notifications/tools/list_changed")
+  return "Announced a change of the tool list"
+end
+
+function handlers.test_trigger_prompt_change()
+  mcp.broadcast(CHANGES, "notifications/prompts/list_changed")
+  return "Announced a change of the prompt list"
+end
+
+function handlers.test_input_required_result_elicitation(args, ctx)
+  local answer, err = mcp.elicit(ctx, { key = "user_name", message = "What is your name?", requested_schema = NAME_FORM })
+  if not answer then
+    return nil, "Elicitation failed: " .. err
+  end
+  if answer.action ~= "accept" then
+    return "Hello, whoever you are! (" .. answer.action .. ")"
+  end
+  return "Hello, " .. tostring(answer.content.name) .. "!"
+end
+
+function handlers.test_input_required_result_sampling(args, ctx)
+  local answer, err = mcp.sample(ctx, {
+    key = "capital_question",
+    messages = { { role = "user", content = text("What is the capital of France?") } },
+    max_tokens = 100,
+  })
+  if not answer then
+    return nil, "Sampling failed: " .. err
+  end
+  return "The model says: " .. (answer.content and answer.content.text or "nothing")
+end
+
+function handlers.test_input_required_result_list_roots(args, ctx)
+  local answer, err = mcp.list_roots(ctx, { key = "client_roots" })
+  if not answer then
+    return nil, "roots/list failed: " .. err
+  end
+  local uris = {}
+  for _, root in ipairs(answer.roots or {}) do
+    uris[#uris + 1] = root.uri
+  end
+  return "The client has " .. #uris .. " root(s): " .. table.concat(uris, ", ")
+end
+
+-- The transport keeps the answers of earlier rounds in requestState, signed
+-- and bound to this call: reaching this line again means it verified it.
+function handlers.test_input_required_result_request_state(args, ctx)
+  local answer, err = mcp.elicit(ctx, {
+    key = "confirm",
+    message = "Please confirm",
+    requested_schema = { type = "object", properties = { ok = { type = "boolean" } }, required = { "ok" } },
+  })
+  if not answer then
+    return nil, "Elicitation failed: " .. err
+  end
+  return "state-ok: the confirmation came back (" .. answer.action .. ")"
+end
+
+-- mcp.ask asks several things in one round and returns the answers by key.
+function handlers.test_input_required_result_multiple_inputs(args, ctx)
+  local got, failed = mcp.ask(ctx, {
+    user_name = { method = "elicitation/create", params = { message = "What is your name?", requested_schema = NAME_FORM } },
+    greeting = { method = "sampling/createMessage", params = {
+      messages = { { role = "user", content = text("Generate a greeting") } },
+      max_tokens = 50,
+    } },
+    client_roots = { method = "roots/list" },
+  })
+  if not got then
+    return nil, "Asking failed: " .. failed
+  end
+  if failed then
+    return nil, "Some requests failed: " .. mcp.json_encode(failed)
+  end
+  local name = got.user_name.content and got.user_name.content.name or "?"
+  local greeting = got.greeting.content and got.greeting.content.text or "?"
+  return greeting .. " " .. name .. " (" .. #(got.client_roots.roots or {}) .. " root(s))"
+end
+
+function handlers.test_input_required_result_multi_round(args, ctx)
+  local step1, err = mcp.elicit(ctx, { key = "step1", message = "Step 1: What is your name?", requested_schema = NAME_FORM })
+  if not step1 then
+    return nil, "Step 1 failed: " .. err
+  end
+  local step2, err2 = mcp.elicit(ctx, {
+    key = "step2",
+    message = "Step 2: What is your favorite color?",
+    requested_schema = { type = "object", properties = { color = { type = "string" } }, required = { "color" } },
+  })
+  if not step2 then
+    return nil, "Step 2 failed: " .. err2
+  end
+  local name = step1.content and step1.content.name or "?"
+  local color = step2.content and step2.content.color or "?"
+  return name .. " likes " .. color
+end
+
+function handlers.test_input_required_result_tampered_state(args, ctx)
+  local answer, err = mcp.elicit(ctx, {
+    key = "confirm",
+    message = "Please confirm",
+    requested_schema = { type = "object", properties = { ok = { type = "boolean" } }, required = { "ok" } },
+  })
+  if not answer then
+    return nil, "Elicitation failed: " .. err
+  end
+  return "Confirmed (" .. answer.action .. ")"
+end
+
+-- ctx.client_capabilities is what the client declared (initialize in a
+-- session, _meta in the 2026-07-28 era): ask only through those.
+function handlers.test_input_required_result_capabilities(args, ctx)
+  local caps = ctx.client_capabilities or {}
+  local want, asked = {}, {}
+  if caps.elicitation then
+    want.user_name = { method = "elicitation/create", params = { message = "What is your name?", requested_schema = NAME_FORM } }
+  end
+  if caps.sampling then
+    want.greeting = { method = "sampling/createMessage", params = {
+      messages = { { role = "user", content = text("Generate a greeting") } },
+      max_tokens = 50,
+    } }
+  end
+  if caps.roots then
+    want.client_roots = { method = "roots/list" }
+  end
+  for key in pairs(want) do
+    asked[#asked + 1] = key
+  end
+  if #asked == 0 then
+    return "The client declared no capability to ask through"
+  end
+  table.sort(asked)
+  local got, failed = mcp.ask(ctx, want)
+  if not got then
+    return nil, "Asking failed: " .. failed
+  end
+  return "Asked " .. table.concat(asked, ", ") .. (failed and ("; failed: " .. mcp.json_encode(failed)) or "")
+end
+
+function handlers.test_custom_headers(args)
+  return "Custom headers test completed: " .. mcp.json_encode(args)
+end
+
+function handlers.test_custom_headers_null(args)
+  return "Custom headers null test completed: " .. mcp.json_encode(args)
+end
+
 function handlers.json_schema_2020_12_tool(args)
   return "JSON Schema 2020-12 tool called with: " .. mcp.json_encode(args)
 end
@@ -259,6 +529,8 @@ local PROMPTS = {
     description = "A prompt that includes an embedded resource",
     arguments = { { name = "resourceUri", description = "URI of the resource to embed", required = true } } },
   { name = "test_prompt_with_image", title = "Prompt With Image", description = "A prompt that includes image content" },
+  { name = "test_input_required_result_prompt", title = "Prompt That Asks",
+    description = "A prompt that asks the user for its context first (input request user_context)" },
 }
 
 local function user(content)
@@ -283,6 +555,19 @@ local prompts = {
       user({ type = "image", data = PNG, mimeType = "image/png" }),
       user(text("Please analyze the image above.")),
     } }
+  end,
+  -- Prompts may ask the client too: get_prompt gets ctx as its last argument.
+  test_input_required_result_prompt = function(args, ctx)
+    local answer, err = mcp.elicit(ctx, {
+      key = "user_context",
+      message = "What context should the prompt use?",
+      requested_schema = { type = "object", properties = { context = { type = "string" } }, required = { "context" } },
+    })
+    if not answer then
+      return nil, "Elicitation failed: " .. err
+    end
+    local context = answer.content and answer.content.context or "(none)"
+    return { messages = { user(text("Use this context: " .. context)) } }
   end,
 }
 
@@ -316,8 +601,9 @@ return {
   end,
 
   -- handle_tool(name, args, ctx, state): ctx identifies the running call
-  -- (ctx.session_id, ctx.request_id, ctx.progress_token) and is what the
-  -- mcp.* functions that talk back to the client take.
+  -- (ctx.session_id, ctx.request_id, ctx.progress_token, and the era:
+  -- ctx.protocol_version, ctx.client_capabilities) and is what the mcp.*
+  -- functions that talk back to the client take.
   handle_tool = function(name, args, ctx, state)
     return handlers[name](args, ctx, state)
   end,
@@ -331,9 +617,9 @@ return {
       description = "A resource template with parameter substitution", mime_type = "application/json" } }
   end,
 
-  -- read_resource(uri, state, vars): vars holds what a template matched
+  -- read_resource(uri, state, vars, ctx): vars holds what a template matched
   -- ({id = "123"} for test://template/123/data).
-  read_resource = function(uri, state, vars)
+  read_resource = function(uri, state, vars, ctx)
     if uri == "test://static-text" then
       return { contents = { { uri = uri, mimeType = "text/plain", text = "This is the content of the static text resource." } } }
     elseif uri == "test://static-binary" then
@@ -351,8 +637,14 @@ return {
     return PROMPTS
   end,
 
-  get_prompt = function(name, args, state)
-    return prompts[name](args)
+  get_prompt = function(name, args, state, ctx)
+    return prompts[name](args, ctx)
+  end,
+
+  -- channels(state) names the channels mcp.broadcast reaches this session
+  -- (or 2026-07-28 listen stream) on.
+  channels = function(state)
+    return { CHANGES }
   end,
 
   -- complete(ref, argument, state, context): ref names the prompt or

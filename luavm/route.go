@@ -98,6 +98,14 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 		var mb int
 		mb, err = intOption(key, v, 1)
 		o.memoryLimit = int64(mb) << 20
+	case "cache_ttl_ms":
+		o.CacheTTL, err = msOption(key, v, 0)
+	case "cache_scope":
+		s, ok := v.(lua.LString)
+		if !ok || !mcp.ValidCacheScope(string(s)) {
+			return fmt.Errorf("route.cache_scope must be \"private\" or \"public\", got %s", describe(v))
+		}
+		o.CacheScope = string(s)
 	case "session_keepalive_ms":
 		o.SessionKeepAlive, err = msOption(key, v, 0)
 		if err == nil && o.SessionKeepAlive == 0 {

@@ -2,13 +2,11 @@ package luavm
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
 	"time"
 
-	"github.com/luamcp/luamcp/bridge"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -21,7 +19,7 @@ import (
 // main chunk does not: it runs while a script loads, under its own bound
 // (loadTimeout). A call that waits (for the client: mcp.elicit, mcp.sample,
 // mcp.list_roots; or mcp.sleep) gives its slot back while it waits, and
-// takes one again as a new call would (slotLine, withoutSlot): slots bound
+// takes one again as a new call would (callLine, withoutSlot): slots bound
 // the Lua that runs, not the calls that are open.
 //
 // A call goes through these states:
@@ -280,36 +278,6 @@ func (r *run) resume() error {
 	}
 	r.slot = true
 	return nil
-}
-
-// slotLine is a tool call's line to the client. A request to the client
-// (mcp.elicit, mcp.sample, mcp.list_roots) waits for a person or a model:
-// the call holds no slot while it waits.
-type slotLine struct {
-	bridge.CallLine
-	r *run
-}
-
-// Request sends a request to the client without holding a slot.
-func (l *slotLine) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	if !l.r.yield() {
-		return l.CallLine.Request(ctx, method, params)
-	}
-	res, err := l.CallLine.Request(ctx, method, params)
-	if rerr := l.r.resume(); rerr != nil {
-		return nil, rerr
-	}
-	return res, err
-}
-
-// lineFor returns the CallInfo of a tool call running in r: its line gives
-// the slot back during requests to the client (slotLine).
-func (r *run) lineFor(info *bridge.CallInfo) *bridge.CallInfo {
-	if r.slot && r.v.s.lane.s != nil {
-		r.line = slotLine{CallLine: info.Line, r: r}
-		info.Line = &r.line
-	}
-	return info
 }
 
 // withoutSlot wraps a Go function of the sandbox that waits without running

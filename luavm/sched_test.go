@@ -317,11 +317,15 @@ type blockingLine struct {
 	answer chan struct{}
 }
 
-func (l *blockingLine) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (l *blockingLine) Ask(ctx context.Context, reqs []mcp.InputRequest) ([]mcp.InputAnswer, error) {
 	close(l.asked)
 	select {
 	case <-l.answer:
-		return json.RawMessage(`{"action":"accept","content":{}}`), nil
+		out := make([]mcp.InputAnswer, len(reqs))
+		for i := range out {
+			out[i].Result = json.RawMessage(`{"action":"accept","content":{}}`)
+		}
+		return out, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -29,6 +29,8 @@ func TestLoadErrors(t *testing.T) {
 		{"page_size_float.lua", "page_size_float.lua:1: route.page_size must be an integer >= 1, got 2.5"},
 		{"memory_limit.lua", "memory_limit.lua:1: route.memory_limit_mb must be an integer >= 1, got 0"},
 		{"memory_load.lua", "memory_load.lua:2: memory limit exceeded: the state holds 2 MiB once the script is loaded, more than memory_limit_mb (1)"},
+		{"cache_ttl.lua", "cache_ttl.lua:1: route.cache_ttl_ms must be an integer >= 0 (milliseconds), got -1"},
+		{"cache_scope.lua", `cache_scope.lua:1: route.cache_scope must be "private" or "public", got "shared"`},
 		{"unknown_key.lua", `unknown_key.lua:1: route has an unknown option "sesions"`},
 		{"origins.lua", "origins.lua:1: route.origins[2] must be a string, got 3"},
 		{"concurrent_name.lua", `concurrent_name.lua:1: route.concurrent_tools[2] "not a name" is not a tool name (1 to 128 characters of A-Z a-z 0-9 _ - .)`},
@@ -71,6 +73,7 @@ func TestRouteOptions(t *testing.T) {
 		AllowRemoteAccess: true, PageSize: 7, MaxSessions: 3, SessionTTL: 1500 * time.Millisecond,
 		RequestTimeout: 2500 * time.Millisecond, SessionMaxPending: 9, SessionKeepAlive: -1,
 		SessionBufferMax: 11, ConcurrentTools: []string{"countdown", "a.b-c_d"},
+		CacheTTL: time.Minute, CacheScope: "public",
 	}
 	if !optionsEqual(o, want) {
 		t.Errorf("options\n got %+v\nwant %+v", o, want)

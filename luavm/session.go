@@ -278,10 +278,12 @@ func (ss *session) end(c *op, err error) {
 	}
 }
 
-// inBand reports whether err is an answer (a *mcp.Error) rather than a crash.
+// inBand reports whether err is an answer (a *mcp.Error) rather than a crash
+// or a stop (whose cause may be a *mcp.Error the transport answers with).
 func inBand(err error) bool {
 	var merr *mcp.Error
-	return errors.As(err, &merr)
+	var stop *stopError
+	return errors.As(err, &merr) && !errors.As(err, &stop)
 }
 
 // adopt makes a state a callback returned the new state.
@@ -379,7 +381,7 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 	if err != nil {
 		return nil, c.paramsError("handle_tool", "arguments", err)
 	}
-	ctxT := v.mod.BeginCall(c.lineFor(callInfo(call)))
+	ctxT := v.mod.BeginCall(c.callInfo(call))
 	// The tool's own name value: boxed already.
 	rets, err := c.call("handle_tool", v.fns[cbHandleTool], 3, tool.RawGetString("name"), argv, ctxT, c.live)
 	v.mod.EndCall(ctxT)
@@ -423,33 +425,7 @@ func outcome(rets [3]lua.LValue) (res, failure, state lua.LValue) {
 	return lua.LNil, rets[1], rets[2]
 }
 
-func callInfo(call *mcp.Call) *bridge.CallInfo {
-	if call == nil {
-		return &bridge.CallInfo{Line: noLine{}}
-	}
-	info := &bridge.CallInfo{
-		SessionID:     call.SessionID,
-		RequestID:     call.RequestID,
-		ProgressToken: call.ProgressToken,
-		Line:          call.Out,
-	}
-	if call.Out == nil {
-		info.Line = noLine{}
-	}
-	return info
-}
-
-// noLine is the line of a call that has no way back to the client.
-type noLine struct{}
-
-func (noLine) Progress(json.RawMessage) error    { return nil }
-func (noLine) Log(string, json.RawMessage) error { return nil }
-func (noLine) Request(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-	return nil, mcp.ErrNoClientCapability
-}
-func (noLine) CloseStream() error { return nil }
-
-// ReadResource runs read_resource(uri, state, vars) for a listed uri (vars
+// ReadResource runs read_resource(uri, state, vars, ctx) for a listed uri (vars
 // {}) or one a template matches (vars from the template); any other uri is
 // not found without a call.
 func (ss *session) ReadResource(ctx context.Context, call *mcp.Call, uri string) (json.RawMessage, error) {
@@ -457,12 +433,12 @@ func (ss *session) ReadResource(ctx context.Context, call *mcp.Call, uri string)
 	if err != nil {
 		return nil, err
 	}
-	out, err := ss.readResource(c, uri)
+	out, err := ss.readResource(c, call, uri)
 	ss.end(c, err)
 	return out, err
 }
 
-func (ss *session) readResource(c *op, uri string) (json.RawMessage, error) {
+func (ss *session) readResource(c *op, call *mcp.Call, uri string) (json.RawMessage, error) {
 	v := ss.v
 	var entry *lua.LTable
 	var vars map[string]string
@@ -487,7 +463,9 @@ func (ss *session) readResource(c *op, uri string) (json.RawMessage, error) {
 	for k, val := range vars {
 		varsT.RawSetString(k, lua.LString(val))
 	}
-	rets, err := c.call("read_resource", v.fns[cbReadResource], 3, lua.LString(uri), c.live, varsT)
+	ctxT := v.mod.BeginCall(c.callInfo(call))
+	rets, err := c.call("read_resource", v.fns[cbReadResource], 3, lua.LString(uri), c.live, varsT, ctxT)
+	v.mod.EndCall(ctxT)
 	if err != nil {
 		return nil, err
 	}
@@ -535,18 +513,18 @@ func (ss *session) matchTemplate(c *op, uri string) (*lua.LTable, map[string]str
 	return nil, nil, nil
 }
 
-// GetPrompt runs get_prompt(name, args, state) for a listed prompt.
+// GetPrompt runs get_prompt(name, args, state, ctx) for a listed prompt.
 func (ss *session) GetPrompt(ctx context.Context, call *mcp.Call, name string, args json.RawMessage) (json.RawMessage, error) {
 	c, err := ss.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out, err := ss.getPrompt(c, name, args)
+	out, err := ss.getPrompt(c, call, name, args)
 	ss.end(c, err)
 	return out, err
 }
 
-func (ss *session) getPrompt(c *op, name string, args json.RawMessage) (json.RawMessage, error) {
+func (ss *session) getPrompt(c *op, call *mcp.Call, name string, args json.RawMessage) (json.RawMessage, error) {
 	v := ss.v
 	if !v.has(cbPrompts) || !v.has(cbGetPrompt) {
 		return nil, mcp.ErrUnknownPrompt(name)
@@ -562,7 +540,9 @@ func (ss *session) getPrompt(c *op, name string, args json.RawMessage) (json.Raw
 	if err != nil {
 		return nil, c.paramsError("get_prompt", "arguments", err)
 	}
-	rets, err := c.call("get_prompt", v.fns[cbGetPrompt], 3, lua.LString(name), argv, c.live)
+	ctxT := v.mod.BeginCall(c.callInfo(call))
+	rets, err := c.call("get_prompt", v.fns[cbGetPrompt], 3, lua.LString(name), argv, c.live, ctxT)
+	v.mod.EndCall(ctxT)
 	if err != nil {
 		return nil, err
 	}

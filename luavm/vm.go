@@ -181,7 +181,7 @@ type run struct {
 	cancel context.CancelCauseFunc
 	timer  *time.Timer
 	watch  watched
-	line   slotLine // the call's line to the client, for a tool call (session.go)
+	line   callLine // the line to the client of the call in progress (line.go)
 	slot   bool     // holds a scheduler slot, given back by end
 	quiet  bool     // do not log failures (Load reports them itself)
 }
@@ -251,6 +251,11 @@ func (r *run) call(name string, fn *lua.LFunction, nret int, args ...lua.LValue)
 	if err := L.PCall(len(args), nret, nil); err != nil {
 		return rets, r.fail(name, err)
 	}
+	if cause := r.stopCause(); cause != nil {
+		// Stopped as Lua returned: its results do not stand.
+		L.Pop(nret)
+		return rets, r.stopped(name, cause)
+	}
 	for i := range nret {
 		rets[i] = L.Get(i - nret)
 	}
@@ -267,6 +272,9 @@ func (r *run) call(name string, fn *lua.LFunction, nret int, args ...lua.LValue)
 func (r *run) fail(name string, err error) error {
 	v := r.v
 	v.broken = true
+	if cause := r.stopCause(); cause != nil {
+		return r.stopped(name, cause)
+	}
 	if perr := r.parent.Err(); perr != nil {
 		v.s.logger.Debug("Lua call interrupted", "callback", name, "cause", context.Cause(r.parent))
 		return fmt.Errorf("%s: %s interrupted: %w", v.s.name, name, perr)
@@ -277,6 +285,27 @@ func (r *run) fail(name string, err error) error {
 		msg = position(msg) + context.Cause(r.ctx).Error()
 	}
 	return r.crash(name, msg, trace)
+}
+
+// stopCause returns why the transport stopped the run (callLine), or nil.
+func (r *run) stopCause() error {
+	if r.ctx.Err() == nil {
+		return nil
+	}
+	if cause := context.Cause(r.ctx); stops(cause) {
+		return cause
+	}
+	return nil
+}
+
+// stopped ends a run the transport stopped: a normal interruption (the
+// 2026-07-28 era's input_required), logged at debug, never as a crash. The
+// state is not lent again: Lua stopped halfway.
+func (r *run) stopped(name string, cause error) error {
+	v := r.v
+	v.broken = true
+	v.s.logger.Debug("Lua call stopped by the transport", "callback", name, "cause", cause)
+	return &stopError{script: v.s.name, callback: name, cause: cause}
 }
 
 // crash logs a failed callback, with its traceback, and returns the error

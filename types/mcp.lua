@@ -7,11 +7,14 @@
 ---"null"; it is truthy, so test `v == mcp.null`, not `not v`.
 
 ---@class mcp.Context
----The third argument of handle_tool. It is inert once the call has returned: mcp functions
----given a stale ctx do nothing (requests to the client fail in-band).
----@field session_id string? the session's Mcp-Session-Id; nil in stateless mode
+---The request context: the third argument of handle_tool, the last of get_prompt and
+---read_resource. It is inert once the call has returned: mcp functions given a stale ctx do
+---nothing (requests to the client fail in-band).
+---@field session_id string? the session's Mcp-Session-Id; nil in stateless mode and in the 2026-07-28 era
 ---@field request_id string|integer the JSON-RPC id of the request being answered
 ---@field progress_token string|integer|nil the client's _meta.progressToken, or nil
+---@field protocol_version string? the revision the call is served under, e.g. "2025-11-25" or "2026-07-28"
+---@field client_capabilities table? the client's declared capabilities (e.g. {sampling={}, elicitation={}}); nil when unknown
 
 ---@alias mcp.LogLevel "debug"|"info"|"notice"|"warning"|"error"|"critical"|"alert"|"emergency"
 
@@ -25,6 +28,7 @@
 ---@field mode string? "form" (default) or "url" (2025-11-25)
 ---@field url string? the page to open, in url mode
 ---@field elicitation_id string? the id of a url-mode elicitation
+---@field key string? names the request (the 2026-07-28 inputRequests key); default "elicit-1", "elicit-2", ... in call order; never sent
 
 ---@class mcp.SampleRequest
 ---@field messages table[] {role=, content={type="text", text=...}} entries
@@ -37,6 +41,14 @@
 ---@field metadata table?
 ---@field tools table[]? tools the model may use (2025-11-25)
 ---@field tool_choice table?
+---@field key string? names the request (the 2026-07-28 inputRequests key); default "sample-1", ... in call order; never sent
+
+---@class mcp.RootsOptions
+---@field key string? names the request (the 2026-07-28 inputRequests key); default "roots-1", ... in call order
+
+---@class mcp.InputRequest
+---@field method "elicitation/create"|"sampling/createMessage"|"roots/list"
+---@field params table? the request's params, as for mcp.elicit / mcp.sample (snake_case keys are renamed)
 
 ---@class mcp
 ---@field null mcp.Null JSON null
@@ -90,25 +102,37 @@ function mcp.log(target, level, data) end
 ---@param ms number
 function mcp.sleep(ms) end
 
----Asks the user through the client (elicitation/create).
+---Asks the user through the client (elicitation/create). In the 2026-07-28 era the first run of the
+---call stops here (input_required) and the client's retry re-runs the callback from its start,
+---where this returns the recorded answer: a callback that asks must be safe to re-run up to its
+---question. A key asked twice in one call raises.
 ---@param ctx mcp.Context
 ---@param request mcp.ElicitRequest
 ---@return table? result {action="accept"|"decline"|"cancel", content=?}
----@return string? err why no result (e.g. the client did not declare elicitation)
+---@return string? err why no result (e.g. the 2025 client did not declare elicitation)
 function mcp.elicit(ctx, request) end
 
----Asks the client's model for a completion (sampling/createMessage).
+---Asks the client's model for a completion (sampling/createMessage); the 2026-07-28 era as for mcp.elicit.
 ---@param ctx mcp.Context
 ---@param request mcp.SampleRequest
 ---@return table? result the client's answer as sent: {role=, content=, model=, stopReason=?}
 ---@return string? err
 function mcp.sample(ctx, request) end
 
----Asks the client for its roots (roots/list).
+---Asks the client for its roots (roots/list); the 2026-07-28 era as for mcp.elicit.
 ---@param ctx mcp.Context
+---@param opts mcp.RootsOptions?
 ---@return table? result {roots={{uri=, name=?}, ...}}
 ---@return string? err
-function mcp.list_roots(ctx) end
+function mcp.list_roots(ctx, opts) end
+
+---Asks several requests in one round: one input_required round in the 2026-07-28 era, sent
+---together (in the order of their keys) on the call's stream in the 2025 era.
+---@param ctx mcp.Context
+---@param requests table<string, mcp.InputRequest> the requests by key (the inputRequests keys)
+---@return table<string, table>? results the results by key (nil only for a stale ctx)
+---@return table<string, string>|string|nil failed why each failed request failed, by key; nil when none did
+function mcp.ask(ctx, requests) end
 
 ---Ends the call's HTTP stream early; the client resumes with GET + Last-Event-ID and receives the
 ---rest of the call's messages there (2025-11-25 SSE polling). A no-op on a plain JSON answer.

@@ -24,6 +24,8 @@
 ---@field memory_limit_mb integer? memory each Lua state of the script may hold, in MiB (default 64, >= 1)
 ---@field concurrent_tools string[]? tools whose calls run on a copy of the session state, in parallel with its other calls; their state changes are dropped (default {}: every call runs in order on the state)
 ---@field allow luamcp.Allow? what the script may reach through http, fs, env and exec (default {}: nothing)
+---@field cache_ttl_ms integer? 2026-07-28 era: the ttlMs on lists, reads and server/discover, how long a client may reuse them (default 0, >= 0)
+---@field cache_scope "private"|"public"? 2026-07-28 era: the cacheScope beside ttlMs (default "private": answers may hold per-user data)
 
 ---@class luamcp.Allow
 ---Permissions, denied by default and validated at load time (an unknown key, a malformed entry or
@@ -86,8 +88,9 @@
 ---@field remote_addr string
 
 ---@class luamcp.InitParams
----The client's initialize params; {} for a stateless request that is not an initialize, and
----when luamcp lists the tools at mount time or runs `luamcp check`.
+---The client's initialize params; {} for a stateless request that is not an initialize, for
+---every 2026-07-28 era request (a fresh init per request, in session mode too), and when luamcp
+---lists the tools at mount time or runs `luamcp check`.
 ---@field protocolVersion string?
 ---@field capabilities table?
 ---@field clientInfo {name: string, version: string}?
@@ -116,9 +119,9 @@
 ---@field handle_tool fun(name: string, args: table, ctx: mcp.Context, state: table): (string|luamcp.ToolResult|nil), any?, table?
 ---@field resources (fun(state: table): luamcp.Resource[])?
 ---@field resource_templates (fun(state: table): luamcp.ResourceTemplate[])?
----@field read_resource (fun(uri: string, state: table, vars: table<string, string>): (string|{contents: table[]}|nil), any?, table?)?
+---@field read_resource (fun(uri: string, state: table, vars: table<string, string>, ctx: mcp.Context): (string|{contents: table[]}|nil), any?, table?)?
 ---@field prompts (fun(state: table): luamcp.Prompt[])?
----@field get_prompt (fun(name: string, args: table, state: table): ({messages: table[], description: string?}|nil), any?, table?)?
+---@field get_prompt (fun(name: string, args: table, state: table, ctx: mcp.Context): ({messages: table[], description: string?}|nil), any?, table?)?
 ---@field complete (fun(ref: table, argument: {name: string, value: string}, state: table, context: table): string[], table?)?
 ---@field channels (fun(state: table): string[])?
 ---@field terminate (fun(reason: "normal"|"shutdown", state: table))? "normal": DELETE, idle expiry, or the script removed; "shutdown": the server stops

@@ -1,0 +1,199 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+func TestRequestKeys(t *testing.T) {
+	h := newHarness(t)
+	h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+	h.mustRun(t, `
+		assert(mcp.elicit(ctx, {message = "a"}))
+		assert(mcp.sample(ctx, {messages = mcp.array(), max_tokens = 1}))
+		assert(mcp.elicit(ctx, {message = "b", key = "user_name"}))
+		assert(mcp.list_roots(ctx))
+		assert(mcp.elicit(ctx, {message = "c"}))
+		assert(mcp.list_roots(ctx, {key = "client_roots"}))
+		assert(mcp.sample(ctx, {messages = mcp.array()}))`)
+	equal(t, "keys", h.line.keys, []string{"elicit-1", "sample-1", "user_name", "roots-1", "elicit-2", "client_roots", "sample-2"})
+	equal(t, "line", h.line.events, []string{
+		`request elicitation/create {"message":"a"}`,
+		`request sampling/createMessage {"maxTokens":1,"messages":[]}`,
+		`request elicitation/create {"message":"b"}`, // the key is not a param
+		`request roots/list {}`,
+		`request elicitation/create {"message":"c"}`,
+		`request roots/list {}`,
+		`request sampling/createMessage {"messages":[]}`,
+	})
+
+	// A new call counts from 1 again.
+	h.line.keys = nil
+	h.begin(CallInfo{RequestID: json.RawMessage(`2`)})
+	h.mustRun(t, `assert(mcp.elicit(ctx, {message = "a"}))`)
+	equal(t, "keys of the next call", h.line.keys, []string{"elicit-1"})
+}
+
+func TestRequestKeyErrors(t *testing.T) {
+	tests := []struct{ name, chunk, want string }{
+		{"key asked twice", `mcp.elicit(ctx, {message = "a", key = "k"}); mcp.sample(ctx, {key = "k"})`,
+			`sampling/createMessage: key "k" was asked before in this call`},
+		{"explicit key that a default took", `mcp.elicit(ctx, {}); mcp.elicit(ctx, {key = "elicit-1"})`,
+			`key "elicit-1" was asked before`},
+		{"ask reuses a key", `mcp.list_roots(ctx, {key = "r"}); mcp.ask(ctx, {r = {method = "roots/list"}})`,
+			`mcp.ask: key "r" was asked before`},
+		{"key not a string", `mcp.elicit(ctx, {key = 1})`, "elicitation/create: key must be a non-empty string, got number"},
+		{"empty key", `mcp.list_roots(ctx, {key = ""})`, "roots/list: key must be a non-empty string, got string"},
+		{"list_roots options not a table", `mcp.list_roots(ctx, "k")`, "table expected, got string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+			h.mustFail(t, tt.chunk, tt.want)
+		})
+	}
+}
+
+func TestAsk(t *testing.T) {
+	h := newHarness(t)
+	h.line.answer = func(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+		switch method {
+		case "roots/list":
+			return json.RawMessage(`{"roots":[{"uri":"file:///w"}]}`), nil
+		case "sampling/createMessage":
+			return nil, errors.New("the user declined")
+		}
+		return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
+	}
+	h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+	got := h.mustRun(t, `
+		local answers, failed = mcp.ask(ctx, {
+			user_name = {method = "elicitation/create", params = {message = "Name?", requested_schema = {type = "object"}}},
+			client_roots = {method = "roots/list"},
+			greeting = {method = "sampling/createMessage", params = {messages = mcp.array(), max_tokens = 5}},
+		})
+		return answers.user_name.content.name, answers.client_roots.roots[1].uri, tostring(answers.greeting), failed.greeting`)
+	if got != "Ada, file:///w, nil, sampling/createMessage: the user declined" {
+		t.Errorf("got %q", got)
+	}
+	// One round, in the order of the keys: the same on every run of a call.
+	equal(t, "keys", h.line.keys, []string{"client_roots", "greeting", "user_name"})
+	equal(t, "line", h.line.events, []string{
+		`request roots/list {}`,
+		`request sampling/createMessage {"maxTokens":5,"messages":[]}`,
+		`request elicitation/create {"message":"Name?","requestedSchema":{"type":"object"}}`,
+	})
+
+	t.Run("all answered", func(t *testing.T) {
+		h := newHarness(t)
+		h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+		if got := h.mustRun(t, `return select("#", mcp.ask(ctx, {a = {method = "roots/list"}}))`); got != "1" {
+			t.Errorf("mcp.ask returned %s values, want 1 (no failures table)", got)
+		}
+	})
+	t.Run("nothing to ask", func(t *testing.T) {
+		h := newHarness(t)
+		h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+		if got := h.mustRun(t, `return next(mcp.ask(ctx, {}))`); got != "nil" {
+			t.Errorf("got %q", got)
+		}
+		equal(t, "line", h.line.events, nil)
+	})
+	t.Run("stale ctx", func(t *testing.T) {
+		h := newHarness(t)
+		ctx := h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+		h.m.EndCall(ctx)
+		if got := h.mustRun(t, `return mcp.ask(ctx, {a = {method = "roots/list"}})`); got != "nil, mcp.ask: ctx is not a running call" {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
+func TestAskBadSpec(t *testing.T) {
+	tests := []struct{ name, chunk, want string }{
+		{"not a table", `mcp.ask(ctx, "x")`, "table expected, got string"},
+		{"number key", `mcp.ask(ctx, {{method = "roots/list"}})`, "keys must be non-empty strings, got number"},
+		{"entry not a table", `mcp.ask(ctx, {a = "roots/list"})`, `["a"] must be a table {method=, params=?}, got string`},
+		{"unknown method", `mcp.ask(ctx, {a = {method = "tools/call"}})`, `["a"].method must be elicitation/create, sampling/createMessage or roots/list`},
+		{"no method", `mcp.ask(ctx, {a = {}})`, `["a"].method must be`},
+		{"params not a table", `mcp.ask(ctx, {a = {method = "roots/list", params = 1}})`, `["a"].params must be a table or nil, got number`},
+		{"key in params", `mcp.ask(ctx, {a = {method = "roots/list", params = {key = "b"}}})`, `["a"].params.key: the key is the table's key here`},
+		{"params that do not encode", `mcp.ask(ctx, {a = {method = "elicitation/create", params = {f = print}}})`, "params.f: cannot encode a function"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+			h.mustFail(t, tt.chunk, tt.want)
+			equal(t, "line", h.line.events, nil)
+		})
+	}
+}
+
+// A round that ends the call (the 2026-07-28 era's input_required: the line
+// cancelled the call first) stops the script, pcall or not; a round that
+// fails without ending the call is an in-band failure.
+func TestAskRoundEnds(t *testing.T) {
+	for _, fn := range []string{
+		`mcp.elicit(ctx, {message = "m", key = "user_name"})`,
+		`mcp.ask(ctx, {user_name = {method = "elicitation/create", params = {message = "m"}}})`,
+	} {
+		t.Run(strings.Fields(fn)[0], func(t *testing.T) {
+			h := newHarness(t)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			h.L.SetContext(ctx)
+			stop := errors.New("input required")
+			h.line.round = func(context.Context, []InputRequest) error {
+				cancel(stop)
+				return stop
+			}
+			h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+			_, err := h.run(`local ok, e = pcall(function() return ` + fn + ` end); reached = true`)
+			if err == nil || !strings.Contains(err.Error(), "context canceled") {
+				t.Fatalf("error %v, want a raise", err)
+			}
+			if h.L.GetGlobal("reached") != lua.LNil {
+				t.Error("script went on after the round ended the call")
+			}
+			equal(t, "keys", h.line.keys, []string{"user_name"})
+		})
+	}
+	t.Run("round fails, call goes on", func(t *testing.T) {
+		h := newHarness(t)
+		h.line.round = func(context.Context, []InputRequest) error { return errors.New("stream closed") }
+		h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+		if got := h.mustRun(t, `return mcp.list_roots(ctx)`); got != "nil, roots/list: stream closed" {
+			t.Errorf("got %q", got)
+		}
+		if got := h.mustRun(t, `return mcp.ask(ctx, {r = {method = "roots/list"}})`); got != "nil, mcp.ask: stream closed" {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
+func TestCtxEraFields(t *testing.T) {
+	h := newHarness(t)
+	h.begin(CallInfo{RequestID: json.RawMessage(`1`), ProtocolVersion: "2026-07-28",
+		ClientCapabilities: json.RawMessage(`{"sampling":{},"elicitation":{"form":{}}}`)})
+	got := h.mustRun(t, `
+		local caps = ctx.client_capabilities
+		return ctx.protocol_version, type(caps.sampling), type(caps.elicitation.form), tostring(caps.roots)`)
+	if got != "2026-07-28, table, table, nil" {
+		t.Errorf("got %q", got)
+	}
+	h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+	if got := h.mustRun(t, `return tostring(ctx.protocol_version), tostring(ctx.client_capabilities)`); got != "nil, nil" {
+		t.Errorf("unknown era and capabilities: got %q", got)
+	}
+	h.begin(CallInfo{RequestID: json.RawMessage(`1`), ClientCapabilities: json.RawMessage(`"x"`)})
+	if got := h.mustRun(t, `return tostring(ctx.client_capabilities)`); got != "nil" {
+		t.Errorf("capabilities that are not an object: got %q", got)
+	}
+}
