@@ -60,7 +60,7 @@ const (
 // The gauges, read from host.Host.Stats at each scrape.
 var (
 	sessionsDesc = prometheus.NewDesc("luamcp_sessions_active",
-		"Live MCP sessions (2025-11-25 era) of the route.", []string{labelRoute}, nil)
+		"Live MCP sessions of the route (the 2025 protocol versions; the 2026-07-28 era has none).", []string{labelRoute}, nil)
 	statesDesc = prometheus.NewDesc("luamcp_lua_states",
 		"Lua states of the route's script open now: pooled, owned by a session, or lent to a request.", []string{labelRoute}, nil)
 	runningDesc = prometheus.NewDesc("luamcp_lua_calls_running",
