@@ -30,7 +30,7 @@ return {
   init = function(params) return { name = "m", version = "1" }, { tools = {} }, {} end,
   tools = function(state)
     local tools = {}
-    for _, name in ipairs({ "echo", "fail", "crash", "push" }) do
+    for _, name in ipairs({ "echo", "fail", "crash", "push", "spin" }) do
       tools[#tools + 1] = { name = name, description = name, input_schema = { type = "object" } }
     end
     return tools
@@ -38,6 +38,7 @@ return {
   handle_tool = function(name, args, ctx, state)
     if name == "fail" then return nil, "failed in-band" end
     if name == "crash" then error("boom") end
+    if name == "spin" then while true do end end -- until cancelled
     if name == "push" then
       for i = 1, 5 do mcp.notify(ctx.session_id, "notifications/message", { level = "info", data = i }) end
       mcp.notify("no-such-session", "notifications/message", { level = "info", data = 0 })
@@ -104,6 +105,13 @@ func TestMetrics(t *testing.T) {
 	for range 2 {
 		s.callTool(t, statelessURL, "", "add", map[string]any{"a": 2, "b": 3}).wantText(t, "5")
 	}
+	// A call that spins holds a Lua slot until the client cancels it.
+	spin := s.async(t, sessionURL, call{Body: request(9, "tools/call", map[string]any{"name": "spin"}), Session: live})
+	waitMetric(t, scrape.URL, "luamcp_lua_calls_running", map[string]string{"route": "/mcp/m"}, 1)
+	if r := s.do(t, sessionURL, call{Body: request(nil, "notifications/cancelled", map[string]any{"requestId": 9}), Session: live}); r.Status != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: HTTP %d", r.Status)
+	}
+	wantError(t, spin.wait(t).response(t), -32603, "Request cancelled")
 	// Refused at the Origin gate, twice.
 	for range 2 {
 		r := s.do(t, sessionURL, call{Body: request(1, "tools/list", nil), Session: live,
@@ -128,6 +136,7 @@ func TestMetrics(t *testing.T) {
 		{"tools/call", "crash", "-32603", "/mcp/m"}:    1,
 		{"tools/call", "_OTHER", "-32602", "/mcp/m"}:   1, // the name the client made up is no label
 		{"tools/call", "push", "", "/mcp/m"}:           1,
+		{"tools/call", "spin", "cancelled", "/mcp/m"}:  1,
 		{"tools/list", "", "", "/mcp/m"}:               1,
 		{"tools/call", "add", "", "/mcp/st"}:           2,
 	}
@@ -273,8 +282,9 @@ func mapKeys(ms ...map[string]float64) func(func(string) bool) {
 	}
 }
 
-// waitMetric scrapes until the counter with exactly these labels reaches
-// want (a hot reload lands in the background), failing after waitLong.
+// waitMetric scrapes until the counter or gauge with exactly these labels
+// reaches want (a hot reload lands in the background, a call starts in
+// another goroutine), failing after waitLong.
 func waitMetric(t *testing.T, base, name string, match map[string]string, want float64) {
 	t.Helper()
 	deadline := time.Now().Add(waitLong)
@@ -287,10 +297,14 @@ func waitMetric(t *testing.T, base, name string, match map[string]string, want f
 				for k, v := range match {
 					ok = ok && l[k] == v
 				}
-				if ok && m.GetCounter().GetValue() >= want {
+				v := m.GetCounter().GetValue()
+				if f.GetType() == dto.MetricType_GAUGE {
+					v = m.GetGauge().GetValue()
+				}
+				if ok && v >= want {
 					return
 				}
-				last = fmt.Sprint(l, m.GetCounter().GetValue())
+				last = fmt.Sprint(l, v)
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
