@@ -557,7 +557,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	errType := ""
 	defer func() {
 		if obs := h.hub.obs; obs != nil {
-			h.report(obs, start, m, errType, true)
+			h.report(obs, start, m, nil, errType)
 		}
 	}()
 	params := m.params
@@ -680,7 +680,7 @@ func (h *Handler) serveSubscription(w http.ResponseWriter, s *session, m *messag
 	}
 	b := getBuf()
 	*b = appendResult(*b, m.id, emptyObject)
-	h.observe(start, m, *b, nil)
+	h.observe(start, m, nil, *b, nil)
 	h.writeAnswer(w, acc, *b)
 	putBuf(b)
 }
@@ -815,7 +815,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	sc := scope{sess: sess, has: ir.Has, era: eraSession}
 	b := getBuf()
 	out, err := h.dispatch(ctx, &sc, m, &j.call, *b)
-	h.observe(j.start, m, out, err)
+	h.observe(j.start, m, &j.call, out, err)
 	switch {
 	case err == nil:
 		*b = out

@@ -38,9 +38,10 @@ type Operation struct {
 	// transport's method table, or [OtherName] for any other.
 	Method string
 	// Tool is the tool a tools/call named (gen_ai.tool.name), "" for other
-	// methods. A call refused with -32602 (an unknown tool, or arguments
-	// that are not an object) or before it reached the server is labelled
-	// [OtherName]: the client chose that name, the server never listed it.
+	// methods. It is [OtherName] unless the Session found the tool among
+	// the ones it lists ([Call.Listed]): a name the client made up (an
+	// unknown tool, a call refused or dropped before it reached the server)
+	// is no label.
 	Tool string
 	// ErrorType is "" for success; otherwise the JSON-RPC error code
 	// ("-32603"), [ErrorToolError] for a tool result with isError true, or
@@ -105,7 +106,8 @@ func methodLabel(method string) string {
 
 // observe reports the answer of a request that ran: out is its encoded
 // answer when err is nil; an error means it was interrupted.
-func (h *Handler) observe(start time.Time, m *message, out []byte, err error) {
+// call is the request's Call (nil when it has none).
+func (h *Handler) observe(start time.Time, m *message, call *Call, out []byte, err error) {
 	obs := h.hub.obs
 	if obs == nil {
 		return
@@ -114,21 +116,21 @@ func (h *Handler) observe(start time.Time, m *message, out []byte, err error) {
 	if err == nil {
 		errType = answerErrorType(out, m)
 	}
-	h.report(obs, start, m, errType, true)
+	h.report(obs, start, m, call, errType)
 }
 
 // observeError reports a request answered with JSON-RPC error code before
 // it reached the server.
 func (h *Handler) observeError(start time.Time, m *message, code int) {
 	if obs := h.hub.obs; obs != nil {
-		h.report(obs, start, m, strconv.Itoa(code), false)
+		h.report(obs, start, m, nil, strconv.Itoa(code))
 	}
 }
 
 // observeInitError reports a request whose Init failed with err.
 func (h *Handler) observeInitError(start time.Time, m *message, err error) {
 	if obs := h.hub.obs; obs != nil {
-		h.report(obs, start, m, initErrorType(err), false)
+		h.report(obs, start, m, nil, initErrorType(err))
 	}
 }
 
@@ -136,17 +138,17 @@ func (h *Handler) observeInitError(start time.Time, m *message, err error) {
 // running (timed out, cancelled, or its session ended).
 func (h *Handler) observeUnrun(j *job, errType string) {
 	if obs := h.hub.obs; obs != nil {
-		h.report(obs, j.start, &j.msg, errType, false)
+		h.report(obs, j.start, &j.msg, nil, errType)
 	}
 }
 
-// report builds the Operation of request m. ran says whether the request
-// reached the server: only then may a tool name the client sent be a label.
-func (h *Handler) report(obs Observer, start time.Time, m *message, errType string, ran bool) {
+// report builds the Operation of request m, whose Call is call (nil when
+// the request never reached the server).
+func (h *Handler) report(obs Observer, start time.Time, m *message, call *Call, errType string) {
 	op := Operation{Route: h.opts.Path, Method: methodLabel(m.method), ErrorType: errType, Duration: time.Since(start)}
 	if m.method == methodToolsCall {
 		op.Tool = OtherName
-		if name, ok := stringMember(m.params, "name"); ok && ran && errType != strconv.Itoa(CodeInvalidParams) {
+		if name, ok := stringMember(m.params, "name"); ok && call != nil && call.Listed {
 			op.Tool = name
 		}
 	}

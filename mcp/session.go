@@ -335,7 +335,7 @@ func (s *session) work() {
 		b := getBuf()
 		out, err := s.h.dispatch(ctx, &s.sc, &j.msg, &j.call, *b)
 		cancel()
-		s.h.observe(j.start, &j.msg, out, err)
+		s.h.observe(j.start, &j.msg, &j.call, out, err)
 
 		s.mu.Lock()
 		s.running = nil
@@ -410,7 +410,7 @@ func (s *session) runSnapshot(ctx context.Context, j *job) {
 	b := getBuf()
 	out, err := s.h.dispatch(ctx, &sc, &j.msg, &j.call, *b)
 	snap.Close("")
-	s.h.observe(j.start, &j.msg, out, err)
+	s.h.observe(j.start, &j.msg, &j.call, out, err)
 	if err != nil {
 		putBuf(b)
 		j.rp.finish(j.interrupted(s.isEnded()))

@@ -81,7 +81,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	if m.method == methodDiscover {
 		b := getBuf()
 		*b = h.appendDiscover(*b, m, ir)
-		h.observe(start, m, *b, nil)
+		h.observe(start, m, nil, *b, nil)
 		h.writeAnswer(w, acc, *b)
 		putBuf(b)
 		return
@@ -116,13 +116,13 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, ErrInputRequired):
-		h.observe(start, m, nil, nil) // a round, answered: no error
+		h.observe(start, m, &j.call, nil, nil) // a round, answered: no error
 		*b = h.appendInputRequired(out[:0], m, spec, record)
 		j.rp.finish(b)
 	case record.failure != nil:
 		putBuf(b)
 		if obs := h.hub.obs; obs != nil { // the tool ran, and asked what it may not
-			h.report(obs, start, m, strconv.Itoa(record.failure.Code), true)
+			h.report(obs, start, m, &j.call, strconv.Itoa(record.failure.Code))
 		}
 		status := http.StatusOK
 		if record.failure.Code == CodeMissingClientCapability {
@@ -137,16 +137,16 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		*eb = appendErrorValue(*eb, m.id, record.failure)
 		j.rp.finish(eb)
 	case err == nil:
-		h.observe(start, m, out, nil)
+		h.observe(start, m, &j.call, out, nil)
 		*b = out
 		j.rp.finish(b)
 	case h.closing.Err() != nil && !j.rp.streaming:
 		putBuf(b)
-		h.observe(start, m, nil, err)
+		h.observe(start, m, &j.call, nil, err)
 		j.rp.finish(errorAnswer(m.id, msgShuttingDown))
 	default: // the client went away: no result
 		putBuf(b)
-		h.observe(start, m, nil, err)
+		h.observe(start, m, &j.call, nil, err)
 		j.rp.finish(nil)
 	}
 	j.rp.pump(gen)
