@@ -104,9 +104,9 @@ func methodLabel(method string) string {
 	return method
 }
 
-// observe reports the answer of a request that ran: out is its encoded
-// answer when err is nil; an error means it was interrupted.
-// call is the request's Call (nil when it has none).
+// observe reports the answer of a request that ran, whose Call is call (nil
+// for one without): out is its encoded answer when err is nil; an error
+// means it was interrupted.
 func (h *Handler) observe(start time.Time, m *message, call *Call, out []byte, err error) {
 	obs := h.hub.obs
 	if obs == nil {

@@ -95,8 +95,8 @@ func (p *pushStream) detach(wake <-chan struct{}) {
 	p.mu.Unlock()
 }
 
-// after appends the kept events numbered above id.
-// The reader asks for what follows id once it has taken everything up to it.
+// after appends the kept events numbered above id. The reader asks for them
+// once it has taken everything up to id, so id is also what it has read.
 func (p *pushStream) after(id uint64, dst []ringEvent) []ringEvent {
 	p.mu.Lock()
 	p.read = max(p.read, id)
