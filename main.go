@@ -73,6 +73,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
 					&cli.StringFlag{Name: "state-key-file", Usage: "file holding the key (16 bytes or more) that signs the 2026-07-28 era's requestState; default: $" + stateKeyEnv + ", else random per process"},
 					envFileFlag(),
+					metricsFlag(),
 				},
 			},
 			checkCommand(),
@@ -148,16 +149,23 @@ func serve(c *cli.Context) error {
 	if addr, ok := ln.Addr().(*net.TCPAddr); ok && !addr.IP.IsLoopback() {
 		logger.Warn("listening on a non-loopback address: other hosts can connect, but every route still refuses remote peers unless its script sets allow_remote_access", "addr", ln.Addr().String())
 	}
+	ms, err := listenMetrics(c.String("metrics-addr"), logger)
+	if err != nil {
+		return err
+	}
+	defer ms.close()
 	watch := !c.Bool("no-watch")
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: maxSessions,
 		MemoryLimit: int64(memory) << 20, StateKey: stateKey,
+		Observer: ms.observer(),
 	})
 	if err != nil {
 		return err
 	}
 	printStatus(c.App.Writer, "http://"+ln.Addr().String(), h)
+	ms.serve(h, c.App.Writer)
 	if len(h.Routes()) == 0 {
 		if !watch {
 			return errors.Join(fmt.Errorf("no server to mount in %s", c.String("dir")), h.Shutdown(context.Background()))

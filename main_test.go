@@ -71,6 +71,8 @@ func TestServeErrors(t *testing.T) {
 		{"memory limit", []string{"--dir", scripts, "--memory-limit-mb", "0"}, "--memory-limit-mb must be at least 1"},
 		{"state key file missing", []string{"--dir", scripts, "--state-key-file", filepath.Join(empty, "absent.key")}, "--state-key-file"},
 		{"state key short", []string{"--dir", scripts, "--state-key-file", shortKey}, "has 4 bytes; it needs at least 16"},
+		{"metrics address in use", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--metrics-addr", busy.Addr().String()}, "--metrics-addr"},
+		{"metrics bad address", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--metrics-addr", "nowhere"}, "--metrics-addr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"luamcp", "serve"}, tc.args...)

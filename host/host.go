@@ -74,6 +74,9 @@ type Config struct {
 	// multi-round-trip requests (mcp.Hub.SetStateKey): processes serving one
 	// endpoint share it. Nil: a random key per process.
 	StateKey []byte
+	// Observer is told what the routes and the reloads do (metrics.go);
+	// nil: nothing.
+	Observer Observer
 }
 
 // Route describes one mounted script.
@@ -189,6 +192,9 @@ func New(cfg Config) (*Host, error) {
 		// Each script pushes to its own route's sessions only.
 		Pushes:      func(path string) bridge.Pushes { return h.hub.Route(path) },
 		CallTimeout: cfg.CallTimeout, Sched: luavm.NewScheduler(cfg.MaxRunning), MemoryLimit: cfg.MemoryLimit,
+	}
+	if cfg.Observer != nil {
+		h.hub.SetObserver(cfg.Observer)
 	}
 	if cfg.StateKey != nil {
 		if err := h.hub.SetStateKey(cfg.StateKey); err != nil {
@@ -428,21 +434,25 @@ func (h *Host) settle(j *job) {
 	switch {
 	case m != nil && j.err != nil:
 		h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: j.err}).Error())
+		h.reloaded(m.opts.Path, false)
 	case m != nil && j.reloaded:
 		m.route.Tools = j.tools
 		m.route.Grants = m.script.Grants()
 		h.logger.Info("script reloaded", "script", file, "path", m.opts.Path)
+		h.reloaded(m.opts.Path, true)
 	case m != nil: // its route options changed
 		opts := h.routeOptions(j.script.Options())
 		if err := h.claim(file, opts.Path); err != nil {
 			j.script.Close()
 			h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: err}).Error())
+			h.reloaded(m.opts.Path, false)
 			return
 		}
 		delete(h.mounts, file)
 		h.publish() // the old route stops taking requests before the new one may take its path
 		h.retire(m)
 		h.mount(j)
+		h.reloaded(opts.Path, true)
 		h.logger.Info("script remounted: its route options changed, its sessions ended", "script", file, "path", opts.Path)
 	case j.err != nil:
 		h.fail(file, j.err, j.sum)

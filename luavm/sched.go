@@ -296,3 +296,18 @@ func (v *vm) withoutSlot(fn lua.LGFunction) lua.LGFunction {
 		return n
 	}
 }
+
+// Calls reports the script's Lua calls that hold a slot of the scheduler now,
+// and those waiting for one (metrics). Without a scheduler (Config.Sched nil)
+// nothing is counted: both are 0.
+func (s *Script) Calls() (running, queued int) { return s.lane.counts() }
+
+// counts returns the lane's running and waiting calls.
+func (l *lane) counts() (running, queued int) {
+	if l.s == nil {
+		return 0, 0
+	}
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return l.running, len(l.queue)
+}

@@ -403,3 +403,31 @@ func TestSchedulerSleepFreesSlot(t *testing.T) {
 		t.Errorf("Running() = %d at the end", n)
 	}
 }
+
+// TestLaneCounts checks what Script.Calls reports: the lane's calls holding
+// a slot, and those waiting for one.
+func TestLaneCounts(t *testing.T) {
+	s := NewScheduler(1)
+	a := s.newLane()
+	want := func(running, queued int) {
+		t.Helper()
+		if r, q := a.counts(); r != running || q != queued {
+			t.Errorf("counts() = %d running, %d queued; want %d, %d", r, q, running, queued)
+		}
+	}
+	want(0, 0)
+	mustAcquire(t, a)
+	second := wait(a, context.Background())
+	queued(t, a, 1)
+	want(1, 1)
+	a.release()
+	if !granted(t, second) {
+		t.Fatal("the waiting call did not get the freed slot")
+	}
+	want(1, 0)
+	a.release()
+	want(0, 0)
+	if r, q := (&lane{}).counts(); r != 0 || q != 0 {
+		t.Errorf("a lane without a scheduler counts %d, %d", r, q)
+	}
+}

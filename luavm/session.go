@@ -377,6 +377,7 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 	if tool == nil {
 		return nil, mcp.ErrUnknownTool(name)
 	}
+	call.Listed = true
 	argv, err := v.decodeObject(args)
 	if err != nil {
 		return nil, c.paramsError("handle_tool", "arguments", err)

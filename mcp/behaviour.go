@@ -153,6 +153,11 @@ type Call struct {
 	ClientCapabilities json.RawMessage
 	// Out carries messages related to this call back to the client. Never nil.
 	Out Outbound
+	// Listed is set by Session.CallTool once it found the tool among the
+	// ones it lists: only then does the call's Operation carry the tool's
+	// name ([Observer]), so that a name a client makes up never becomes a
+	// metric label.
+	Listed bool
 }
 
 // Outbound is the running call's own stream back to the client. Messages sent

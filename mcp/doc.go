@@ -16,5 +16,6 @@
 // (decoding and envelopes), dispatch.go (method to Session call), session.go
 // (a session's state machine), registry.go (the sessions of a route),
 // stream.go (SSE, replay, a call's reply), pubsub.go (the Hub and channels),
-// outbound.go (a call's line to the client), uritemplate.go and loglevel.go.
+// outbound.go (a call's line to the client), observe.go (what an Observer is
+// told, for metrics), uritemplate.go and loglevel.go.
 package mcp

@@ -206,6 +206,7 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 	}
 	num := func(k string) float64 { v, _ := a[k].(float64); return v }
 
+	call.Listed = true // every case of the switch is a listed tool
 	switch name {
 	case "add":
 		return text(strconv.FormatFloat(num("a")+num("b"), 'f', -1, 64), false), nil
@@ -344,6 +345,7 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 	case "session":
 		return text("sid="+call.SessionID+" rid="+string(call.RequestID)+" tok="+string(call.ProgressToken), false), nil
 	}
+	call.Listed = false
 	return nil, mcp.ErrUnknownTool(name)
 }
 

@@ -172,16 +172,19 @@ func (h *Handler) methodNotAllowed(w http.ResponseWriter) {
 // gate returns 0 when r may be served, else the status to reject it with.
 func (h *Handler) gate(r *http.Request) int {
 	if !h.opts.AllowRemoteAccess && (!loopbackPeer(r.RemoteAddr) || !loopbackHost(r.Host)) {
+		h.refused(GateRemoteAccess)
 		return http.StatusForbidden
 	}
 	if origin, ok := r.Header["Origin"]; ok && len(origin) > 0 {
 		if _, allowed := h.origins[origin[0]]; !allowed && !loopbackSameOrigin(origin[0], r.Host) {
+			h.refused(GateOrigin)
 			return http.StatusForbidden
 		}
 	}
 	if h.opts.Auth != nil {
 		status := h.opts.Auth(r.Context(), authRequest(r))
 		if status != 0 {
+			h.refused(GateAuth)
 			if status < 400 || status > 599 {
 				h.log.Warn("mcp: auth rejected with a status that is not an HTTP error; using 403", "status", status)
 				status = http.StatusForbidden
@@ -550,6 +553,13 @@ func (h *Handler) serveNotification(w http.ResponseWriter, r *http.Request, m *m
 // serveInitialize answers initialize: in session mode it starts a new session
 // (any Mcp-Session-Id sent is ignored).
 func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *message, acc accept) {
+	start := time.Now()
+	errType := ""
+	defer func() {
+		if obs := h.hub.obs; obs != nil {
+			h.report(obs, start, m, nil, errType)
+		}
+	}()
 	params := m.params
 	if params == nil {
 		params = emptyObject
@@ -558,6 +568,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	if !h.opts.Sessions {
 		sess, ir, err := h.srv.Init(r.Context(), params, "")
 		if err != nil {
+			errType = initErrorType(err)
 			h.writeInitError(w, acc, m, err)
 			return
 		}
@@ -566,12 +577,15 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		return
 	}
 	// A slot on the route, then one in the process (the hub's).
+	errType = strconv.Itoa(CodeInternalError) // until the session is live
 	if !h.reg.reserve() {
+		h.refused(GateRouteSessions)
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
 		return
 	}
 	if !h.hub.reserve() {
 		h.reg.release()
+		h.refused(GateProcessSessions)
 		h.log.Warn("mcp: initialize refused: the process has as many sessions as it may")
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
 		return
@@ -581,6 +595,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	if err != nil {
 		h.reg.release()
 		h.hub.release()
+		errType = initErrorType(err)
 		h.writeInitError(w, acc, m, err)
 		return
 	}
@@ -592,6 +607,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		h.reg.release()
 		h.hub.release()
 		sess.Close("")
+		errType = initErrorType(err)
 		h.writeInitError(w, acc, m, err)
 		return
 	}
@@ -604,6 +620,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		return
 	}
 	s.join(channels) // the hub's slot now belongs to the session
+	errType = ""
 	w.Header()["Mcp-Session-Id"] = []string{id}
 	h.writeInitResult(w, acc, m, version, ir)
 }
@@ -640,17 +657,21 @@ func (h *Handler) writeInitError(w http.ResponseWriter, acc accept, m *message, 
 // serveSubscription answers resources/subscribe and unsubscribe inline,
 // without the queue.
 func (h *Handler) serveSubscription(w http.ResponseWriter, s *session, m *message, acc accept) {
+	start := time.Now()
 	if !s.sc.has.Resources {
+		h.observeError(start, m, CodeMethodNotFound)
 		h.writeAnswerError(w, acc, m.id, CodeMethodNotFound, msgMethodNotFound)
 		return
 	}
 	uri, ok := stringMember(m.params, "uri")
 	if !ok {
+		h.observeError(start, m, CodeInvalidParams)
 		h.writeAnswerError(w, acc, m.id, CodeInvalidParams, msgMissingURI)
 		return
 	}
 	if m.method == "resources/subscribe" {
 		if !s.subscribe(uri) {
+			h.observeError(start, m, CodeInternalError)
 			h.writeAnswerError(w, acc, m.id, CodeInternalError, msgTooManySubscriptions)
 			return
 		}
@@ -659,6 +680,7 @@ func (h *Handler) serveSubscription(w http.ResponseWriter, s *session, m *messag
 	}
 	b := getBuf()
 	*b = appendResult(*b, m.id, emptyObject)
+	h.observe(start, m, nil, *b, nil)
 	h.writeAnswer(w, acc, *b)
 	putBuf(b)
 }
@@ -684,6 +706,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 	switch s.admit(j) {
 	case admitOverloaded:
 		j.rp.detach(gen)
+		h.refused(GateSessionPending)
 		h.writeAnswerError(w, acc, m.id, CodeInternalError, msgOverloaded)
 		return
 	case admitEnded:
@@ -775,6 +798,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	defer h.untrackStateless(j)
 	sess, ir, err := h.srv.Init(ctx, nil, "")
 	if err != nil {
+		h.observeInitError(j.start, m, err)
 		h.writeInitError(w, acc, m, err)
 		return
 	}
@@ -791,6 +815,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	sc := scope{sess: sess, has: ir.Has, era: eraSession}
 	b := getBuf()
 	out, err := h.dispatch(ctx, &sc, m, &j.call, *b)
+	h.observe(j.start, m, &j.call, out, err)
 	switch {
 	case err == nil:
 		*b = out

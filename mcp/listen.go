@@ -161,6 +161,7 @@ func (l *listener) tag(msg []byte, method string) []byte {
 func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, m *message, has Capabilities) {
 	l := &listener{id: m.id, filter: readListenFilter(m.params, has),
 		out: newPushStream(false, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)}
+	l.out.dropped = h.evictedPushes()
 	// Attached and subscribed before the acknowledgement goes out: nothing
 	// pushed after it is missed.
 	sent, _, wake := l.out.attach(0, false)

@@ -106,6 +106,9 @@ type Hub struct {
 	// key authenticates the 2026-07-28 era's requestState (SetStateKey);
 	// random per process unless set.
 	key []byte
+	// obs is told what the routes do (SetObserver); nil: nothing. Set
+	// before the routes serve, then only read.
+	obs Observer
 }
 
 // NewHub returns a Hub backed by the in-process pubsub.
@@ -234,10 +237,13 @@ func (h *Hub) encode(method string, params json.RawMessage) []byte {
 func (p *RoutePushes) Notify(sessionID, method string, params json.RawMessage) {
 	s := p.session(sessionID)
 	if s == nil {
+		p.hub.pushesDropped(p.path, DropNoSession, 1)
 		return
 	}
 	if msg := p.hub.encode(method, params); msg != nil {
 		s.Deliver(msg)
+	} else {
+		p.hub.pushesDropped(p.path, DropInvalid, 1)
 	}
 }
 
@@ -253,6 +259,8 @@ func (p *RoutePushes) Broadcast(channel, method string, params json.RawMessage) 
 		if listChangedMethod(method) {
 			p.hub.ps.Publish(listenChannel(p.path), msg)
 		}
+	} else {
+		p.hub.pushesDropped(p.path, DropInvalid, 1)
 	}
 }
 
@@ -280,11 +288,13 @@ func (p *RoutePushes) ResourceUpdated(uri string) {
 func (p *RoutePushes) Log(sessionID, level string, data json.RawMessage) {
 	s := p.session(sessionID)
 	if s == nil {
+		p.hub.pushesDropped(p.path, DropNoSession, 1)
 		return
 	}
 	sev := levelSeverity(level)
 	if sev < 0 {
 		p.hub.log.Warn("mcp: log dropped: invalid level", "level", level)
+		p.hub.pushesDropped(p.path, DropInvalid, 1)
 		return
 	}
 	if sev < int(s.level.Load()) {
@@ -292,6 +302,7 @@ func (p *RoutePushes) Log(sessionID, level string, data json.RawMessage) {
 	}
 	if data != nil && !json.Valid(data) {
 		p.hub.log.Warn("mcp: log dropped: data is not valid JSON")
+		p.hub.pushesDropped(p.path, DropInvalid, 1)
 		return
 	}
 	s.Deliver(appendNotification(nil, "notifications/message", logParams(nil, level, data)))

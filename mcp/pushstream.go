@@ -24,6 +24,13 @@ type pushStream struct {
 	wake chan struct{}
 	// closed: the stream takes no more pushes.
 	closed bool
+	// read is the number of the last push a reader took (writePushes asks
+	// for what follows it, attach hands over everything up to last): a push
+	// above it that the ring evicts is lost to the client.
+	read uint64
+	// dropped, when set, is told how many pushes the ring evicted unread.
+	// It is set before the stream is shared, then only read.
+	dropped func(n int)
 }
 
 func newPushStream(ids bool, max, maxBytes int) *pushStream {
@@ -44,9 +51,17 @@ func (p *pushStream) push(msg []byte) bool {
 		var idb [20]byte
 		id = string(strconv.AppendUint(idb[:0], p.last, 10))
 	}
-	p.ring.add(ringEvent{id: p.last, data: appendEvent(make([]byte, 0, len(msg)+40), id, msg)})
+	first := p.ring.oldest()
+	evicted := p.ring.add(ringEvent{id: p.last, data: appendEvent(make([]byte, 0, len(msg)+40), id, msg)})
+	lost := 0
+	if from := max(first, p.read+1); evicted >= from && first > 0 {
+		lost = int(evicted - from + 1) // pushes are numbered without gaps
+	}
 	wake := p.wake
 	p.mu.Unlock()
+	if lost > 0 && p.dropped != nil {
+		p.dropped(lost)
+	}
 	if wake != nil {
 		select {
 		case wake <- struct{}{}:
@@ -64,6 +79,7 @@ func (p *pushStream) attach(lastID uint64, replay bool) (last uint64, kept []rin
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.wake = make(chan struct{}, 1)
+	p.read = p.last
 	if replay && lastID < p.last {
 		kept = p.ring.after(lastID, nil)
 	}
@@ -79,9 +95,11 @@ func (p *pushStream) detach(wake <-chan struct{}) {
 	p.mu.Unlock()
 }
 
-// after appends the kept events numbered above id.
+// after appends the kept events numbered above id. The reader asks for them
+// once it has taken everything up to id, so id is also what it has read.
 func (p *pushStream) after(id uint64, dst []ringEvent) []ringEvent {
 	p.mu.Lock()
+	p.read = max(p.read, id)
 	dst = p.ring.after(id, dst)
 	p.mu.Unlock()
 	return dst

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,8 @@ type job struct {
 	// snapshot marks a call of a concurrent tool: it runs on a snapshot of
 	// the session's state, beside the queue.
 	snapshot bool
+	// start is when the request arrived (Operation.Duration).
+	start time.Time
 
 	// Guarded by the session's mu.
 	state  jobState
@@ -56,7 +59,7 @@ type job struct {
 
 // newJob prepares a call of request m from a client that accepts acc.
 func newJob(h *Handler, s *session, m *message, acc accept) *job {
-	j := &job{msg: *m}
+	j := &job{msg: *m, start: time.Now()}
 	j.rp = reply{h: h, s: s, id: m.id, acceptSSE: acc.sse, sseOnly: !acc.json}
 	j.out = outbound{rp: &j.rp, h: h, s: s}
 	j.call = Call{RequestID: m.id, Out: &j.out}
@@ -125,6 +128,9 @@ type session struct {
 	nextStream uint64
 	open       map[uint64]*reply
 
+	// born is when initialize created the session (its lifetime's start).
+	born time.Time
+
 	// Idle expiry.
 	ttl         *time.Timer
 	ttlArmed    bool
@@ -147,10 +153,12 @@ func newSession(h *Handler, id string, srv Session, ir *InitResult, version stri
 		gone:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		subs:      make(map[string]struct{}),
+		born:      time.Now(),
 	}
 	s.sc = scope{sess: srv, has: ir.Has, era: eraSession, level: &s.level}
 	s.level.Store(defaultLogLevel)
 	s.ch = newPushStream(true, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)
+	s.ch.dropped = h.evictedPushes()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -285,9 +293,12 @@ func (s *session) removeQueuedLocked(j *job) bool {
 // stopped: nothing it does could land.
 func (s *session) expire(j *job) {
 	s.mu.Lock()
-	s.removeQueuedLocked(j)
+	removed := s.removeQueuedLocked(j)
 	cancel := j.cancel
 	s.mu.Unlock()
+	if removed {
+		s.h.observeUnrun(j, strconv.Itoa(CodeInternalError)) // "Request timed out"
+	}
 	if j.snapshot && cancel != nil {
 		cancel()
 	}
@@ -324,6 +335,7 @@ func (s *session) work() {
 		b := getBuf()
 		out, err := s.h.dispatch(ctx, &s.sc, &j.msg, &j.call, *b)
 		cancel()
+		s.h.observe(j.start, &j.msg, &j.call, out, err)
 
 		s.mu.Lock()
 		s.running = nil
@@ -398,6 +410,7 @@ func (s *session) runSnapshot(ctx context.Context, j *job) {
 	b := getBuf()
 	out, err := s.h.dispatch(ctx, &sc, &j.msg, &j.call, *b)
 	snap.Close("")
+	s.h.observe(j.start, &j.msg, &j.call, out, err)
 	if err != nil {
 		putBuf(b)
 		j.rp.finish(j.interrupted(s.isEnded()))
@@ -420,10 +433,14 @@ func (s *session) isEnded() bool {
 func (s *session) stop(j *job) {
 	s.mu.Lock()
 	var cancel context.CancelFunc
-	if !s.removeQueuedLocked(j) {
+	removed := s.removeQueuedLocked(j)
+	if !removed {
 		cancel = j.cancel // nil unless it started
 	}
 	s.mu.Unlock()
+	if removed {
+		s.h.observeUnrun(j, ErrorCancelled)
+	}
 	if cancel != nil {
 		cancel()
 	}
@@ -458,10 +475,14 @@ func (s *session) cancelRequest(id []byte) {
 		return
 	}
 	var cancel context.CancelFunc
-	if !s.removeQueuedLocked(found) {
+	removed := s.removeQueuedLocked(found)
+	if !removed {
 		cancel = found.cancel
 	}
 	s.mu.Unlock()
+	if removed {
+		s.h.observeUnrun(found, ErrorCancelled)
+	}
 	if cancel != nil {
 		cancel()
 	}
@@ -640,8 +661,9 @@ func (s *session) terminate(reason string) {
 	s.state = sessionEnded
 	close(s.endedCh)
 	s.ch.close()
-	for i := s.qhead; i < len(s.queue); i++ {
-		s.queue[i].state = jobFinished
+	queued := s.queue[s.qhead:]
+	for _, j := range queued {
+		j.state = jobFinished
 	}
 	s.queue, s.qhead = nil, 0
 	side := append([]*job(nil), s.side...)
@@ -661,6 +683,9 @@ func (s *session) terminate(reason string) {
 		s.h.hub.ps.Unsubscribe(resourceChannel(s.h.opts.Path, uri), s)
 	}
 	s.cancel()
+	for _, j := range queued {
+		s.h.observeUnrun(j, ErrorCancelled)
+	}
 	// Snapshot calls are answered now, not when they return: one that
 	// ignores its context must not hold its caller.
 	for _, j := range side {
@@ -668,5 +693,8 @@ func (s *session) terminate(reason string) {
 	}
 	s.calls.Wait()
 	s.srv.Close(reason)
+	if obs := s.h.hub.obs; obs != nil {
+		obs.SessionEnded(s.h.opts.Path, time.Since(s.born))
+	}
 	close(s.gone)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // This file serves the 2026-07-28 era: every request stands alone, carries
@@ -31,6 +33,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	start := time.Now()
 	rm, serr := readRequestMeta(r, m)
 	spec := lookupMethod(m.method, eraStateless)
 	if serr == nil {
@@ -41,6 +44,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	}
 	if serr != nil {
 		h.log.Debug("mcp: request refused", "method", m.method, "code", serr.err.Code, "err", serr.err.Message)
+		h.observeError(start, m, serr.err.Code)
 		writeErrorStatus(w, serr.status, m.id, serr.err)
 		return
 	}
@@ -49,12 +53,14 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	defer cancel(nil)
 	j := newJob(h, nil, m, acc)
 	if !h.trackStateless(j, func() { cancel(errShuttingDown) }) {
+		h.observeError(start, m, CodeInternalError)
 		writeErrorStatus(w, http.StatusServiceUnavailable, m.id, &Error{Code: CodeInternalError, Message: msgShuttingDown})
 		return
 	}
 	defer h.untrackStateless(j)
 	sess, ir, err := h.srv.Init(ctx, nil, "")
 	if err != nil {
+		h.observeInitError(start, m, err)
 		h.writeInitError(w, acc, m, err)
 		return
 	}
@@ -68,18 +74,21 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	}
 	defer sess.Close("")
 	if !ir.Has.has(spec.needs) {
+		h.observeError(start, m, CodeMethodNotFound)
 		writeErrorStatus(w, http.StatusNotFound, m.id, &Error{Code: CodeMethodNotFound, Message: msgMethodNotFound})
 		return
 	}
 	if m.method == methodDiscover {
 		b := getBuf()
 		*b = h.appendDiscover(*b, m, ir)
+		h.observe(start, m, nil, *b, nil)
 		h.writeAnswer(w, acc, *b)
 		putBuf(b)
 		return
 	}
 	if m.method == methodToolsCall && h.paramHeaders.Load() {
 		if serr := h.checkToolParamHeaders(ctx, r, m, sess); serr != nil {
+			h.observeError(start, m, serr.err.Code)
 			writeErrorStatus(w, serr.status, m.id, serr.err)
 			return
 		}
@@ -87,6 +96,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	record, e := h.newRecord(m, spec, &rm, cancel)
 	if e != nil {
 		h.log.Debug("mcp: invalid params", "method", m.method, "err", e.Message)
+		h.observeError(start, m, e.Code)
 		writeErrorStatus(w, http.StatusOK, m.id, e)
 		return
 	}
@@ -106,10 +116,14 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, ErrInputRequired):
+		h.observe(start, m, &j.call, nil, nil) // a round, answered: no error
 		*b = h.appendInputRequired(out[:0], m, spec, record)
 		j.rp.finish(b)
 	case record.failure != nil:
 		putBuf(b)
+		if obs := h.hub.obs; obs != nil { // the tool ran, and asked what it may not
+			h.report(obs, start, m, &j.call, strconv.Itoa(record.failure.Code))
+		}
 		status := http.StatusOK
 		if record.failure.Code == CodeMissingClientCapability {
 			status = http.StatusBadRequest
@@ -123,13 +137,16 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		*eb = appendErrorValue(*eb, m.id, record.failure)
 		j.rp.finish(eb)
 	case err == nil:
+		h.observe(start, m, &j.call, out, nil)
 		*b = out
 		j.rp.finish(b)
 	case h.closing.Err() != nil && !j.rp.streaming:
 		putBuf(b)
+		h.observe(start, m, &j.call, nil, err)
 		j.rp.finish(errorAnswer(m.id, msgShuttingDown))
 	default: // the client went away: no result
 		putBuf(b)
+		h.observe(start, m, &j.call, nil, err)
 		j.rp.finish(nil)
 	}
 	j.rp.pump(gen)

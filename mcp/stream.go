@@ -206,12 +206,15 @@ type ringEvent struct {
 	data []byte
 }
 
-func (r *eventRing) add(e ringEvent) {
+// add keeps e, evicting the oldest events past the bounds. It returns the id
+// of the newest event it evicted, 0 for none: ids only grow, so every event
+// evicted has an id at or below it.
+func (r *eventRing) add(e ringEvent) (evicted uint64) {
 	if r.max <= 0 {
-		return
+		return 0
 	}
 	if r.n == r.max {
-		r.dropOldest()
+		evicted = r.dropOldest()
 	}
 	if r.n < len(r.evs) {
 		r.evs[(r.start+r.n)%len(r.evs)] = e
@@ -227,15 +230,27 @@ func (r *eventRing) add(e ringEvent) {
 	r.n++
 	r.bytes += len(e.data)
 	for r.maxBytes > 0 && r.bytes > r.maxBytes && r.n > 1 {
-		r.dropOldest()
+		evicted = r.dropOldest()
 	}
+	return evicted
 }
 
-func (r *eventRing) dropOldest() {
+// oldest returns the id of the oldest event kept, 0 when none is.
+func (r *eventRing) oldest() uint64 {
+	if r.n == 0 {
+		return 0
+	}
+	return r.evs[r.start].id
+}
+
+// dropOldest evicts the oldest event and returns its id.
+func (r *eventRing) dropOldest() uint64 {
+	id := r.evs[r.start].id
 	r.bytes -= len(r.evs[r.start].data)
 	r.evs[r.start] = ringEvent{}
 	r.start = (r.start + 1) % len(r.evs)
 	r.n--
+	return id
 }
 
 // after appends the events with an id greater than id to dst, oldest first.

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// TestServeMetrics starts serve with --metrics-addr, opens a session, and
+// finds it counted on the metrics listener, which closes with serve.
+func TestServeMetrics(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- newApp(outW, io.Discard).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir,
+			"--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"})
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	var status []string
+	for len(status) < 2 && lines.Scan() {
+		status = append(status, lines.Text())
+	}
+	go io.Copy(io.Discard, outR)
+	if len(status) != 2 {
+		t.Fatalf("serve printed %q, then ended: %v", status, <-done)
+	}
+	route := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+/mcp/s) `).FindStringSubmatch(status[0])
+	scrape := regexp.MustCompile(`^metrics at (http://127\.0\.0\.1:\d+/metrics)$`).FindStringSubmatch(status[1])
+	if route == nil || scrape == nil {
+		t.Fatalf("status lines %q: want the route, then where the metrics are", status)
+	}
+
+	req, _ := http.NewRequest(http.MethodPost, route[1], strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: HTTP %d", resp.StatusCode)
+	}
+
+	resp, err = http.Get(scrape[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	var inits uint64
+	if f := families["mcp_server_operation_duration_seconds"]; f != nil {
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["mcp_method_name"] == "initialize" && l["route"] == "/mcp/s" && l["error_type"] == "" {
+				inits += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	if inits != 1 {
+		t.Errorf("initialize operations on /mcp/s: %d, want 1", inits)
+	}
+	var active float64 = -1
+	if f := families["luamcp_sessions_active"]; f != nil && len(f.GetMetric()) == 1 {
+		active = f.GetMetric()[0].GetGauge().GetValue()
+	}
+	if active != 1 {
+		t.Errorf("luamcp_sessions_active = %v, want one series at 1", active)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(30 * time.Second): // liveness bound only
+		t.Fatal("serve did not stop after its context ended")
+	}
+	if resp, err := http.Get(scrape[1]); err == nil {
+		resp.Body.Close()
+		t.Error("the metrics listener is still open after serve ended")
+	}
+}

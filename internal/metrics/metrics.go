@@ -1,0 +1,172 @@
+// Package metrics exports what a luamcp host does as Prometheus metrics
+// (`luamcp serve --metrics-addr`).
+//
+// The names follow the OpenTelemetry semantic conventions for MCP where they
+// define one (mcp.server.operation.duration, mcp.server.session.duration,
+// with their attributes as labels, dots turned into underscores); the rest
+// are luamcp's own, prefixed luamcp_. No metric has a label per session or
+// per user: labels name a route, a method, a tool the server lists, an error
+// type, a gate or a reason, all from bounded sets (see [mcp.Operation]).
+//
+// A [Metrics] is a [host.Observer]: the host's transport and hot reload
+// report to it as things happen (histograms and counters), and it reads the
+// gauges from [host.Host.Stats] at each scrape, so that they can never drift
+// from what they count.
+package metrics
+
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/mcp"
+)
+
+// DurationBuckets are the bucket bounds, in seconds, of both duration
+// histograms: the ones the OpenTelemetry MCP conventions advise.
+var DurationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+
+// Metrics holds every luamcp metric in its own registry (with the Go runtime
+// and process collectors). It implements [host.Observer]; its methods are
+// safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	operations *prometheus.HistogramVec // mcp_server_operation_duration_seconds
+	sessions   *prometheus.HistogramVec // mcp_server_session_duration_seconds
+	refusals   *prometheus.CounterVec   // luamcp_refusals_total
+	dropped    *prometheus.CounterVec   // luamcp_pushes_dropped_total
+	reloads    *prometheus.CounterVec   // luamcp_reloads_total
+
+	// stats reads the gauges (SetStats); nil until set: no gauge then.
+	stats atomic.Pointer[func() []host.RouteStats]
+}
+
+var _ host.Observer = (*Metrics)(nil)
+
+// Names of the labels.
+const (
+	labelRoute  = "route"
+	labelMethod = "mcp_method_name"
+	labelTool   = "gen_ai_tool_name"
+	labelError  = "error_type"
+)
+
+// The gauges, read from host.Host.Stats at each scrape.
+var (
+	sessionsDesc = prometheus.NewDesc("luamcp_sessions_active",
+		"Live MCP sessions of the route (the 2025 protocol versions; the 2026-07-28 era has none).", []string{labelRoute}, nil)
+	statesDesc = prometheus.NewDesc("luamcp_lua_states",
+		"Lua states of the route's script open now: pooled, owned by a session, or lent to a request.", []string{labelRoute}, nil)
+	runningDesc = prometheus.NewDesc("luamcp_lua_calls_running",
+		"Lua calls of the route's script holding a slot of --max-running.", []string{labelRoute}, nil)
+	queuedDesc = prometheus.NewDesc("luamcp_lua_calls_queued",
+		"Lua calls of the route's script waiting for a slot of --max-running.", []string{labelRoute}, nil)
+)
+
+// New returns the metrics, all zero.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		operations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_server_operation_duration_seconds",
+			Help:    "MCP request duration as observed on the server, from its arrival until its answer (OpenTelemetry mcp.server.operation.duration).",
+			Buckets: DurationBuckets,
+		}, []string{labelMethod, labelTool, labelError, labelRoute}),
+		sessions: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_server_session_duration_seconds",
+			Help:    "Lifetime of the MCP sessions that ended (OpenTelemetry mcp.server.session.duration).",
+			Buckets: DurationBuckets,
+		}, []string{labelRoute}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "luamcp_refusals_total",
+			Help: "Requests refused before they ran, by the gate that refused them.",
+		}, []string{labelRoute, "gate"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "luamcp_pushes_dropped_total",
+			Help: "Server pushes no client will receive, by reason.",
+		}, []string{labelRoute, "reason"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "luamcp_reloads_total",
+			Help: "Hot reloads of a mounted script, by result (ok, or failed: the running version stays).",
+		}, []string{labelRoute, "result"}),
+	}
+	m.reg.MustRegister(m.operations, m.sessions, m.refusals, m.dropped, m.reloads,
+		gauges{m},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// SetStats sets where the gauges are read at each scrape: the host's
+// [host.Host.Stats]. The host is built with the Metrics as its observer, so
+// this comes after it.
+func (m *Metrics) SetStats(stats func() []host.RouteStats) { m.stats.Store(&stats) }
+
+// Handler serves the metrics in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry is where the metrics are registered (for tests, and for a program
+// that serves them with its own).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Operation implements mcp.Observer.
+func (m *Metrics) Operation(op mcp.Operation) {
+	m.operations.WithLabelValues(op.Method, op.Tool, op.ErrorType, op.Route).Observe(op.Duration.Seconds())
+}
+
+// SessionEnded implements mcp.Observer.
+func (m *Metrics) SessionEnded(route string, lifetime time.Duration) {
+	m.sessions.WithLabelValues(route).Observe(lifetime.Seconds())
+}
+
+// Refused implements mcp.Observer.
+func (m *Metrics) Refused(route string, gate mcp.Gate) {
+	m.refusals.WithLabelValues(route, string(gate)).Inc()
+}
+
+// PushesDropped implements mcp.Observer.
+func (m *Metrics) PushesDropped(route string, reason mcp.DropReason, n int) {
+	m.dropped.WithLabelValues(route, string(reason)).Add(float64(n))
+}
+
+// Reloaded implements host.Observer.
+func (m *Metrics) Reloaded(route string, ok bool) {
+	result := "ok"
+	if !ok {
+		result = "failed"
+	}
+	m.reloads.WithLabelValues(route, result).Inc()
+}
+
+// gauges collects the gauges of Metrics.stats at each scrape.
+type gauges struct{ m *Metrics }
+
+func (g gauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- sessionsDesc
+	ch <- statesDesc
+	ch <- runningDesc
+	ch <- queuedDesc
+}
+
+func (g gauges) Collect(ch chan<- prometheus.Metric) {
+	stats := g.m.stats.Load()
+	if stats == nil {
+		return
+	}
+	for _, r := range (*stats)() {
+		for _, v := range [...]struct {
+			desc *prometheus.Desc
+			n    int
+		}{{sessionsDesc, r.Sessions}, {statesDesc, r.LuaStates}, {runningDesc, r.Running}, {queuedDesc, r.Queued}} {
+			ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, float64(v.n), r.Path)
+		}
+	}
+}

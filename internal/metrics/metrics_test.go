@@ -1,0 +1,96 @@
+package metrics
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/mcp"
+)
+
+// gather returns the series of every family of m, each written
+// `name{label=value,...} value` (a histogram's value is its count).
+func gather(t *testing.T, m *Metrics) []string {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range fams {
+		name := f.GetName()
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			var l []string
+			for _, p := range s.GetLabel() {
+				l = append(l, p.GetName()+"="+p.GetValue())
+			}
+			v := s.GetCounter().GetValue() + s.GetGauge().GetValue() + float64(s.GetHistogram().GetSampleCount())
+			out = append(out, name+"{"+strings.Join(l, ",")+"} "+strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
+	return out
+}
+
+func TestReports(t *testing.T) {
+	m := New()
+	if got := gather(t, m); len(got) != 0 {
+		t.Fatalf("new metrics have series %q", got)
+	}
+	m.Operation(mcp.Operation{Route: "/mcp/a", Method: "tools/call", Tool: "t", Duration: time.Millisecond})
+	m.Operation(mcp.Operation{Route: "/mcp/a", Method: "tools/call", Tool: "t", Duration: 2 * time.Millisecond})
+	m.Operation(mcp.Operation{Route: "/mcp/a", Method: "tools/call", Tool: mcp.OtherName, ErrorType: "-32602"})
+	m.SessionEnded("/mcp/a", time.Minute)
+	m.Refused("/mcp/a", mcp.GateOrigin)
+	m.PushesDropped("/mcp/a", mcp.DropEvicted, 3)
+	m.Reloaded("/mcp/a", true)
+	m.Reloaded("/mcp/a", false)
+	m.Reloaded("/mcp/a", false)
+	m.SetStats(func() []host.RouteStats {
+		return []host.RouteStats{{Path: "/mcp/a", Sessions: 2, LuaStates: 5, Running: 1, Queued: 4}}
+	})
+	want := []string{
+		"luamcp_lua_calls_queued{route=/mcp/a} 4",
+		"luamcp_lua_calls_running{route=/mcp/a} 1",
+		"luamcp_lua_states{route=/mcp/a} 5",
+		"luamcp_pushes_dropped_total{reason=evicted,route=/mcp/a} 3",
+		"luamcp_refusals_total{gate=origin,route=/mcp/a} 1",
+		"luamcp_reloads_total{result=failed,route=/mcp/a} 2",
+		"luamcp_reloads_total{result=ok,route=/mcp/a} 1",
+		"luamcp_sessions_active{route=/mcp/a} 2",
+		"mcp_server_operation_duration_seconds{error_type=,gen_ai_tool_name=t,mcp_method_name=tools/call,route=/mcp/a} 2",
+		"mcp_server_operation_duration_seconds{error_type=-32602,gen_ai_tool_name=_OTHER,mcp_method_name=tools/call,route=/mcp/a} 1",
+		"mcp_server_session_duration_seconds{route=/mcp/a} 1",
+	}
+	got := gather(t, m)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("series:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestHandlerServesTextFormat(t *testing.T) {
+	m := New()
+	m.Refused("/mcp/a", mcp.GateAuth)
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `luamcp_refusals_total{gate="auth",route="/mcp/a"} 1`) ||
+		!strings.Contains(string(body), "go_goroutines") {
+		t.Errorf("HTTP %d:\n%s", resp.StatusCode, body)
+	}
+}
