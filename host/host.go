@@ -90,6 +90,9 @@ type Route struct {
 	Tools []string
 	// Grants is what the script's route.allow grants (host-api.md).
 	Grants *hostlib.Grants
+	// Issuer is the authorization server of a route with the oauth option;
+	// "" when the route takes no tokens.
+	Issuer string
 }
 
 // LoadError is a script that could not be mounted. Its message reads
@@ -478,6 +481,9 @@ func (h *Host) mount(j *job) {
 	m.handler = mcp.NewHandler(j.script, opts, h.hub, logger)
 	m.route = Route{Path: opts.Path, Script: j.file, Sessions: opts.Sessions, Tools: j.tools,
 		Grants: j.script.Grants()}
+	if opts.OAuth != nil {
+		m.route.Issuer = opts.OAuth.Issuer
+	}
 	h.mounts[j.file] = m
 }
 

@@ -62,6 +62,9 @@ func TestOAuthMetadataRoutes(t *testing.T) {
 					t.Errorf("GET %s: HTTP %d, resource %q; want 200, %q", path, res.StatusCode, doc.Resource, resource)
 				}
 			}
+			if rs := h.Routes(); rs[0].Issuer != "https://as.example.com" || (rs[1].Issuer != "") != (tt.name == "two protected") {
+				t.Errorf("Routes() issuers: %q, %q", rs[0].Issuer, rs[1].Issuer)
+			}
 			// The protected route itself wants a token.
 			res, err := http.Post(srv.URL+"/mcp/a", "application/json", nil)
 			if err != nil {
