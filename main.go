@@ -233,6 +233,9 @@ func printStatus(w io.Writer, base string, h *host.Host) {
 		if r.Sessions {
 			mode = "session"
 		}
+		if r.Issuer != "" {
+			mode += ", oauth: " + r.Issuer
+		}
 		tools := "(unknown: see the log)"
 		if r.Tools != nil {
 			tools = strings.Join(r.Tools, ", ")

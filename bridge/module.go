@@ -66,7 +66,10 @@ type CallInfo struct {
 	// ClientCapabilities is the client's capabilities object
 	// (ctx.client_capabilities); nil when unknown.
 	ClientCapabilities json.RawMessage
-	Line               CallLine
+	// Auth is the request's verified access token (ctx.auth); nil on a
+	// route without oauth.
+	Auth *CallAuth
+	Line CallLine
 
 	// asked holds the keys of the requests the call has made, so that a
 	// key names one request only (a re-run of the call in the 2026-07-28
@@ -161,6 +164,9 @@ func (m *Module) BeginCall(info *CallInfo) *lua.LTable {
 				ctx.RawSetString("client_capabilities", t)
 			}
 		}
+	}
+	if info.Auth != nil {
+		ctx.RawSetString("auth", m.c.AuthTable(info.Auth))
 	}
 	m.calls[ctx] = info
 	return ctx

@@ -32,6 +32,7 @@ import (
 	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/luavm"
 	"github.com/luamcp/luamcp/mcp"
+	"github.com/luamcp/luamcp/oauth"
 )
 
 // describeTimeout bounds the init + tools run that lists a script's tools
@@ -92,6 +93,9 @@ type Route struct {
 	Tools []string
 	// Grants is what the script's route.allow grants (host-api.md).
 	Grants *hostlib.Grants
+	// Issuer is the authorization server of a route with the oauth option;
+	// "" when the route takes no tokens.
+	Issuer string
 }
 
 // LoadError is a script that could not be mounted. Its message reads
@@ -146,6 +150,9 @@ type mount struct {
 	script  *luavm.Script
 	handler *mcp.Handler
 	sum     [sha256.Size]byte // of the file the current version came from
+	// verifier checks the bearer tokens of a route with the oauth option
+	// (nil without); closed when the mount is retired or shut down.
+	verifier *oauth.Verifier
 }
 
 // failed is a script that could not be mounted, and the content it failed
@@ -474,9 +481,19 @@ func (h *Host) mount(j *job) {
 	delete(h.failed, j.file)
 	opts := h.routeOptions(j.script.Options())
 	m := &mount{script: j.script, opts: opts, sum: j.sum}
-	m.handler = mcp.NewHandler(j.script, opts, h.hub, h.logger.With("route", opts.Path))
+	logger := h.logger.With("route", opts.Path)
+	if opts.OAuth != nil {
+		// The verifier is the mount's, not a route option: m.opts stays
+		// comparable by sameRoute.
+		m.verifier = oauth.New(*opts.OAuth, nil, logger)
+		opts.Verifier = m.verifier
+	}
+	m.handler = mcp.NewHandler(j.script, opts, h.hub, logger)
 	m.route = Route{Path: opts.Path, Script: j.file, Sessions: opts.Sessions, Tools: j.tools,
 		Grants: j.script.Grants()}
+	if opts.OAuth != nil {
+		m.route.Issuer = opts.OAuth.Issuer
+	}
 	h.mounts[j.file] = m
 }
 
@@ -519,7 +536,7 @@ func (h *Host) retire(m *mount) {
 		if err := m.handler.Shutdown(ctx); err != nil {
 			h.logger.Warn("sessions of an unmounted script did not end in time", "path", m.opts.Path, "err", err)
 		}
-		m.script.Close()
+		m.close()
 	})
 }
 
@@ -537,12 +554,30 @@ func sameRoute(a, b mcp.Options) bool {
 	return reflect.DeepEqual(a, b)
 }
 
+// close releases what a mount holds once its handler is shut down.
+func (m *mount) close() {
+	m.script.Close()
+	if m.verifier != nil {
+		m.verifier.Close()
+	}
+}
+
 // publish builds a router for the current mounts and swaps it in: gorilla/mux
-// cannot remove a route. It runs with h.mu held.
+// cannot remove a route. A route with the oauth option also gets its RFC 9728
+// metadata document, and the root document when it is the only such route
+// (clients that try the root form find it). It runs with h.mu held.
 func (h *Host) publish() {
 	r := mux.NewRouter()
+	var protected []*mount
 	for _, m := range h.sorted() {
 		r.Handle(m.opts.Path, m.handler)
+		if m.opts.OAuth != nil {
+			protected = append(protected, m)
+			r.Handle(mcp.MetadataPath(m.opts.Path), http.HandlerFunc(m.handler.ServeMetadata))
+		}
+	}
+	if len(protected) == 1 && protected[0].opts.Path != "/" {
+		r.Handle(mcp.WellKnownProtectedResource, http.HandlerFunc(protected[0].handler.ServeMetadata))
 	}
 	h.router.Store(r)
 }
@@ -671,7 +706,7 @@ func (h *Host) shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	for _, m := range mounts {
-		wg.Go(m.script.Close)
+		wg.Go(m.close)
 	}
 	wg.Wait()
 	h.work.Wait() // changes settle as closed; retired routes end

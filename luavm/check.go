@@ -3,7 +3,9 @@ package luavm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +118,7 @@ func (c *checker) run() []string {
 	}
 	state := rets[2]
 	tools := c.list(cbTools, state, "name", c.tool)
+	c.toolScopes(tools)
 	if v.has(cbResources) {
 		c.list(cbResources, state, "uri", nil)
 	}
@@ -189,6 +192,21 @@ func (c *checker) tool(root string, t *lua.LTable) {
 	}
 	if typ, _ := st.RawGetString("type").(lua.LString); typ != "object" {
 		c.add(line, "%s.input_schema.type: the root of an input schema must be type = \"object\", got %s", root, describe(st.RawGetString("type")))
+	}
+}
+
+// toolScopes reports the tools route.oauth.tool_scopes names that tools()
+// does not list: a misspelt name leaves its tool without the scopes meant
+// for it.
+func (c *checker) toolScopes(tools []string) {
+	o := c.ver.opts.OAuth
+	if o == nil || tools == nil {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.ToolScopes)) {
+		if !slices.Contains(tools, name) {
+			c.add(c.ver.retLine, "route.oauth.tool_scopes names %q, which tools() does not list", name)
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ func (r *run) callInfo(call *mcp.Call) *bridge.CallInfo {
 		info.ProgressToken = call.ProgressToken
 		info.ProtocolVersion = call.ProtocolVersion
 		info.ClientCapabilities = call.ClientCapabilities
+		info.Auth = callAuth(call.Auth)
 		if call.Out != nil {
 			out = call.Out
 		}

@@ -106,6 +106,8 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 			return fmt.Errorf("route.cache_scope must be \"private\" or \"public\", got %s", describe(v))
 		}
 		o.CacheScope = string(s)
+	case "oauth":
+		o.OAuth, err = parseOAuth(v)
 	case "session_keepalive_ms":
 		o.SessionKeepAlive, err = msOption(key, v, 0)
 		if err == nil && o.SessionKeepAlive == 0 {
@@ -206,6 +208,9 @@ func (s *Version) auth(ctx context.Context, r *mcp.AuthRequest) int {
 		headers.RawSetString(k, lua.LString(val))
 	}
 	req.RawSetString("headers", headers)
+	if r.Auth != nil {
+		req.RawSetString("auth", v.codec.AuthTable(callAuth(r.Auth)))
+	}
 
 	run, err := v.begin(ctx)
 	if err != nil { // no slot: the server is busy, or the client left

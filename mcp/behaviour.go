@@ -151,6 +151,9 @@ type Call struct {
 	// declared it: in initialize for a session, in the request's _meta in the
 	// 2026-07-28 era; nil when unknown (a 2025-era stateless request).
 	ClientCapabilities json.RawMessage
+	// Auth is the request's verified access token on an OAuth route, else
+	// nil (ctx.auth).
+	Auth *AuthInfo
 	// Out carries messages related to this call back to the client. Never nil.
 	Out Outbound
 	// Listed is set by Session.CallTool once it found the tool among the

@@ -136,8 +136,8 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 }
 
 // ServeHTTP serves the route. Verbs that are not served get 405 before any
-// gate; served verbs pass the remote-access, Origin and auth gates in that
-// order.
+// gate; served verbs pass the remote-access, Origin, oauth and auth gates in
+// that order.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
@@ -151,6 +151,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if status := h.gate(r); status != 0 {
+		w.WriteHeader(status)
+		return
+	}
+	var info *AuthInfo
+	if h.opts.OAuth != nil {
+		if info = h.authenticate(w, r); info == nil {
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), authKey{}, info))
+	}
+	if status := h.authHook(r, info); status != 0 {
 		w.WriteHeader(status)
 		return
 	}
@@ -181,18 +192,28 @@ func (h *Handler) gate(r *http.Request) int {
 			return http.StatusForbidden
 		}
 	}
-	if h.opts.Auth != nil {
-		status := h.opts.Auth(r.Context(), authRequest(r))
-		if status != 0 {
-			h.refused(GateAuth)
-			if status < 400 || status > 599 {
-				h.log.Warn("mcp: auth rejected with a status that is not an HTTP error; using 403", "status", status)
-				status = http.StatusForbidden
-			}
-			return status
-		}
-	}
 	return 0
+}
+
+// authHook runs Options.Auth, which sees the verified token (info, nil on a
+// route without oauth); it returns 0 when r may be served, else the status
+// to reject it with.
+func (h *Handler) authHook(r *http.Request, info *AuthInfo) int {
+	if h.opts.Auth == nil {
+		return 0
+	}
+	req := authRequest(r)
+	req.Auth = info
+	status := h.opts.Auth(r.Context(), req)
+	if status == 0 {
+		return 0
+	}
+	h.refused(GateAuth)
+	if status < 400 || status > 599 {
+		h.log.Warn("mcp: auth rejected with a status that is not an HTTP error; using 403", "status", status)
+		status = http.StatusForbidden
+	}
+	return status
 }
 
 // authRequest is what the auth hook sees of r.
@@ -437,6 +458,9 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 			"Not Acceptable: Client must accept application/json or text/event-stream")
 		return
 	}
+	if code == 0 && !h.checkToolScopes(w, r, &m) {
+		return
+	}
 	switch eraOf(r, &m) {
 	case eraStateless:
 		h.serveStatelessEra(w, r, &m, acc, code)
@@ -499,6 +523,11 @@ func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id []byt
 	s := h.reg.get(sid[0])
 	if s == nil {
 		writeJSONError(w, http.StatusNotFound, id, CodeInvalidRequest, "Unknown or expired session")
+		return nil
+	}
+	if !ownedBy(s, r) {
+		h.refused(GateOAuth)
+		writeJSONError(w, http.StatusForbidden, id, CodeInvalidRequest, msgNotYourSession)
 		return nil
 	}
 	return s
@@ -612,6 +641,9 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		return
 	}
 	s := newSession(h, id, sess, ir, version, params)
+	if info := AuthFromContext(r.Context()); info != nil {
+		s.subject = info.Subject
+	}
 	s.start()
 	if !h.reg.add(s) {
 		h.hub.release()
@@ -696,6 +728,7 @@ var msgTooManySubscriptions = "Too many subscriptions: a session may hold at mos
 // unless it is a call of one of the route's concurrent tools.
 func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, m *message, acc accept) {
 	j := newJob(h, s, m, acc)
+	j.call.Auth = AuthFromContext(r.Context())
 	j.snapshot = h.concurrent(m)
 	streaming := streams(m, acc)
 	j.rp.streaming = streaming // set before the call can run: Outbound reads it
@@ -787,6 +820,7 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	j := newJob(h, nil, m, acc)
+	j.call.Auth = AuthFromContext(r.Context())
 	j.call.ProtocolVersion = latestVersion
 	if v := r.Header["Mcp-Protocol-Version"]; len(v) > 0 && sessionEraVersion(v[0]) {
 		j.call.ProtocolVersion = v[0]
@@ -863,8 +897,12 @@ func (h *Handler) headerSession(w http.ResponseWriter, r *http.Request) *session
 		return nil
 	}
 	s := h.reg.get(sid[0])
-	if s == nil {
+	switch {
+	case s == nil:
 		w.WriteHeader(http.StatusNotFound)
+	case !ownedBy(s, r):
+		w.WriteHeader(http.StatusForbidden)
+		return nil
 	}
 	return s
 }

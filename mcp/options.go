@@ -62,8 +62,15 @@ type Options struct {
 	// default: the answer may hold per-user data) or "public". Route option
 	// cache_scope.
 	CacheScope string
-	// Auth, when set, is called after the loopback and Origin gates. It
-	// returns 0 to pass, or the HTTP status to reject with.
+	// OAuth, when set, protects the route with bearer tokens (route option
+	// oauth): it is checked after the loopback and Origin gates, before
+	// Auth, by Verifier.
+	OAuth *OAuth
+	// Verifier checks the bearer tokens of an OAuth route. The host sets it
+	// (it is not a route option); an OAuth route without one answers 500.
+	Verifier TokenVerifier
+	// Auth, when set, is called after the loopback, Origin and OAuth gates.
+	// It returns 0 to pass, or the HTTP status to reject with.
 	Auth func(ctx context.Context, r *AuthRequest) int
 }
 
@@ -73,6 +80,9 @@ type AuthRequest struct {
 	Path       string
 	Headers    map[string]string // lower-case names; repeated headers joined with ", "
 	RemoteAddr string
+	// Auth is the request's verified access token on an OAuth route, else
+	// nil.
+	Auth *AuthInfo
 }
 
 // Default values of the route options.

@@ -96,7 +96,10 @@ type session struct {
 	// clientRaw is the capabilities object of the client's initialize (a
 	// copy), nil when it sent none.
 	clientRaw json.RawMessage
-	level     atomic.Int32
+	// subject is the sub of the access token that opened the session on an
+	// oauth route ("" elsewhere): only tokens of that subject may use it.
+	subject string
+	level   atomic.Int32
 
 	ctx     context.Context // parent of every call; cancelled at teardown
 	cancel  context.CancelFunc

@@ -52,6 +52,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	j := newJob(h, nil, m, acc)
+	j.call.Auth = AuthFromContext(r.Context())
 	if !h.trackStateless(j, func() { cancel(errShuttingDown) }) {
 		h.observeError(start, m, CodeInternalError)
 		writeErrorStatus(w, http.StatusServiceUnavailable, m.id, &Error{Code: CodeInternalError, Message: msgShuttingDown})

@@ -15,6 +15,14 @@
 ---@field progress_token string|integer|nil the client's _meta.progressToken, or nil
 ---@field protocol_version string? the revision the call is served under, e.g. "2025-11-25" or "2026-07-28"
 ---@field client_capabilities table? the client's declared capabilities (e.g. {sampling={}, elicitation={}}); nil when unknown
+---@field auth mcp.Auth? the request's verified access token on a route with the oauth option; nil elsewhere
+
+---@class mcp.Auth
+---The verified access token of a request (route option oauth): ctx.auth, request.auth in the auth hook.
+---@field subject string the token's sub; a session belongs to the subject that opened it
+---@field scopes string[] the granted scopes (the scope claim, or scp)
+---@field client_id string? the client_id (or azp) claim
+---@field claims table the token's whole payload (iss, aud, exp, custom claims...)
 
 ---@alias mcp.LogLevel "debug"|"info"|"notice"|"warning"|"error"|"critical"|"alert"|"emergency"
 

@@ -26,6 +26,17 @@
 ---@field allow luamcp.Allow? what the script may reach through http, fs, env and exec (default {}: nothing)
 ---@field cache_ttl_ms integer? 2026-07-28 era: the ttlMs on lists, reads and server/discover, how long a client may reuse them (default 0, >= 0)
 ---@field cache_scope "private"|"public"? 2026-07-28 era: the cacheScope beside ttlMs (default "private": answers may hold per-user data)
+---@field oauth luamcp.OAuth? protect the route with OAuth bearer tokens (JWTs checked against the issuer's JWKS); see README "Protecting a route"
+
+---@class luamcp.OAuth
+---Route option oauth: every request needs "Authorization: Bearer <JWT>" signed by the issuer,
+---with aud containing audience, unexpired (60 s leeway), carrying every scope of scopes.
+---@field issuer string the authorization server's issuer URL (https; http only on loopback); its JWKS is discovered from its metadata
+---@field audience string this route's public URL: the RFC 9728 "resource", which every token's aud must contain
+---@field jwks_url string? the JWKS URL, when the issuer publishes no metadata (default: discovered)
+---@field algorithms string[]? JWS algorithms allowed (default: RS256 RS384 RS512 PS256 PS384 PS512 ES256 ES384 ES512 EdDSA; never none or HS*)
+---@field scopes string[]? scopes every request needs (default {})
+---@field tool_scopes table<string, string[]>? per tool, the scopes a tools/call of it needs on top of scopes
 
 ---@class luamcp.Allow
 ---Permissions, denied by default and validated at load time (an unknown key, a malformed entry or
@@ -86,6 +97,7 @@
 ---@field path string
 ---@field headers table<string, string> lower-case names
 ---@field remote_addr string
+---@field auth mcp.Auth? the verified access token on a route with the oauth option (checked before auth runs)
 
 ---@class luamcp.InitParams
 ---The client's initialize params; {} for a stateless request that is not an initialize, for

@@ -1,0 +1,127 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/luamcp/luamcp/mcp"
+)
+
+// fakeVerifier accepts the tokens "tok-<sub>[-<scope>...]"; "down" is an
+// unreachable authorization server.
+type fakeVerifier struct{}
+
+func (fakeVerifier) Verify(_ context.Context, token string) (*mcp.AuthInfo, error) {
+	if token == "down" {
+		return nil, fmt.Errorf("%w: no JWKS", mcp.ErrVerifierUnavailable)
+	}
+	rest, ok := strings.CutPrefix(token, "tok-")
+	if !ok {
+		return nil, errors.New("bad token")
+	}
+	parts := strings.Split(rest, "-")
+	return &mcp.AuthInfo{Subject: parts[0], Scopes: parts[1:], Claims: json.RawMessage(`{}`)}, nil
+}
+
+func oauthOptions() mcp.Options {
+	return mcp.Options{Path: "/mcp", Sessions: true, Verifier: fakeVerifier{}, OAuth: &mcp.OAuth{
+		Issuer: "https://as.example", Audience: "https://mcp.example/mcp", Scopes: []string{"r"},
+		ToolScopes: map[string][]string{"echo": {"w"}},
+	}}
+}
+
+func TestOAuthGate(t *testing.T) {
+	var seen *mcp.AuthInfo
+	opts := oauthOptions()
+	opts.Auth = func(_ context.Context, r *mcp.AuthRequest) int {
+		seen = r.Auth
+		return 0
+	}
+	const meta = `resource_metadata="http://127.0.0.1:8750/.well-known/oauth-protected-resource/mcp"`
+	tests := []struct {
+		name      string
+		headers   []string
+		want      int
+		challenge string // a part of WWW-Authenticate; "" none expected
+	}{
+		{"no token", nil, 401, `Bearer ` + meta + `, scope="r"`},
+		{"basic", []string{"Authorization: Basic eDp5"}, 401, meta},
+		{"empty bearer", []string{"Authorization: Bearer "}, 401, meta},
+		{"invalid", []string{"Authorization: Bearer nope"}, 401, `Bearer error="invalid_token"`},
+		{"no route scope", []string{"Authorization: Bearer tok-alice-x"}, 403, `error="insufficient_scope", ` + meta + `, scope="r"`},
+		{"verifier down", []string{"Authorization: Bearer down"}, 503, ""},
+		{"origin first", []string{"Origin: http://evil", "Authorization: Bearer tok-alice-r"}, 403, ""},
+		{"valid", []string{"Authorization: bearer tok-alice-r"}, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen = nil
+			f := newFakeServer()
+			h := mcp.NewHandler(f, opts, nil, quietLogger())
+			w := serveDirect(h, http.MethodPost, "127.0.0.1:1", "127.0.0.1:8750", oauthInitBody, tt.headers...)
+			if w.Code != tt.want {
+				t.Fatalf("status %d, want %d (%s)", w.Code, tt.want, w.Body)
+			}
+			got := w.Header().Get("WWW-Authenticate")
+			if tt.challenge != "" && !strings.Contains(got, tt.challenge) || tt.challenge == "" && got != "" {
+				t.Errorf("WWW-Authenticate %q, want it to contain %q", got, tt.challenge)
+			}
+			if tt.want != 200 && (len(f.inits) != 0 || seen != nil) {
+				t.Error("a refused request reached the auth hook or the server")
+			}
+			if tt.want == 200 && (seen == nil || seen.Subject != "alice") {
+				t.Errorf("the auth hook saw %+v, want alice's token", seen)
+			}
+		})
+	}
+}
+
+func TestOAuthQueryToken(t *testing.T) {
+	h := mcp.NewHandler(newFakeServer(), oauthOptions(), nil, quietLogger())
+	r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8750/mcp?access_token=tok-alice-r", strings.NewReader(oauthInitBody))
+	r.RemoteAddr, r.Host = "127.0.0.1:1", "127.0.0.1:8750"
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("Authorization", "Bearer tok-alice-r")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 400 || !strings.Contains(w.Header().Get("WWW-Authenticate"), `error="invalid_request"`) {
+		t.Errorf("query-string token: %d %q, want 400 invalid_request", w.Code, w.Header().Get("WWW-Authenticate"))
+	}
+}
+
+func TestOAuthMetadataDocument(t *testing.T) {
+	h := mcp.NewHandler(newFakeServer(), oauthOptions(), nil, quietLogger())
+	w := httptest.NewRecorder()
+	h.ServeMetadata(w, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", nil))
+	want := `{"resource":"https://mcp.example/mcp","authorization_servers":["https://as.example"],"scopes_supported":["r","w"],"bearer_methods_supported":["header"]}`
+	if w.Code != 200 || w.Body.String() != want || w.Header().Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("GET: %d %s %v", w.Code, w.Body, w.Header())
+	}
+	w = httptest.NewRecorder()
+	h.ServeMetadata(w, httptest.NewRequest(http.MethodOptions, "/.well-known/oauth-protected-resource/mcp", nil))
+	if w.Code != 204 || w.Header().Get("Access-Control-Allow-Methods") != "GET, OPTIONS" {
+		t.Errorf("OPTIONS: %d %v", w.Code, w.Header())
+	}
+	w = httptest.NewRecorder()
+	h.ServeMetadata(w, httptest.NewRequest(http.MethodPost, "/.well-known/oauth-protected-resource/mcp", nil))
+	if w.Code != 405 {
+		t.Errorf("POST: %d, want 405", w.Code)
+	}
+	w = httptest.NewRecorder()
+	mcp.NewHandler(newFakeServer(), mcp.Options{Path: "/mcp"}, nil, quietLogger()).ServeMetadata(w, httptest.NewRequest(http.MethodGet, "/x", nil))
+	if w.Code != 404 {
+		t.Errorf("route without oauth: %d, want 404", w.Code)
+	}
+	if got := mcp.MetadataPath("/"); got != "/.well-known/oauth-protected-resource" {
+		t.Errorf("MetadataPath(/) = %q", got)
+	}
+}
+
+const oauthInitBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`

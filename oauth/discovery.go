@@ -1,0 +1,89 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxMetadataBytes bounds an authorization server's metadata document.
+const maxMetadataBytes = 1 << 20
+
+// discoverJWKS finds the issuer's jwks_uri in its metadata: RFC 8414's
+// /.well-known/oauth-authorization-server first, then OpenID Connect
+// discovery's /.well-known/openid-configuration, each in the forms the MCP
+// specification lists for an issuer with a path. The document's issuer must
+// be the issuer itself (RFC 8414 section 3.3).
+func discoverJWKS(ctx context.Context, client *http.Client, issuer string) (string, error) {
+	var errs []error
+	for _, u := range metadataURLs(issuer) {
+		jwks, err := fetchJWKSURI(ctx, client, u, issuer)
+		if err == nil {
+			return jwks, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return "", fmt.Errorf("oauth: discovering the JWKS of %s: %w", issuer, errors.Join(errs...))
+}
+
+// metadataURLs lists where an issuer's metadata may be, in the order the MCP
+// specification (2025-11-25, "Authorization Server Metadata Discovery") asks
+// clients to try.
+func metadataURLs(issuer string) []string {
+	issuer = strings.TrimSuffix(issuer, "/")
+	scheme, rest, _ := strings.Cut(issuer, "://")
+	host, path, _ := strings.Cut(rest, "/")
+	origin := scheme + "://" + host
+	if path == "" {
+		return []string{
+			origin + "/.well-known/oauth-authorization-server",
+			origin + "/.well-known/openid-configuration",
+		}
+	}
+	return []string{
+		origin + "/.well-known/oauth-authorization-server/" + path,
+		origin + "/.well-known/openid-configuration/" + path,
+		issuer + "/.well-known/openid-configuration",
+	}
+}
+
+func fetchJWKSURI(ctx context.Context, client *http.Client, url, issuer string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: HTTP %d", url, res.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxMetadataBytes))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", url, err)
+	}
+	var doc struct {
+		Issuer  string `json:"issuer"`
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return "", fmt.Errorf("%s: %w", url, err)
+	}
+	if strings.TrimSuffix(doc.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
+		return "", fmt.Errorf("%s: its issuer %q is not %q", url, doc.Issuer, issuer)
+	}
+	if !strings.HasPrefix(doc.JWKSURI, "https://") && !strings.HasPrefix(doc.JWKSURI, "http://") {
+		return "", fmt.Errorf("%s: no usable jwks_uri", url)
+	}
+	return doc.JWKSURI, nil
+}
