@@ -74,6 +74,12 @@ type Config struct {
 	// multi-round-trip requests (mcp.Hub.SetStateKey): processes serving one
 	// endpoint share it. Nil: a random key per process.
 	StateKey []byte
+	// Changed, when set, is called after the watcher has applied a batch of
+	// changes that mounted, reloaded, remounted or unmounted a script, or
+	// failed to: `luamcp serve` prints its route table again there. It runs
+	// in the background, without the host's lock (so it may call
+	// [Host.Routes]), one call at a time.
+	Changed func()
 }
 
 // Route describes one mounted script.
@@ -132,6 +138,11 @@ type Host struct {
 	redo    map[string]bool
 	closed  bool
 	freed   bool // a route path was released since the last retry of the failed scripts
+	// settled counts the loads settled and the scripts unmounted: a batch
+	// of changes that moved it calls Config.Changed.
+	settled uint64
+
+	changedMu sync.Mutex // serializes the calls of Config.Changed
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -424,6 +435,7 @@ func (h *Host) settle(j *job) {
 		}
 		return
 	}
+	h.settled++
 	file, m := j.file, j.m
 	switch {
 	case m != nil && j.err != nil:
@@ -491,6 +503,7 @@ func (h *Host) claim(file, path string) error {
 
 // unmount removes a mount: its route answers 404, its sessions end.
 func (h *Host) unmount(m *mount, why string) {
+	h.settled++
 	delete(h.mounts, m.route.Script)
 	h.publish()
 	h.retire(m)
