@@ -87,11 +87,13 @@ func (c *Config) protocols() (Protocols, error) {
 	return HTTPS, nil
 }
 
-// quicKeepAlive is how often an HTTP/3 connection is pinged while a request
-// is open on it. QUIC closes a connection that carried nothing for its idle
-// timeout (30 s by default), and an event stream may stay quiet far longer
-// (session_keepalive_ms can be 0); the pings keep it open. A connection with
-// no request in flight is closed by [Config.IdleTimeout] instead.
+// quicKeepAlive is how often the server pings its HTTP/3 connections. QUIC
+// closes a connection that carried nothing for its idle timeout (30 s by
+// default), and an event stream may stay quiet far longer
+// (session_keepalive_ms can be 0): the pings keep it open. They would keep
+// an unused connection open too, so one with no request in flight is closed
+// by [Config.IdleTimeout] (http3.Server.IdleTimeout counts requests, not
+// pings).
 const quicKeepAlive = 15 * time.Second
 
 // A Server serves one handler on one port with the configured protocols.
