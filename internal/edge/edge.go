@@ -59,7 +59,8 @@ type Config struct {
 	// a free port). HTTP/3 listens on UDP at the same host and port.
 	Addr string
 	// CertFile and KeyFile are PEM files of the server's certificate chain
-	// and private key: both set for HTTPS, neither for cleartext HTTP.
+	// and private key: both set for HTTPS, neither for cleartext HTTP. They
+	// are loaded again when they change (a renewal needs no restart).
 	CertFile, KeyFile string
 	// HTTP3 adds HTTP/3 on the same port; it needs CertFile and KeyFile.
 	HTTP3 bool
@@ -132,11 +133,11 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	var tlsConf *tls.Config
 	if protocols != HTTP {
-		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		certs, err := newCertSource(cfg.CertFile, cfg.KeyFile, logger)
 		if err != nil {
-			return nil, fmt.Errorf("loading the TLS certificate (--tls-cert %s, --tls-key %s): %w", cfg.CertFile, cfg.KeyFile, err)
+			return nil, err
 		}
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		tlsConf = &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}
 		// ServeTLS offers h2 and http/1.1 by ALPN on a clone of this.
 		s.http.TLSConfig = tlsConf
 	}
@@ -207,7 +208,7 @@ func (s *Server) Serve(h http.Handler) error {
 			errs <- s.http.Serve(s.tcp)
 			return
 		}
-		errs <- s.http.ServeTLS(s.tcp, "", "") // the certificate is in TLSConfig
+		errs <- s.http.ServeTLS(s.tcp, "", "") // TLSConfig.GetCertificate has the certificate
 	}()
 	if s.h3 != nil {
 		serving++

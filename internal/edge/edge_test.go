@@ -2,13 +2,23 @@ package edge
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"io"
+	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -103,3 +113,113 @@ func TestServeHTTP(t *testing.T) {
 		t.Error("the shutdown hook did not run")
 	}
 }
+
+// writeCert writes a self-signed certificate for 127.0.0.1 named cn, and its
+// key, to certFile and keyFile, and returns the certificate.
+func writeCert(t *testing.T, cn, certFile, keyFile string) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// touch moves both files' modification time by d, so that a rewrite within
+// the file system's time granularity still counts as a change.
+func touch(t *testing.T, d time.Duration, files ...string) {
+	t.Helper()
+	at := time.Now().Add(d)
+	for _, f := range files {
+		if err := os.Chtimes(f, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCertificateReload: a renewed certificate is served without a restart;
+// files that cannot be loaded leave the previous one, and the log says so.
+func TestCertificateReload(t *testing.T) {
+	defer func(d time.Duration) { certCheckEvery = d }(certCheckEvery)
+	certCheckEvery = 0 // every handshake looks at the files
+
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	pool := x509.NewCertPool()
+	pool.AddCert(writeCert(t, "first", certFile, keyFile))
+	var logs strings.Builder
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	s, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	go s.Serve(http.NotFoundHandler())
+
+	served := func() string {
+		t.Helper()
+		conn, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{RootCAs: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("served %q, want first", got)
+	}
+
+	pool.AddCert(writeCert(t, "renewed", certFile, keyFile))
+	touch(t, time.Hour, certFile, keyFile)
+	if got := served(); got != "renewed" {
+		t.Errorf("after renewal served %q, want renewed", got)
+	}
+
+	if err := os.WriteFile(certFile, []byte("half written"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, 2*time.Hour, certFile)
+	if got := served(); got != "renewed" {
+		t.Errorf("after a broken renewal served %q, want the previous certificate", got)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logs.String(), "cannot be loaded") || !strings.Contains(logs.String(), "TLS certificate reloaded") {
+		t.Errorf("the log does not tell the reload and the failure:\n%s", logs.String())
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
