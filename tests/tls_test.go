@@ -140,6 +140,7 @@ func (p *protoRecorder) only(t *testing.T, proto string) {
 // certificate, as `luamcp serve --tls-cert --tls-key [--http3]` serves it.
 type tlsServer struct {
 	ca     *testCA
+	host   *host.Host
 	srv    *edge.Server
 	protos *protoRecorder
 	logs   *logRecorder
@@ -174,7 +175,7 @@ func startTLS(t *testing.T, h3 bool, edit func(*host.Config), variants ...string
 		srv.Close()
 		t.Fatalf("scripts failed to load: %v\nlog:\n%s", errs, logs.dump())
 	}
-	s := &tlsServer{ca: ca, srv: srv, logs: logs, protos: &protoRecorder{next: h.Handler(), seen: map[string]int{}}}
+	s := &tlsServer{ca: ca, host: h, srv: srv, logs: logs, protos: &protoRecorder{next: h.Handler(), seen: map[string]int{}}}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(s.protos) }()
 	t.Cleanup(func() {
@@ -482,4 +483,37 @@ func TestOversizedBodyEachProtocol(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHTTP3Shutdown: shutting down as `serve` does (the host's shutdown as
+// the front's hook) ends an HTTP/3 session's open GET channel and completes
+// well within the deadline, although the client keeps its connection.
+func TestHTTP3Shutdown(t *testing.T) {
+	t.Parallel()
+	s := startTLS(t, true, nil, "session")
+	tr := s.h3Transport()
+	t.Cleanup(func() { tr.Close() })
+	check := newClientCheck(tr, 3)
+	connectGoOver(t, s.url("session"), check, nil)
+	select {
+	case <-check.opened:
+	case <-time.After(waitLong):
+		t.Fatal("the SDK's GET channel did not open")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // serve's shutdownTimeout
+	defer cancel()
+	hostDone := make(chan error, 1)
+	s.srv.RegisterOnShutdown(func() { hostDone <- s.host.Shutdown(ctx) })
+	start := time.Now()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown with an HTTP/3 session open: %v", err)
+	}
+	t.Logf("shutdown took %v", time.Since(start))
+	if err := <-hostDone; err != nil {
+		t.Errorf("host.Shutdown: %v", err)
+	}
+	if !strings.Contains(s.logs.dump(), "fixture terminate reason=shutdown") {
+		t.Errorf("the session did not end with the shutdown; log:\n%s", s.logs.dump())
+	}
+	tr.Close() // the session's DELETE at cleanup fails at once, not after a handshake timeout
 }

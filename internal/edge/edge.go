@@ -108,6 +108,7 @@ type Server struct {
 	h3        *http3.Server // nil unless protocols is HTTPS3
 	altSvc    []string      // the Alt-Svc header TCP answers carry; nil without HTTP/3
 
+	hooks     sync.WaitGroup // the RegisterOnShutdown functions that have not returned
 	closeOnce sync.Once
 }
 
@@ -188,9 +189,19 @@ func (s *Server) URL() string {
 	return "https://" + s.tcp.Addr().String()
 }
 
-// RegisterOnShutdown registers f to run when [Server.Shutdown] starts:
-// ending long-lived streams there lets the shutdown complete.
-func (s *Server) RegisterOnShutdown(f func()) { s.http.RegisterOnShutdown(f) }
+// RegisterOnShutdown registers f to run, once, when [Server.Shutdown]
+// starts: ending long-lived streams there lets the shutdown complete. Call
+// it before Shutdown.
+func (s *Server) RegisterOnShutdown(f func()) {
+	s.hooks.Add(1)
+	var once sync.Once // net/http runs its hooks on every Shutdown call
+	s.http.RegisterOnShutdown(func() {
+		once.Do(func() {
+			defer s.hooks.Done()
+			f()
+		})
+	})
+}
 
 // Serve serves h until [Server.Shutdown] or [Server.Close], then returns
 // [http.ErrServerClosed]; it returns another error when one of the
@@ -236,11 +247,11 @@ func (s *Server) announce(h http.Handler) http.Handler {
 	})
 }
 
-// h3Grace is how long HTTP/3 connections may stay after the TCP side has
-// shut down: quic-go's graceful shutdown waits for every client to close its
-// connection after GOAWAY, and a client may keep an idle one open; by then
-// every request has ended (the shutdown hooks ended the streams), so what
-// is left is closed.
+// h3Grace is how long HTTP/3 connections may stay once the TCP side has
+// shut down and the shutdown hooks have returned: quic-go's graceful
+// shutdown waits for every client to close its connection after GOAWAY,
+// and a client may keep an idle one open; by then the hooks have ended the
+// streams, so what is left is closed.
 const h3Grace = time.Second
 
 // Shutdown stops accepting connections and requests, runs the functions
@@ -255,7 +266,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer cancel()
 	h3done := make(chan error, 1)
 	go func() { h3done <- s.h3.Shutdown(h3ctx) }()
-	err := s.http.Shutdown(ctx)
+	err := s.http.Shutdown(ctx) // runs the hooks, but does not wait for them
+	hooked := make(chan struct{})
+	go func() {
+		s.hooks.Wait()
+		close(hooked)
+	}()
+	select {
+	case <-hooked:
+	case <-ctx.Done():
+	}
 	var h3err error
 	select {
 	case h3err = <-h3done:
