@@ -24,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go/http3"
 )
 
 const sessionScript = `return {
@@ -548,6 +550,21 @@ func TestServeTLS(t *testing.T) {
 	}
 	if got, want := resp.Header.Get("Alt-Svc"), `h3=":`+route[2]+`"; ma=86400`; got != want {
 		t.Errorf("Alt-Svc = %q, want %q", got, want)
+	}
+	// The same over HTTP/3, on the port Alt-Svc names.
+	h3 := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	defer h3.Close()
+	req, _ = http.NewRequest(http.MethodPost, route[1], strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err = (&http.Client{Transport: h3}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 3 || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("initialize over HTTP/3: status %d over %s, session %q", resp.StatusCode, resp.Proto, resp.Header.Get("Mcp-Session-Id"))
 	}
 
 	cancel()
