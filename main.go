@@ -10,12 +10,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -24,6 +24,7 @@ import (
 
 	"github.com/luamcp/luamcp/bridge/hostlib"
 	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/internal/edge"
 	"github.com/luamcp/luamcp/luavm"
 	"github.com/luamcp/luamcp/mcp"
 )
@@ -74,6 +75,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "state-key-file", Usage: "file holding the key (16 bytes or more) that signs the 2026-07-28 era's requestState; default: $" + stateKeyEnv + ", else random per process"},
 					envFileFlag(),
 					metricsFlag(),
+					// TLS, HTTP/2, HTTP/3 (internal/edge).
+					&cli.StringFlag{Name: "tls-cert", Usage: "PEM certificate chain: serve HTTPS, with HTTP/2 (needs --tls-key)"},
+					&cli.StringFlag{Name: "tls-key", Usage: "PEM private key of --tls-cert"},
+					&cli.BoolFlag{Name: "http3", Usage: "also serve HTTP/3 (QUIC) on the same port over UDP, announced with Alt-Svc (needs --tls-cert)"},
 				},
 			},
 			checkCommand(),
@@ -141,13 +146,22 @@ func serve(c *cli.Context) error {
 	if memory < 1 {
 		return fmt.Errorf("--memory-limit-mb must be at least 1, got %d", memory)
 	}
-	ln, err := net.Listen("tcp", c.String("addr"))
+	srv, err := edge.Listen(edge.Config{
+		Addr: c.String("addr"), CertFile: c.String("tls-cert"), KeyFile: c.String("tls-key"), HTTP3: c.Bool("http3"),
+		Logger: logger, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+	})
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
-	if addr, ok := ln.Addr().(*net.TCPAddr); ok && !addr.IP.IsLoopback() {
-		logger.Warn("listening on a non-loopback address: other hosts can connect, but every route still refuses remote peers unless its script sets allow_remote_access", "addr", ln.Addr().String())
+	defer srv.Close()
+	if addr, ok := srv.Addr().(*net.TCPAddr); ok && !addr.IP.IsLoopback() {
+		logger.Warn("listening on a non-loopback address: other hosts can connect, but every route still refuses remote peers unless its script sets allow_remote_access", "addr", srv.Addr().String())
+	}
+	if edge.BadPort(srv.Port()) {
+		logger.Warn("browsers refuse to connect to this port (a \"bad port\" of the Fetch Standard): browser-based MCP clients cannot reach it; choose another --addr", "port", srv.Port())
+	}
+	if srv.Protocols() != edge.HTTP {
+		logger.Info("serving with TLS", "protocols", srv.Protocols().String(), "addr", srv.Addr().String())
 	}
 	ms, err := listenMetrics(c.String("metrics-addr"), logger)
 	if err != nil {
@@ -155,34 +169,29 @@ func serve(c *cli.Context) error {
 	}
 	defer ms.close()
 	watch := !c.Bool("no-watch")
+	table := &routeTable{w: c.App.Writer, base: srv.URL()}
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: maxSessions,
 		MemoryLimit: int64(memory) << 20, StateKey: stateKey,
-		Observer: ms.observer(),
+		Observer: ms.observer(), Changed: table.print,
 	})
 	if err != nil {
 		return err
 	}
-	printStatus(c.App.Writer, "http://"+ln.Addr().String(), h)
+	table.start(h)
 	ms.serve(h, c.App.Writer)
 	if len(h.Routes()) == 0 {
 		if !watch {
 			return errors.Join(fmt.Errorf("no server to mount in %s", c.String("dir")), h.Shutdown(context.Background()))
 		}
-		fmt.Fprintf(c.App.Writer, "no server mounted yet at http://%s: watching %s for *.lua files\n", ln.Addr(), c.String("dir"))
+		fmt.Fprintf(c.App.Writer, "no server mounted yet at %s: watching %s for *.lua files\n", srv.URL(), c.String("dir"))
 	}
 
-	srv := &http.Server{
-		Handler:           h.Handler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(h.Handler()) }()
 
 	select {
 	case err := <-served:
@@ -222,6 +231,33 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, &opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+// routeTable prints the route table (printStatus): once at start, and again
+// after every change the watcher applies, so that the terminal shows what is
+// served now. Prints never interleave.
+type routeTable struct {
+	mu   sync.Mutex
+	w    io.Writer
+	base string     // the server's URL
+	host *host.Host // nil until start: changes applied while host.New runs are in the first print
+}
+
+// start prints the table for the first time; later changes print it again.
+func (t *routeTable) start(h *host.Host) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.host = h
+	printStatus(t.w, t.base, h)
+}
+
+// print is host.Config.Changed.
+func (t *routeTable) print() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.host != nil {
+		printStatus(t.w, t.base, t.host)
+	}
 }
 
 // printStatus lists each mounted URL with its mode and tools, then the

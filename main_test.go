@@ -4,9 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go/http3"
 )
 
 const sessionScript = `return {
@@ -433,5 +443,261 @@ func TestReadStateKey(t *testing.T) {
 	t.Setenv(stateKeyEnv, "short")
 	if _, err := readStateKey(""); err == nil || !strings.Contains(err.Error(), stateKeyEnv) {
 		t.Errorf("short env key: %v", err)
+	}
+}
+
+// TestServeTLSFlags: the TLS flags are checked before anything is bound.
+func TestServeTLSFlags(t *testing.T) {
+	scripts := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	cert, key := selfSigned(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"cert without key", []string{"--tls-cert", cert}, "--tls-cert and --tls-key go together"},
+		{"key without cert", []string{"--tls-key", key}, "--tls-cert and --tls-key go together"},
+		{"http3 without tls", []string{"--http3"}, "--http3 needs --tls-cert and --tls-key"},
+		{"missing cert", []string{"--tls-cert", filepath.Join(t.TempDir(), "absent.pem"), "--tls-key", key}, "loading the TLS certificate"},
+		{"key for another cert", []string{"--tls-cert", cert, "--tls-key", cert}, "loading the TLS certificate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"luamcp", "serve", "--dir", scripts, "--addr", "127.0.0.1:0"}, tc.args...)
+			err := newApp(io.Discard, io.Discard).Run(args)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("serve %v: error %v, want one containing %q", tc.args, err, tc.want)
+			}
+		})
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestServeTLS: with --tls-cert, --tls-key and --http3, serve prints https
+// URLs and answers over HTTP/2, announcing HTTP/3 on its port.
+func TestServeTLS(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	cert, key := selfSigned(t)
+	outR, outW := io.Pipe()
+	var logs syncWriter
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- newApp(outW, &logs).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir, "--addr", "127.0.0.1:0",
+			"--tls-cert", cert, "--tls-key", key, "--http3"})
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	if !lines.Scan() {
+		t.Fatalf("serve printed nothing, then ended: %v", <-done)
+	}
+	go io.Copy(io.Discard, outR)
+	route := regexp.MustCompile(`^(https://127\.0\.0\.1:(\d+)/mcp/s) +session`).FindStringSubmatch(lines.Text())
+	if route == nil {
+		t.Fatalf("status line %q does not show an https URL", lines.Text())
+	}
+
+	pemCert, err := os.ReadFile(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemCert)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, route[1], strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+		t.Errorf("initialize: status %d over %s, want 200 over HTTP/2", resp.StatusCode, resp.Proto)
+	}
+	if got, want := resp.Header.Get("Alt-Svc"), `h3=":`+route[2]+`"; ma=86400`; got != want {
+		t.Errorf("Alt-Svc = %q, want %q", got, want)
+	}
+	// The same over HTTP/3, on the port Alt-Svc names.
+	h3 := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	defer h3.Close()
+	req, _ = http.NewRequest(http.MethodPost, route[1], strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err = (&http.Client{Transport: h3}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 3 || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("initialize over HTTP/3: status %d over %s, session %q", resp.StatusCode, resp.Proto, resp.Header.Get("Mcp-Session-Id"))
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(30 * time.Second): // liveness bound only
+		t.Fatal("serve did not stop after its context ended")
+	}
+	if !strings.Contains(logs.String(), "HTTP/3") {
+		t.Errorf("the log does not say HTTP/3 is served:\n%s", logs.String())
+	}
+}
+
+// TestServeWarnsOnBadPort: a port browsers refuse gets one warning; the
+// default port gets none.
+func TestServeWarnsOnBadPort(t *testing.T) {
+	empty := t.TempDir()
+	bad := ""
+	for _, p := range []string{"6665", "6666", "6667", "6668", "6669", "10080", "6679", "6697"} {
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+p); err == nil {
+			ln.Close()
+			bad = p
+			break
+		}
+	}
+	if bad == "" {
+		t.Fatal("every candidate bad port is busy on 127.0.0.1")
+	}
+	for _, tc := range []struct {
+		port string
+		warn bool
+	}{{bad, true}, {"0", false}} {
+		t.Run(tc.port, func(t *testing.T) {
+			var logs syncWriter
+			err := newApp(io.Discard, &logs).Run([]string{"luamcp", "serve", "--dir", empty, "--addr", "127.0.0.1:" + tc.port, "--no-watch"})
+			if err == nil || !strings.Contains(err.Error(), "no server to mount") {
+				t.Fatalf("serve: %v", err)
+			}
+			got := strings.Count(logs.String(), "browsers refuse to connect to this port")
+			if tc.warn && got != 1 {
+				t.Errorf("want one bad-port warning; log:\n%s", logs.String())
+			}
+			if !tc.warn && got != 0 {
+				t.Errorf("a usable port was warned about; log:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestServeReprintsRoutes: every change the watcher applies prints the
+// route table again, as it is now.
+func TestServeReprintsRoutes(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- newApp(outW, io.Discard).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir, "--addr", "127.0.0.1:0"})
+		outW.Close()
+	}()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// until returns the lines printed up to the first one matching re.
+	until := func(what, re string) []string {
+		t.Helper()
+		var got []string
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("serve ended before printing %s (got %q): %v", what, got, <-done)
+				}
+				got = append(got, l)
+				if regexp.MustCompile(re).MatchString(l) {
+					return got
+				}
+			case <-time.After(10 * time.Second): // liveness bound only
+				t.Fatalf("serve did not print %s; it printed %q", what, got)
+			}
+		}
+	}
+	until("the route table", `/mcp/s +session +tools: a, b$`)
+
+	write := func(name, src string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A new script: the table is printed again, with both routes.
+	write("t.lua", sessionScript)
+	if got := until("the table after a mount", `/mcp/t +session +tools: a, b$`); !strings.Contains(got[len(got)-2], "/mcp/s ") {
+		t.Errorf("table after adding t.lua: %q", got)
+	}
+	// A reload that changes the tools: the table shows the new ones.
+	write("t.lua", strings.Replace(sessionScript, `name = "b"`, `name = "c"`, 1))
+	until("the table after a reload", `/mcp/t +session +tools: a, c$`)
+	// A broken edit: the running version stays, and the table is printed
+	// again all the same.
+	write("t.lua", "return {\n  oops(\n")
+	until("the table after a failed reload", `/mcp/t +session +tools: a, c$`)
+	// A removed script is gone from the next table.
+	if err := os.Remove(filepath.Join(dir, "t.lua")); err != nil {
+		t.Fatal(err)
+	}
+	write("u.lua", sessionScript)
+	got := until("the table after a removal and a mount", `/mcp/u +session`)
+	if prev := got[len(got)-2]; !strings.Contains(prev, "/mcp/s ") {
+		t.Errorf("the table after removing t.lua still lists it: %q", got)
+	}
+	cancel()
+	go func() {
+		for range lines {
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(30 * time.Second): // liveness bound only
+		t.Fatal("serve did not stop")
 	}
 }

@@ -78,6 +78,12 @@ type Config struct {
 	// Observer is told what the routes and the reloads do (metrics.go);
 	// nil: nothing.
 	Observer Observer
+	// Changed, when set, is called after the watcher has applied a batch of
+	// changes that mounted, reloaded, remounted or unmounted a script, or
+	// failed to: `luamcp serve` prints its route table again there. It runs
+	// in the background, without the host's lock (so it may call
+	// [Host.Routes]), one call at a time.
+	Changed func()
 }
 
 // Route describes one mounted script.
@@ -139,6 +145,11 @@ type Host struct {
 	redo    map[string]bool
 	closed  bool
 	freed   bool // a route path was released since the last retry of the failed scripts
+	// settled counts the loads settled and the scripts unmounted: a batch
+	// of changes that moved it calls Config.Changed.
+	settled uint64
+
+	changedMu sync.Mutex // serializes the calls of Config.Changed
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -437,6 +448,7 @@ func (h *Host) settle(j *job) {
 		}
 		return
 	}
+	h.settled++
 	file, m := j.file, j.m
 	switch {
 	case m != nil && j.err != nil:
@@ -518,6 +530,7 @@ func (h *Host) claim(file, path string) error {
 
 // unmount removes a mount: its route answers 404, its sessions end.
 func (h *Host) unmount(m *mount, why string) {
+	h.settled++
 	delete(h.mounts, m.route.Script)
 	h.publish()
 	h.retire(m)

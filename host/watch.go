@@ -173,7 +173,26 @@ func (h *Host) apply(paths []string) {
 		files[file] = files[file] || retry
 	}
 	if len(files) > 0 {
-		h.work.Go(func() { h.change(files, false) })
+		before := h.settled
+		h.work.Go(func() {
+			h.change(files, false)
+			h.changed(before)
+		})
+	}
+}
+
+// changed calls Config.Changed when something settled since before.
+func (h *Host) changed(before uint64) {
+	if h.cfg.Changed == nil {
+		return
+	}
+	h.mu.Lock()
+	moved := h.settled != before && !h.closed
+	h.mu.Unlock()
+	if moved {
+		h.changedMu.Lock()
+		defer h.changedMu.Unlock()
+		h.cfg.Changed()
 	}
 }
 

@@ -381,7 +381,12 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	if err != nil {
 		// The deadline stays: net/http reads what is left of a body before it
 		// answers, and that read must fail at once, not wait for the client.
-		w.Header().Set("Connection", "close")
+		// HTTP/2 turns "Connection: close" into a GOAWAY; HTTP/3 forbids the
+		// field (a client rejects the answer) and has no need of it: the
+		// stream, not the connection, is abandoned.
+		if r.ProtoMajor < 3 {
+			w.Header().Set("Connection", "close")
+		}
 		return nil, err
 	}
 	_ = rc.SetReadDeadline(time.Time{})

@@ -71,11 +71,12 @@ func tsScenario(t *testing.T, scenario, url string) []map[string]any {
 	return tsRun(t, "client.mjs", scenario, url)
 }
 
-// tsRun runs one scenario of a node script of node/ and returns its
-// observations, requiring the closing {"done": true}.
-func tsRun(t *testing.T, script, scenario, url string) []map[string]any {
+// tsRun runs one scenario of a node script of node/ (with more arguments
+// after the url, if any) and returns its observations, requiring the
+// closing {"done": true}.
+func tsRun(t *testing.T, script, scenario, url string, more ...string) []map[string]any {
 	t.Helper()
-	lines := runNode(t, 60*time.Second, script, scenario, url)
+	lines := runNode(t, 60*time.Second, append([]string{script, scenario, url}, more...)...)
 	var out []map[string]any
 	done := false
 	for _, l := range lines {

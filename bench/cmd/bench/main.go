@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -219,7 +220,15 @@ func run(c *config) error {
 		for _, r := range p.ready.Routes {
 			routes[r] = true
 		}
-		targets = append(targets, &scenario.Target{Name: d.Name, Addr: p.ready.Addr, PID: p.pid(), Routes: routes, Strict: d.Strict})
+		t := &scenario.Target{Name: d.Name, Addr: p.ready.Addr, PID: p.pid(), Routes: routes, Strict: d.Strict}
+		if p.ready.TLSAddr != "" {
+			t.TLSAddr, t.CA = p.ready.TLSAddr, x509.NewCertPool()
+			if !t.CA.AppendCertsFromPEM([]byte(p.ready.CACert)) {
+				broken = append(broken, fmt.Errorf("%s: its ready line has no usable ca_cert", d.Name))
+				t.TLSAddr = ""
+			}
+		}
+		targets = append(targets, t)
 		fmt.Fprintf(os.Stderr, "started %-10s pid %d, http://%s (profiles: /debug/pprof/)\n", d.Name, p.pid(), p.ready.Addr)
 	}
 	for _, err := range broken {

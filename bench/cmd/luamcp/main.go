@@ -72,6 +72,7 @@ func run(f *serve.Flags, scripts string, pool int) error {
 
 	return serve.Run(serve.Server{
 		Name:          "luamcp",
+		TLS:           true, // the h2 and h3 scenarios
 		Routes:        routes,
 		ChurnSessions: ch.SessionCount,
 		Close: func(ctx context.Context) error {

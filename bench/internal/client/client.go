@@ -28,7 +28,8 @@ func checkf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrCheck, fmt.Sprintf(format, args...))
 }
 
-// Client is one MCP client on one route, over one keep-alive connection.
+// Client is one MCP client on one route, over one keep-alive connection
+// (raw HTTP/1.1, or HTTP/2 or HTTP/3 through net/http: [NewOver]).
 // It is not safe for concurrent use.
 type Client struct {
 	// SessionID is the session the client belongs to ("" when stateless).
@@ -37,7 +38,7 @@ type Client struct {
 	// after initialize.
 	Version string
 
-	conn   *wire.Conn
+	conn   wire.Doer
 	path   string
 	nextID int64
 	req    wire.Request
@@ -52,11 +53,16 @@ func New(addr, path string, timeout time.Duration) *Client {
 	return &Client{conn: wire.NewConn(addr, timeout), path: path}
 }
 
+// NewOver returns a client of the route at path over conn.
+func NewOver(conn wire.Doer, path string) *Client {
+	return &Client{conn: conn, path: path}
+}
+
 // Close closes the client's connection (without ending its session).
 func (c *Client) Close() error { return c.conn.Close() }
 
 // Conn is the client's connection.
-func (c *Client) Conn() *wire.Conn { return c.conn }
+func (c *Client) Conn() wire.Doer { return c.conn }
 
 // post sends a JSON-RPC message and returns the response.
 func (c *Client) post(body []byte) (*wire.Response, error) {

@@ -13,9 +13,14 @@ import (
 // when session is set), or opened with server/discover on the 2026-07-28
 // route. On error it closes what it opened.
 func openClients(t *Target, s Scale, route string, n int, session bool) ([]*client.Client, error) {
+	return openClientsOver(t, s, H1, route, n, session)
+}
+
+// openClientsOver is openClients with clients speaking p.
+func openClientsOver(t *Target, s Scale, p Proto, route string, n int, session bool) ([]*client.Client, error) {
 	cs := make([]*client.Client, n)
 	for i := range cs {
-		cs[i] = client.New(t.Addr, route, s.Timeout)
+		cs[i] = t.newClient(p, route, s.Timeout)
 	}
 	open := func(c *client.Client) error { return c.Initialize(session) }
 	if route == spec.PathModern {
@@ -49,20 +54,26 @@ func calls(conc int, session bool) func(context.Context, *Target, Scale, *Result
 	if session {
 		route = spec.PathEcho
 	}
-	return textCalls(conc, route, session, "c", (*client.Client).Echo)
+	return textCalls(conc, route, session, "c", H1, (*client.Client).Echo)
+}
+
+// callsOver is the session echo scenario with clients speaking p (HTTP/2
+// or HTTP/3), each on its own connection.
+func callsOver(conc int, p Proto) func(context.Context, *Target, Scale, *Result) {
+	return textCalls(conc, spec.PathEcho, true, "c", p, (*client.Client).Echo)
 }
 
 // fetch is the fetch tools/call scenario: conc sessions calling the tool
 // that makes one HTTP request to the upstream, as fast as answers come.
 func fetch(conc int) func(context.Context, *Target, Scale, *Result) {
-	return textCalls(conc, spec.PathFetch, true, "f", (*client.Client).Fetch)
+	return textCalls(conc, spec.PathFetch, true, "f", H1, (*client.Client).Fetch)
 }
 
 // textCalls runs conc clients on route, each calling a tool whose answer is
 // its text argument (call), with a text unique to the client and the call.
-func textCalls(conc int, route string, session bool, tag string, call func(*client.Client, []byte) error) func(context.Context, *Target, Scale, *Result) {
+func textCalls(conc int, route string, session bool, tag string, p Proto, call func(*client.Client, []byte) error) func(context.Context, *Target, Scale, *Result) {
 	return func(ctx context.Context, t *Target, s Scale, r *Result) {
-		cs, err := openClients(t, s, route, conc, session)
+		cs, err := openClientsOver(t, s, p, route, conc, session)
 		if err != nil {
 			r.fail(err)
 			return
@@ -92,7 +103,7 @@ func textCalls(conc int, route string, session bool, tag string, call func(*clie
 // calling as fast as answers come, every request self-describing (no
 // session, no handshake).
 func modernCalls(conc int) func(context.Context, *Target, Scale, *Result) {
-	return textCalls(conc, spec.PathModern, false, "m", (*client.Client).EchoModern)
+	return textCalls(conc, spec.PathModern, false, "m", H1, (*client.Client).EchoModern)
 }
 
 // listConc is the number of concurrent listings: a full listing is twenty

@@ -5,11 +5,18 @@ package scenario
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/quic-go/quic-go/http3"
+
+	"github.com/luamcp/luamcp/bench/internal/client"
 	"github.com/luamcp/luamcp/bench/internal/load"
 	"github.com/luamcp/luamcp/bench/internal/spec"
+	"github.com/luamcp/luamcp/bench/internal/wire"
 )
 
 // Target is a running server under test.
@@ -21,6 +28,37 @@ type Target struct {
 	// Strict servers are ours (luamcp, the floor): for them a leak or a
 	// session that is never reaped is a failure, not only a finding.
 	Strict bool
+	// TLSAddr serves the routes over HTTPS (HTTP/2) and HTTP/3 with a
+	// certificate CA trusts; "" when the server does not (spec.Ready).
+	TLSAddr string
+	CA      *x509.CertPool
+}
+
+// Proto is the HTTP version a scenario's clients speak.
+type Proto int
+
+const (
+	// H1 is raw HTTP/1.1 over package wire: the generator's cheapest path.
+	H1 Proto = iota
+	// H2 is HTTP/2 over TLS (net/http), to Target.TLSAddr.
+	H2
+	// H3 is HTTP/3 over QUIC (quic-go), to Target.TLSAddr.
+	H3
+)
+
+// newClient returns a client of route speaking p, on a connection of its
+// own.
+func (t *Target) newClient(p Proto, route string, timeout time.Duration) *client.Client {
+	base := "https://" + t.TLSAddr
+	switch p {
+	case H2:
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: t.CA}, ForceAttemptHTTP2: true}
+		return client.NewOver(wire.NewHTTPConn(base, tr, tr.CloseIdleConnections, 2, timeout), route)
+	case H3:
+		tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: t.CA}}
+		return client.NewOver(wire.NewHTTPConn(base, tr, func() { tr.Close() }, 3, timeout), route)
+	}
+	return client.New(t.Addr, route, timeout)
 }
 
 // Scale sets how big and how long the scenarios are.
@@ -108,35 +146,46 @@ type Scenario struct {
 	Name  string
 	Route string
 	Run   func(ctx context.Context, t *Target, s Scale, r *Result)
+	// Proto is what its clients speak; H2 and H3 rows are n/a on servers
+	// without a TLSAddr.
+	Proto Proto
 }
 
 // All returns every scenario in report order.
 func All(s Scale) []Scenario {
 	var all []Scenario
 	for _, c := range s.Levels {
-		all = append(all, Scenario{fmt.Sprintf("session c=%d", c), spec.PathEcho, calls(c, true)})
+		all = append(all, Scenario{fmt.Sprintf("session c=%d", c), spec.PathEcho, calls(c, true), H1})
+	}
+	// The same session calls over HTTP/2 and HTTP/3, beside HTTP/1.1. Their
+	// clients are net/http and quic-go, dearer than the raw HTTP/1.1
+	// client: compare srv cpu/op, not only calls/s, when gen cpu is high.
+	for _, p := range []Proto{H2, H3} {
+		for _, c := range s.Levels {
+			all = append(all, Scenario{fmt.Sprintf("session h%d c=%d", p+1, c), spec.PathEcho, callsOver(c, p), p})
+		}
 	}
 	for _, c := range s.Levels {
-		all = append(all, Scenario{fmt.Sprintf("stateless c=%d", c), spec.PathStateless, calls(c, false)})
+		all = append(all, Scenario{fmt.Sprintf("stateless c=%d", c), spec.PathStateless, calls(c, false), H1})
 	}
 	for _, c := range s.Levels {
-		all = append(all, Scenario{fmt.Sprintf("2026-07-28 c=%d", c), spec.PathModern, modernCalls(c)})
+		all = append(all, Scenario{fmt.Sprintf("2026-07-28 c=%d", c), spec.PathModern, modernCalls(c), H1})
 	}
 	return append(all,
-		Scenario{fmt.Sprintf("churn c=%d", s.Conc), spec.PathChurn, churn},
-		Scenario{fmt.Sprintf("abandon %d", s.Abandon), spec.PathChurn, abandon},
-		Scenario{fmt.Sprintf("tools/list %d c=%d", spec.ToolCount, listConc(s)), spec.PathTools, list},
-		Scenario{fmt.Sprintf("progress x%d c=%d", spec.ProgressSteps, s.Conc), spec.PathProgress, progress},
-		Scenario{fmt.Sprintf("broadcast %d", s.Listeners), spec.PathBroadcast, broadcast},
-		Scenario{fmt.Sprintf("http.get c=%d", s.Conc), spec.PathFetch, fetch(s.Conc)},
-		Scenario{fmt.Sprintf("echo beside %d spinners", spec.Spinners), spec.PathSpin, spin},
+		Scenario{fmt.Sprintf("churn c=%d", s.Conc), spec.PathChurn, churn, H1},
+		Scenario{fmt.Sprintf("abandon %d", s.Abandon), spec.PathChurn, abandon, H1},
+		Scenario{fmt.Sprintf("tools/list %d c=%d", spec.ToolCount, listConc(s)), spec.PathTools, list, H1},
+		Scenario{fmt.Sprintf("progress x%d c=%d", spec.ProgressSteps, s.Conc), spec.PathProgress, progress, H1},
+		Scenario{fmt.Sprintf("broadcast %d", s.Listeners), spec.PathBroadcast, broadcast, H1},
+		Scenario{fmt.Sprintf("http.get c=%d", s.Conc), spec.PathFetch, fetch(s.Conc), H1},
+		Scenario{fmt.Sprintf("echo beside %d spinners", spec.Spinners), spec.PathSpin, spin, H1},
 	)
 }
 
 // RunOn runs sc against t.
 func (sc Scenario) RunOn(ctx context.Context, t *Target, s Scale) *Result {
 	r := &Result{Scenario: sc.Name, Server: t.Name}
-	if !t.Routes[sc.Route] {
+	if !t.Routes[sc.Route] || (sc.Proto != H1 && t.TLSAddr == "") {
 		r.NA = true
 		return r
 	}

@@ -82,8 +82,8 @@ func TestAllNamesAndFindings(t *testing.T) {
 		}
 		seen[sc.Name] = true
 	}
-	if len(all) != 13 { // three call scenarios per level, then seven
-		t.Errorf("%d scenarios, want 13", len(all))
+	if len(all) != 17 { // five call scenarios per level (h1, h2, h3 sessions, stateless, 2026), then seven
+		t.Errorf("%d scenarios, want 17", len(all))
 	}
 	var r Result
 	r.finding(&Target{Strict: false}, "leak %d", 1)
@@ -97,5 +97,15 @@ func TestAllNamesAndFindings(t *testing.T) {
 	na := all[0].RunOn(t.Context(), &Target{Routes: map[string]bool{}}, Scale{})
 	if !na.NA || na.Failed() {
 		t.Errorf("missing route: %+v", na)
+	}
+	// An HTTP/2 or HTTP/3 row on a server without TLS is n/a, route or not.
+	for _, sc := range all {
+		if sc.Proto == H1 {
+			continue
+		}
+		na := sc.RunOn(t.Context(), &Target{Routes: map[string]bool{sc.Route: true}}, Scale{})
+		if !na.NA || na.Failed() {
+			t.Errorf("%s without a TLSAddr: %+v", sc.Name, na)
+		}
 	}
 }

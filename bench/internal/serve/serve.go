@@ -5,21 +5,31 @@ package serve
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/luamcp/luamcp/internal/edge"
 
 	"github.com/luamcp/luamcp/bench/internal/spec"
 )
@@ -54,6 +64,10 @@ type Server struct {
 	ChurnSessions func() int
 	// Close, when set, runs after the HTTP server has stopped.
 	Close func(ctx context.Context) error
+	// TLS also serves the routes over HTTPS (HTTP/2) and HTTP/3 on a second
+	// port, through luamcp's own front (internal/edge, as `luamcp serve
+	// --tls-cert --tls-key --http3` does), with a certificate made at start.
+	TLS bool
 }
 
 // Logger is the logger servers use: warnings and errors only, on stderr, so
@@ -85,10 +99,20 @@ func Run(s Server, addr string) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	ready, err := json.Marshal(spec.Ready{Server: s.Name, Addr: ln.Addr().String(), Routes: routes})
+	rd := spec.Ready{Server: s.Name, Addr: ln.Addr().String(), Routes: routes}
+	var tlsSrv *edge.Server
+	if s.TLS {
+		tlsSrv, rd.CACert, err = listenTLS()
+		if err != nil {
+			return err
+		}
+		rd.TLSAddr = tlsSrv.Addr().String()
+		go func() { serveErr <- tlsSrv.Serve(mux) }()
+	}
+	ready, err := json.Marshal(rd)
 	if err != nil {
 		return fmt.Errorf("encode ready line: %w", err)
 	}
@@ -108,6 +132,11 @@ func Run(s Server, addr string) error {
 	if err := srv.Shutdown(ctx); err != nil {
 		srv.Close()
 	}
+	if tlsSrv != nil {
+		if err := tlsSrv.Shutdown(ctx); err != nil {
+			tlsSrv.Close()
+		}
+	}
 	if s.Close != nil {
 		if err := s.Close(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("close: %w", err)
@@ -123,6 +152,51 @@ func Main(s Server, addr string) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", s.Name, err)
 		os.Exit(1)
 	}
+}
+
+// listenTLS binds an HTTPS + HTTP/3 server on a free port of 127.0.0.1,
+// with a self-signed certificate made now; it returns the certificate (PEM)
+// for clients to trust.
+func listenTLS() (*edge.Server, string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "luamcp-bench"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(7 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, "", err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "luamcp-bench-tls")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(dir) // edge.Listen reads the files at once
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		return nil, "", err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return nil, "", err
+	}
+	srv, err := edge.Listen(edge.Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, HTTP3: true,
+		Logger: Logger(), ReadHeaderTimeout: 10 * time.Second})
+	if err != nil {
+		return nil, "", fmt.Errorf("listen TLS: %w", err)
+	}
+	return srv, string(certPEM), nil
 }
 
 func writeStats(w http.ResponseWriter, churnSessions func() int) {

@@ -88,6 +88,11 @@ type Ready struct {
 	Server string   `json:"server"`
 	Addr   string   `json:"addr"`
 	Routes []string `json:"routes"`
+	// TLSAddr, when set, serves the same routes over HTTPS (HTTP/2) and over
+	// HTTP/3 on the same port (UDP), with the certificate CACert (PEM),
+	// which clients trust. Only luamcp serves it.
+	TLSAddr string `json:"tls_addr,omitempty"`
+	CACert  string `json:"ca_cert,omitempty"`
 }
 
 // Stats is the document PathStats answers. The server releases free memory

@@ -1,0 +1,225 @@
+package edge
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestBadPort(t *testing.T) {
+	for _, tc := range []struct {
+		port int
+		bad  bool
+	}{
+		{6000, true}, {6665, true}, {6669, true}, {10080, true}, {22, true}, {4190, true},
+		{8750, false}, {443, false}, {80, false}, {8080, false}, {6670, false}, {0, false},
+	} {
+		if got := BadPort(tc.port); got != tc.bad {
+			t.Errorf("BadPort(%d) = %v, want %v", tc.port, got, tc.bad)
+		}
+	}
+}
+
+func TestListenErrors(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"cert alone", Config{Addr: "127.0.0.1:0", CertFile: garbage}, "go together"},
+		{"key alone", Config{Addr: "127.0.0.1:0", KeyFile: garbage}, "go together"},
+		{"http3 in clear", Config{Addr: "127.0.0.1:0", HTTP3: true}, "HTTP/3 runs only over TLS"},
+		{"unreadable", Config{Addr: "127.0.0.1:0", CertFile: filepath.Join(dir, "absent"), KeyFile: garbage}, "absent"},
+		{"not PEM", Config{Addr: "127.0.0.1:0", CertFile: garbage, KeyFile: garbage}, "loading the TLS certificate"},
+		{"port in use", Config{Addr: busy.Addr().String()}, "address already in use"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Listen(tc.cfg)
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Listen: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestServeHTTP: cleartext HTTP/1.1 serves, announces no HTTP/3, and
+// Shutdown ends Serve with http.ErrServerClosed.
+func TestServeHTTP(t *testing.T) {
+	s, err := Listen(Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Protocols() != HTTP || !strings.HasPrefix(s.URL(), "http://127.0.0.1:") || s.Port() == 0 {
+		t.Fatalf("protocols %v, URL %s, port %d", s.Protocols(), s.URL(), s.Port())
+	}
+	served := make(chan error, 1)
+	go func() {
+		served <- s.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Proto) }))
+	}()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "HTTP/1.1" || resp.Header.Get("Alt-Svc") != "" {
+		t.Errorf("answer %q, Alt-Svc %q", body, resp.Header.Get("Alt-Svc"))
+	}
+	hooked := make(chan struct{})
+	s.RegisterOnShutdown(func() { close(hooked) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // liveness bound only
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+	}
+	select {
+	case <-hooked:
+	case <-ctx.Done():
+		t.Error("the shutdown hook did not run")
+	}
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 named cn, and its
+// key, to certFile and keyFile, and returns the certificate.
+func writeCert(t *testing.T, cn, certFile, keyFile string) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// touch moves both files' modification time by d, so that a rewrite within
+// the file system's time granularity still counts as a change.
+func touch(t *testing.T, d time.Duration, files ...string) {
+	t.Helper()
+	at := time.Now().Add(d)
+	for _, f := range files {
+		if err := os.Chtimes(f, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCertificateReload: a renewed certificate is served without a restart;
+// files that cannot be loaded leave the previous one, and the log says so.
+func TestCertificateReload(t *testing.T) {
+	defer func(d time.Duration) { certCheckEvery = d }(certCheckEvery)
+	certCheckEvery = 0 // every handshake looks at the files
+
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	pool := x509.NewCertPool()
+	pool.AddCert(writeCert(t, "first", certFile, keyFile))
+	var logs strings.Builder
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	s, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	go s.Serve(http.NotFoundHandler())
+
+	served := func() string {
+		t.Helper()
+		conn, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{RootCAs: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("served %q, want first", got)
+	}
+
+	pool.AddCert(writeCert(t, "renewed", certFile, keyFile))
+	touch(t, time.Hour, certFile, keyFile)
+	if got := served(); got != "renewed" {
+		t.Errorf("after renewal served %q, want renewed", got)
+	}
+
+	if err := os.WriteFile(certFile, []byte("half written"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, 2*time.Hour, certFile)
+	if got := served(); got != "renewed" {
+		t.Errorf("after a broken renewal served %q, want the previous certificate", got)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logs.String(), "cannot be loaded") || !strings.Contains(logs.String(), "TLS certificate reloaded") {
+		t.Errorf("the log does not tell the reload and the failure:\n%s", logs.String())
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
