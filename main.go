@@ -62,7 +62,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name:   "serve",
 				Usage:  "mount every *.lua file of a folder as an MCP server",
 				Action: serve,
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "dir", Value: "scripts", Usage: "folder of *.lua servers (sub-folders hold modules)"},
 					&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8750", Usage: "address to listen on"},
 					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
@@ -79,7 +79,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "tls-cert", Usage: "PEM certificate chain: serve HTTPS, with HTTP/2 (needs --tls-key)"},
 					&cli.StringFlag{Name: "tls-key", Usage: "PEM private key of --tls-cert"},
 					&cli.BoolFlag{Name: "http3", Usage: "also serve HTTP/3 (QUIC) on the same port over UDP, announced with Alt-Svc (needs --tls-cert)"},
-				},
+				}, clusterFlags()...),
 			},
 			checkCommand(),
 			callCommand(),
@@ -168,13 +168,18 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer ms.close()
+	node, err := joinCluster(c, stateKey, srv.URL(), logger)
+	if err != nil {
+		return err
+	}
+	defer node.close() // runs after the host has shut down
 	watch := !c.Bool("no-watch")
 	table := &routeTable{w: c.App.Writer, base: srv.URL()}
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: maxSessions,
 		MemoryLimit: int64(memory) << 20, StateKey: stateKey,
-		Observer: ms.observer(), Changed: table.print,
+		Observer: ms.observer(), Changed: table.print, PubSub: node.pubsub(),
 	})
 	if err != nil {
 		return err

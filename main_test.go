@@ -62,6 +62,10 @@ func TestServeErrors(t *testing.T) {
 	if err := os.WriteFile(shortKey, []byte("  tiny\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	goodKey := filepath.Join(empty, "good.key")
+	if err := os.WriteFile(goodKey, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name string
@@ -83,6 +87,12 @@ func TestServeErrors(t *testing.T) {
 		{"state key short", []string{"--dir", scripts, "--state-key-file", shortKey}, "has 4 bytes; it needs at least 16"},
 		{"metrics address in use", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--metrics-addr", busy.Addr().String()}, "--metrics-addr"},
 		{"metrics bad address", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--metrics-addr", "nowhere"}, "--metrics-addr"},
+		{"cluster without a state key", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--nats", "embedded"}, "needs the same state key"},
+		{"node id without nats", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--node-id", "a"}, "--node-id needs --nats"},
+		{"advertise without nats", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--advertise", "http://x"}, "--advertise needs --nats"},
+		{"bad node id", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded", "--node-id", "a.b"}, "--node-id"},
+		{"bad advertise", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded", "--advertise", "ftp://x"}, "--advertise must be"},
+		{"nats unreachable", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "nats://127.0.0.1:1"}, "--nats"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"luamcp", "serve"}, tc.args...)

@@ -78,6 +78,10 @@ type Config struct {
 	// Observer is told what the routes and the reloads do (metrics.go);
 	// nil: nothing.
 	Observer Observer
+	// PubSub carries broadcasts and resource updates (mcp.NewHubWith): a
+	// distributed one (internal/cluster) joins the processes serving one
+	// endpoint. Nil: the in-process mcp.LocalPubSub.
+	PubSub mcp.PubSub
 	// Changed, when set, is called after the watcher has applied a batch of
 	// changes that mounted, reloaded, remounted or unmounted a script, or
 	// failed to: `luamcp serve` prints its route table again there. It runs
@@ -173,6 +177,14 @@ type failed struct {
 	sum [sha256.Size]byte
 }
 
+// newHub returns a hub on ps, or on the in-process pubsub when ps is nil.
+func newHub(ps mcp.PubSub, logger *slog.Logger) *mcp.Hub {
+	if ps == nil {
+		return mcp.NewHub(logger)
+	}
+	return mcp.NewHubWith(ps, logger)
+}
+
 // New loads every *.lua file directly in cfg.Dir and mounts each on its route
 // path. A script that fails to load is logged and listed in LoadErrors; the
 // others serve. When two scripts claim the same path, the one whose file name
@@ -198,7 +210,7 @@ func New(cfg Config) (*Host, error) {
 	h := &Host{
 		cfg:     cfg,
 		logger:  logger,
-		hub:     mcp.NewHub(logger),
+		hub:     newHub(cfg.PubSub, logger),
 		mounts:  make(map[string]*mount),
 		failed:  make(map[string]*failed),
 		loading: make(map[string]bool),

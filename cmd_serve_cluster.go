@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/urfave/cli/v2"
+
+	"github.com/luamcp/luamcp/internal/cluster"
+	"github.com/luamcp/luamcp/mcp"
+)
+
+// embeddedNATS is the --nats value that runs a NATS server in the process.
+const embeddedNATS = "embedded"
+
+// clusterFlags are serve's --nats, --node-id and --advertise.
+func clusterFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "nats", Usage: "join the nodes of a cluster through this NATS server (nats://host:4222), or \"" + embeddedNATS + "\" to run one in the process (a single-machine dev cluster); default: no cluster"},
+		&cli.StringFlag{Name: "node-id", Usage: "this node's id in the cluster (letters, digits, '_', '-'; at most 64); default: the host name and a random suffix"},
+		&cli.StringFlag{Name: "advertise", Usage: "the URL other nodes reach this node's listener at (http://10.0.0.5:8750); default: the listener's own URL"},
+	}
+}
+
+// clusterNode is this process's membership of a cluster. A nil *clusterNode
+// is "no cluster", and its methods do nothing.
+type clusterNode struct {
+	id        string
+	advertise string
+	embedded  *cluster.Embedded // nil unless --nats embedded
+	nc        *nats.Conn
+	ps        *cluster.PubSub
+}
+
+// joinCluster connects to NATS when --nats is set; nil, nil otherwise.
+// listenURL is the listener's URL, the default of --advertise. Cluster mode
+// needs a shared state key: a 2026-07-28 request's next round may land on
+// another node.
+func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog.Logger) (*clusterNode, error) {
+	natsURL := c.String("nats")
+	if natsURL == "" {
+		for _, f := range []string{"node-id", "advertise"} {
+			if c.IsSet(f) {
+				return nil, fmt.Errorf("--%s needs --nats", f)
+			}
+		}
+		return nil, nil
+	}
+	if stateKey == nil {
+		return nil, fmt.Errorf("--nats: every node of a cluster needs the same state key: set --state-key-file or $%s", stateKeyEnv)
+	}
+	n := &clusterNode{id: c.String("node-id"), advertise: c.String("advertise")}
+	if n.id == "" {
+		n.id = cluster.DefaultNodeID()
+	}
+	if err := cluster.ValidNodeID(n.id); err != nil {
+		return nil, fmt.Errorf("--node-id: %w", err)
+	}
+	if n.advertise == "" {
+		n.advertise = listenURL
+	}
+	if u, err := url.Parse(n.advertise); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--advertise must be an http:// or https:// URL, not %q", n.advertise)
+	}
+	if natsURL == embeddedNATS {
+		e, err := cluster.StartEmbedded("127.0.0.1", 0)
+		if err != nil {
+			return nil, fmt.Errorf("--nats embedded: %w", err)
+		}
+		n.embedded = e
+		natsURL = e.URL()
+		logger.Warn("running an embedded NATS server: for a dev cluster on one machine only", "url", natsURL)
+	}
+	nc, err := nats.Connect(natsURL,
+		nats.Name("luamcp "+n.id),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			logger.Warn("cluster: NATS disconnected: pushes reach this node's sessions only until it returns", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			logger.Info("cluster: NATS reconnected", "url", nc.ConnectedUrlRedacted())
+		}),
+	)
+	if err != nil {
+		n.close()
+		return nil, fmt.Errorf("--nats: %w", err)
+	}
+	n.nc = nc
+	if n.ps, err = cluster.NewPubSub(nc, n.id, logger); err != nil {
+		n.close()
+		return nil, fmt.Errorf("--nats: %w", err)
+	}
+	logger.Info("joined the cluster", "node", n.id, "advertise", n.advertise, "nats", nc.ConnectedUrlRedacted())
+	return n, nil
+}
+
+// pubsub is the host's PubSub: nil (in-process) without a cluster.
+func (n *clusterNode) pubsub() mcp.PubSub {
+	if n == nil {
+		return nil
+	}
+	return n.ps
+}
+
+// close leaves the cluster: after the host's shutdown, so that the last
+// pushes still go out.
+func (n *clusterNode) close() error {
+	if n == nil {
+		return nil
+	}
+	var err error
+	if n.ps != nil {
+		err = n.ps.Close()
+	}
+	if n.nc != nil {
+		err = errors.Join(err, n.nc.Drain())
+	}
+	if n.embedded != nil {
+		if n.nc != nil {
+			n.nc.Close()
+		}
+		n.embedded.Shutdown()
+	}
+	return err
+}
