@@ -33,7 +33,7 @@ type clusterNode struct {
 	advertise string
 	embedded  *cluster.Embedded // nil unless --nats embedded
 	nc        *nats.Conn
-	ps        *cluster.PubSub
+	node      *cluster.Node
 }
 
 // joinCluster connects to NATS when --nats is set; nil, nil otherwise.
@@ -91,7 +91,7 @@ func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog
 		return nil, fmt.Errorf("--nats: %w", err)
 	}
 	n.nc = nc
-	if n.ps, err = cluster.NewPubSub(nc, n.id, logger); err != nil {
+	if n.node, err = cluster.Join(c.Context, cluster.Config{Conn: nc, NodeID: n.id, Advertise: n.advertise, Logger: logger}); err != nil {
 		n.close()
 		return nil, fmt.Errorf("--nats: %w", err)
 	}
@@ -104,7 +104,15 @@ func (n *clusterNode) pubsub() mcp.PubSub {
 	if n == nil {
 		return nil
 	}
-	return n.ps
+	return n.node.PubSub()
+}
+
+// cluster is the host's Cluster: nil without one.
+func (n *clusterNode) cluster() mcp.Cluster {
+	if n == nil {
+		return nil
+	}
+	return n.node
 }
 
 // close leaves the cluster: after the host's shutdown, so that the last
@@ -114,8 +122,8 @@ func (n *clusterNode) close() error {
 		return nil
 	}
 	var err error
-	if n.ps != nil {
-		err = n.ps.Close()
+	if n.node != nil {
+		err = n.node.Close()
 	}
 	if n.nc != nil {
 		err = errors.Join(err, n.nc.Drain())

@@ -179,7 +179,7 @@ func serve(c *cli.Context) error {
 		Dir: c.String("dir"), Logger: logger, Watch: watch,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: maxSessions,
 		MemoryLimit: int64(memory) << 20, StateKey: stateKey,
-		Observer: ms.observer(), Changed: table.print, PubSub: node.pubsub(),
+		Observer: ms.observer(), Changed: table.print, PubSub: node.pubsub(), Cluster: node.cluster(),
 	})
 	if err != nil {
 		return err

@@ -82,6 +82,10 @@ type Config struct {
 	// distributed one (internal/cluster) joins the processes serving one
 	// endpoint. Nil: the in-process mcp.LocalPubSub.
 	PubSub mcp.PubSub
+	// Cluster joins the hub to the other nodes serving the same folder
+	// (mcp.Hub.SetCluster): session ids name this node, and requests and
+	// pushes for other nodes' sessions go to them. Nil: a single process.
+	Cluster mcp.Cluster
 	// Changed, when set, is called after the watcher has applied a batch of
 	// changes that mounted, reloaded, remounted or unmounted a script, or
 	// failed to: `luamcp serve` prints its route table again there. It runs
@@ -225,6 +229,9 @@ func New(cfg Config) (*Host, error) {
 	}
 	if cfg.Observer != nil {
 		h.hub.SetObserver(cfg.Observer)
+	}
+	if cfg.Cluster != nil {
+		h.hub.SetCluster(cfg.Cluster)
 	}
 	if cfg.StateKey != nil {
 		if err := h.hub.SetStateKey(cfg.StateKey); err != nil {

@@ -165,6 +165,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
+	if h.forward(w, r) {
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		h.servePost(w, r)
@@ -624,7 +627,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
 		return
 	}
-	id := newSessionID()
+	id := h.hub.newSessionID()
 	sess, ir, err := h.srv.Init(r.Context(), params, id)
 	if err != nil {
 		h.reg.release()

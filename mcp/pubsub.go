@@ -109,6 +109,9 @@ type Hub struct {
 	// obs is told what the routes do (SetObserver); nil: nothing. Set
 	// before the routes serve, then only read.
 	obs Observer
+	// cluster joins the hub to other nodes (SetCluster); nil: a single
+	// process. Set before the routes serve, then only read.
+	cluster Cluster
 }
 
 // NewHub returns a Hub backed by the in-process pubsub.
@@ -236,14 +239,18 @@ func (h *Hub) encode(method string, params json.RawMessage) []byte {
 // Notify pushes one notification to one session's GET channel.
 func (p *RoutePushes) Notify(sessionID, method string, params json.RawMessage) {
 	s := p.session(sessionID)
-	if s == nil {
+	if s == nil && p.hub.cluster == nil {
 		p.hub.pushesDropped(p.path, DropNoSession, 1)
 		return
 	}
-	if msg := p.hub.encode(method, params); msg != nil {
-		s.Deliver(msg)
-	} else {
+	msg := p.hub.encode(method, params)
+	switch {
+	case msg == nil:
 		p.hub.pushesDropped(p.path, DropInvalid, 1)
+	case s != nil:
+		s.Deliver(msg)
+	case !p.sendRemote(sessionID, "", msg):
+		p.hub.pushesDropped(p.path, DropNoSession, 1)
 	}
 }
 
@@ -287,7 +294,7 @@ func (p *RoutePushes) ResourceUpdated(uri string) {
 // unless level is below the session's minimum level. level must be valid.
 func (p *RoutePushes) Log(sessionID, level string, data json.RawMessage) {
 	s := p.session(sessionID)
-	if s == nil {
+	if s == nil && p.hub.cluster == nil {
 		p.hub.pushesDropped(p.path, DropNoSession, 1)
 		return
 	}
@@ -297,7 +304,7 @@ func (p *RoutePushes) Log(sessionID, level string, data json.RawMessage) {
 		p.hub.pushesDropped(p.path, DropInvalid, 1)
 		return
 	}
-	if sev < int(s.level.Load()) {
+	if s != nil && sev < int(s.level.Load()) {
 		return
 	}
 	if data != nil && !json.Valid(data) {
@@ -305,7 +312,13 @@ func (p *RoutePushes) Log(sessionID, level string, data json.RawMessage) {
 		p.hub.pushesDropped(p.path, DropInvalid, 1)
 		return
 	}
-	s.Deliver(appendNotification(nil, "notifications/message", logParams(nil, level, data)))
+	msg := appendNotification(nil, "notifications/message", logParams(nil, level, data))
+	switch {
+	case s != nil:
+		s.Deliver(msg)
+	case !p.sendRemote(sessionID, level, msg): // the owner filters by its session's level
+		p.hub.pushesDropped(p.path, DropNoSession, 1)
+	}
 }
 
 // logParams appends {"level":..,"data":..}.

@@ -1,51 +1,250 @@
 package cluster
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"context"
+	"errors"
 	"fmt"
-	"os"
-	"strings"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/luamcp/luamcp/mcp"
 )
 
-// maxNodeID bounds a node id: it is part of every session id the node mints.
-const maxNodeID = 64
+const (
+	// nodesBucket is the KV bucket of node addresses: key node id, value
+	// the node's advertised URL.
+	nodesBucket = "luamcp_nodes"
+	// nodePrefix starts the subject of one node's pushes (Notify and Log
+	// for its sessions, sent by the others).
+	nodePrefix = "luamcp.node."
+	// DefaultHeartbeat is how often a node renews its address; the bucket
+	// forgets an address after 3 heartbeats.
+	DefaultHeartbeat = 5 * time.Second
+	// kvTimeout bounds one KV operation.
+	kvTimeout = 2 * time.Second
+)
 
-// ValidNodeID reports whether id may name a node: 1 to 64 characters from
-// [A-Za-z0-9_-]. Those are safe in a session id, a NATS subject token and a
-// KV key, and exclude '.', which separates the node id from the rest of a
-// session id.
-func ValidNodeID(id string) error {
-	if id == "" || len(id) > maxNodeID {
-		return fmt.Errorf("node id %q must have 1 to %d characters", id, maxNodeID)
-	}
-	for _, c := range []byte(id) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("node id %q may hold only letters, digits, '_' and '-'", id)
-		}
-	}
-	return nil
+// Config says how a node joins the cluster.
+type Config struct {
+	// Conn is the NATS connection; the node does not close it.
+	Conn *nats.Conn
+	// NodeID names this node ([ValidNodeID]).
+	NodeID string
+	// Advertise is the URL at which the other nodes reach this node's
+	// HTTP listener (http:// or https://).
+	Advertise string
+	// Heartbeat is how often the address is renewed (0: DefaultHeartbeat).
+	Heartbeat time.Duration
+	// Logger; nil: slog.Default().
+	Logger *slog.Logger
 }
 
-// DefaultNodeID derives a node id from the host name (its first label, cut
-// to the allowed characters) plus 6 random hex digits, so that two processes
-// on one machine still differ.
-func DefaultNodeID() string {
-	name, _ := os.Hostname()
-	name, _, _ = strings.Cut(name, ".")
-	var b strings.Builder
-	for _, c := range []byte(name) {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' {
-			b.WriteByte(c)
-		}
-		if b.Len() == 40 {
-			break
-		}
-	}
-	if b.Len() == 0 {
-		b.WriteString("node")
-	}
-	var r [3]byte
-	_, _ = rand.Read(r[:])
-	return b.String() + "-" + hex.EncodeToString(r[:])
+// Node is one luamcp process's membership of a cluster. It implements
+// [mcp.Cluster]: its address is kept in the KV bucket while it lives,
+// requests for other nodes' sessions are reverse-proxied to their addresses,
+// and pushes for them go to their subjects. Its PubSub carries broadcasts.
+type Node struct {
+	id, advertise string
+	nc            *nats.Conn
+	kv            jetstream.KeyValue
+	ps            *PubSub
+	log           *slog.Logger
+	transport     *http.Transport
+	sub           *nats.Subscription
+
+	// deliver hands a push from another node to the hub (Attach); nil
+	// before, and pushes arriving then are dropped.
+	deliver atomic.Pointer[func([]byte)]
+
+	mu sync.Mutex
+	// known holds the last address the bucket gave for each node, used
+	// while NATS is unreachable; a node the bucket says is gone is removed.
+	known map[string]string
+
+	stop chan struct{}  // closed by Close: ends the heartbeat
+	done sync.WaitGroup // the heartbeat
 }
+
+// Join registers this node's address and starts its heartbeat, pushes
+// subscription and PubSub. Close leaves.
+func Join(ctx context.Context, cfg Config) (*Node, error) {
+	if err := ValidNodeID(cfg.NodeID); err != nil {
+		return nil, err
+	}
+	if u, err := url.Parse(cfg.Advertise); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("cluster: the advertised address must be an http:// or https:// URL, not %q", cfg.Advertise)
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: JetStream: %w", err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: nodesBucket, Description: "luamcp node addresses", TTL: 3 * cfg.Heartbeat,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: the %s bucket (the NATS server needs JetStream): %w", nodesBucket, err)
+	}
+	n := &Node{
+		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, kv: kv, log: cfg.Logger,
+		transport: http.DefaultTransport.(*http.Transport).Clone(),
+		known:     make(map[string]string), stop: make(chan struct{}),
+	}
+	if _, err := kv.Put(ctx, n.id, []byte(n.advertise)); err != nil {
+		return nil, fmt.Errorf("cluster: registering node %s: %w", n.id, err)
+	}
+	if n.ps, err = NewPubSub(cfg.Conn, n.id, n.log); err != nil {
+		return nil, err
+	}
+	if n.sub, err = cfg.Conn.Subscribe(nodePrefix+n.id, n.receive); err != nil {
+		n.ps.Close()
+		return nil, fmt.Errorf("cluster: subscribing to %s: %w", nodePrefix+n.id, err)
+	}
+	n.done.Add(1)
+	go n.heartbeat(cfg.Heartbeat)
+	return n, nil
+}
+
+// NodeID implements [mcp.Cluster].
+func (n *Node) NodeID() string { return n.id }
+
+// PubSub is the node's [mcp.PubSub].
+func (n *Node) PubSub() *PubSub { return n.ps }
+
+// Attach implements [mcp.Cluster].
+func (n *Node) Attach(deliver func(push []byte)) { n.deliver.Store(&deliver) }
+
+// Send implements [mcp.Cluster].
+func (n *Node) Send(node string, push []byte) {
+	if err := n.nc.Publish(nodePrefix+node, push); err != nil {
+		n.log.Warn("cluster: push for another node's session not sent", "node", node, "err", err)
+	}
+}
+
+func (n *Node) receive(m *nats.Msg) {
+	if d := n.deliver.Load(); d != nil {
+		(*d)(m.Data)
+	}
+}
+
+// heartbeat renews the address until Close.
+func (n *Node) heartbeat(every time.Duration) {
+	defer n.done.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
+		_, err := n.kv.Put(ctx, n.id, []byte(n.advertise))
+		cancel()
+		switch {
+		case err != nil && !failing:
+			n.log.Warn("cluster: cannot renew this node's address: other nodes will answer 404 for its sessions once it expires", "err", err)
+		case err == nil && failing:
+			n.log.Info("cluster: node address renewed again")
+		}
+		failing = err != nil
+	}
+}
+
+// address returns the advertised URL of node, "" when the cluster says it
+// is gone. While NATS is unreachable it uses the last address it knew.
+func (n *Node) address(ctx context.Context, node string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
+	defer cancel()
+	e, err := n.kv.Get(ctx, node)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case err == nil:
+		n.known[node] = string(e.Value())
+		return string(e.Value()), nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		delete(n.known, node)
+		return "", nil
+	}
+	if addr, ok := n.known[node]; ok {
+		return addr, nil
+	}
+	return "", fmt.Errorf("cluster: looking up node %s: %w", node, err)
+}
+
+// Forward implements [mcp.Cluster]: it reverse-proxies r to node, flushing
+// every write (SSE streams pass through as they are written). A node the
+// bucket no longer lists, or that cannot be reached, is gone: 404, and the
+// client initializes a new session, as the spec says.
+func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
+	addr, err := n.address(r.Context(), node)
+	if err != nil {
+		n.log.Warn("cluster: request not forwarded", "err", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if addr == "" {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	target, err := url.Parse(addr)
+	if err != nil {
+		n.log.Warn("cluster: node has a bad address", "node", node, "addr", addr, "err", err)
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // the owner's gates see what the client sent
+			pr.Out.Header.Set(mcp.ForwardedHeader, n.id)
+		},
+		Transport:     n.transport,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client left
+			}
+			n.log.Warn("cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
+			w.WriteHeader(http.StatusNotFound)
+		},
+		ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+	}
+	p.ServeHTTP(w, r)
+}
+
+// Close leaves the cluster: the heartbeat stops, the address is removed (the
+// other nodes answer 404 for this node's sessions at once), and no more
+// messages are received. It does not close the NATS connection.
+func (n *Node) Close() error {
+	close(n.stop)
+	n.done.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
+	defer cancel()
+	err := n.kv.Delete(ctx, n.id)
+	if err != nil {
+		err = fmt.Errorf("cluster: removing node %s: %w", n.id, err)
+	}
+	if uerr := n.sub.Unsubscribe(); uerr != nil && !errors.Is(uerr, nats.ErrConnectionClosed) {
+		err = errors.Join(err, uerr)
+	}
+	n.transport.CloseIdleConnections()
+	return errors.Join(err, n.ps.Close())
+}
+
+var _ mcp.Cluster = (*Node)(nil)

@@ -1,0 +1,128 @@
+package mcp
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// A Cluster joins a [Hub] to the other processes ("nodes") serving the same
+// routes ([Hub.SetCluster]). A session lives on the node that created it (its
+// Lua state cannot move), and its id names that node: "<node>.<32 hex>". A
+// request for a session of another node is handed to Forward; a Notify or
+// Log for one is handed to Send.
+type Cluster interface {
+	// NodeID names this node: 1 to 64 characters of [A-Za-z0-9_-].
+	NodeID() string
+	// Forward serves r, a request for a session owned by node, by proxying
+	// it to that node (streams flushed through), or answers 404 when the
+	// node is gone. It runs after this node's gates and authentication; it
+	// must mark the request so that the owner serves it rather than
+	// forwarding it again ([ForwardedHeader]).
+	Forward(w http.ResponseWriter, r *http.Request, node string)
+	// Send carries push (made by the hub, opaque to the Cluster) to node,
+	// whose hub gets it through the function given to Attach. At most once.
+	Send(node string, push []byte)
+	// Attach gives the function that delivers the pushes other nodes Send
+	// to this one. SetCluster calls it once.
+	Attach(deliver func(push []byte))
+}
+
+// ForwardedHeader marks a request a node forwarded to the owner of its
+// session: the owner serves it (404 when the session is gone) and never
+// forwards it again, so a stale view of the cluster cannot loop.
+const ForwardedHeader = "Luamcp-Forwarded-By"
+
+// SetCluster joins the hub to a cluster: the session ids it mints name
+// c.NodeID(), requests for other nodes' sessions are forwarded, and pushes
+// to them sent. Call it before the routes serve.
+func (h *Hub) SetCluster(c Cluster) {
+	h.cluster = c
+	c.Attach(h.deliverRemote)
+}
+
+// newSessionID returns a fresh session id: 32 lowercase hex characters, after
+// "<node>." in a cluster.
+func (h *Hub) newSessionID() string {
+	if h.cluster == nil {
+		return newSessionID()
+	}
+	return h.cluster.NodeID() + "." + newSessionID()
+}
+
+// sessionNode returns the node named by a session id, "" when it names none.
+func sessionNode(id string) string {
+	node, _, ok := strings.Cut(id, ".")
+	if !ok {
+		return ""
+	}
+	return node
+}
+
+// forward hands r to the cluster when it names a session of another node and
+// was not forwarded already; it reports whether it did.
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
+	c := h.hub.cluster
+	if c == nil || !h.opts.Sessions || r.Header.Get(ForwardedHeader) != "" {
+		return false
+	}
+	sid := r.Header["Mcp-Session-Id"]
+	if len(sid) == 0 {
+		return false
+	}
+	node := sessionNode(sid[0])
+	if node == "" || node == c.NodeID() {
+		return false
+	}
+	c.Forward(w, r, node)
+	return true
+}
+
+// remotePush is a Notify or Log for a session of another node, as sent
+// through Cluster.Send.
+type remotePush struct {
+	Route   string          `json:"route"`
+	Session string          `json:"session"`
+	Level   string          `json:"level,omitempty"` // a Log's level: the owner filters by the session's level
+	Msg     json.RawMessage `json:"msg"`             // the encoded notification
+}
+
+// sendRemote sends msg for a session the hub does not know to the node its
+// id names; false when there is no such other node.
+func (p *RoutePushes) sendRemote(sessionID, level string, msg []byte) bool {
+	c := p.hub.cluster
+	if c == nil {
+		return false
+	}
+	node := sessionNode(sessionID)
+	if node == "" || node == c.NodeID() {
+		return false
+	}
+	b, err := json.Marshal(remotePush{Route: p.path, Session: sessionID, Level: level, Msg: msg})
+	if err != nil { // msg was checked valid JSON
+		p.hub.log.Warn("mcp: push dropped", "err", err)
+		return true
+	}
+	c.Send(node, b)
+	return true
+}
+
+// deliverRemote delivers a push another node sent to one of this node's
+// sessions.
+func (h *Hub) deliverRemote(push []byte) {
+	var rp remotePush
+	if err := json.Unmarshal(push, &rp); err != nil {
+		h.log.Warn("mcp: a push from another node dropped", "err", err)
+		return
+	}
+	p := h.Route(rp.Route)
+	s := p.session(rp.Session)
+	if s == nil {
+		h.pushesDropped(rp.Route, DropNoSession, 1)
+		return
+	}
+	if rp.Level != "" && levelSeverity(rp.Level) < int(s.level.Load()) {
+		return
+	}
+	s.Deliver(rp.Msg)
+}
