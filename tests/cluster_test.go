@@ -1,0 +1,287 @@
+package tests
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/internal/cluster"
+	"github.com/luamcp/luamcp/mcp"
+)
+
+// clusterStateKey is the requestState key every node of a test cluster shares.
+var clusterStateKey = []byte("0123456789abcdef0123456789abcdef")
+
+// testNode is one luamcp node of a test cluster: a host joined through NATS,
+// served on 127.0.0.1.
+type testNode struct {
+	id   string
+	srv  *httptest.Server
+	host *host.Host
+	node *cluster.Node
+	nc   *nats.Conn
+	logs *logRecorder
+	// direct counts the requests that reached this node from outside (the
+	// proxy or a client), forwarded those another node forwarded to it.
+	direct, forwarded atomic.Int64
+
+	stopOnce sync.Once
+}
+
+// startNode joins a node serving dir to the NATS server at natsURL.
+func startNode(t *testing.T, natsURL, id, dir string) *testNode {
+	t.Helper()
+	n := &testNode{id: id, logs: newLogRecorder()}
+	var handler atomic.Pointer[http.Handler]
+	n.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(mcp.ForwardedHeader) != "" {
+			n.forwarded.Add(1)
+		} else {
+			n.direct.Add(1)
+		}
+		(*handler.Load()).ServeHTTP(w, r)
+	}))
+	nc, err := nats.Connect(natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.nc = nc
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	n.node, err = cluster.Join(ctx, cluster.Config{
+		Conn: nc, NodeID: id, Advertise: "http://" + n.srv.Listener.Addr().String(), Logger: slog.New(n.logs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.host, err = host.New(host.Config{
+		Dir: dir, Logger: slog.New(n.logs), StateKey: clusterStateKey,
+		PubSub: n.node.PubSub(), Cluster: n.node,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := n.host.Handler()
+	handler.Store(&h)
+	n.srv.Start()
+	t.Cleanup(func() {
+		n.stop(t)
+		if t.Failed() {
+			t.Logf("node %s log:\n%s", id, n.logs.dump())
+		}
+	})
+	return n
+}
+
+// stop ends the node as `luamcp serve` does: sessions, then the cluster.
+func (n *testNode) stop(t *testing.T) {
+	n.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := n.host.Shutdown(ctx); err != nil {
+			t.Errorf("node %s: host.Shutdown: %v", n.id, err)
+		}
+		if err := n.node.Close(); err != nil {
+			t.Errorf("node %s: leaving the cluster: %v", n.id, err)
+		}
+		n.nc.Close()
+		n.srv.CloseClientConnections()
+		n.srv.Close()
+	})
+}
+
+func (n *testNode) url() string { return n.srv.URL + "/mcp/session" }
+
+// roundRobin is a load balancer without stickiness: each request goes to
+// the next live node.
+type roundRobin struct {
+	mu    sync.Mutex
+	nodes []*testNode
+	next  int
+}
+
+func (p *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	n := p.nodes[p.next%len(p.nodes)]
+	p.next++
+	p.mu.Unlock()
+	target, _ := url.Parse(n.srv.URL)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+		},
+		FlushInterval: -1,
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// remove takes a node out of the rotation (a health check noticed it died).
+func (p *roundRobin) remove(n *testNode) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, m := range p.nodes {
+		if m == n {
+			p.nodes = append(p.nodes[:i:i], p.nodes[i+1:]...)
+			return
+		}
+	}
+}
+
+// startCluster starts a NATS server, three nodes serving the session fixture
+// and a round-robin proxy in front of them.
+func startCluster(t *testing.T) ([]*testNode, *roundRobin, string) {
+	t.Helper()
+	e, err := cluster.StartEmbedded("127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
+	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
+	nodes := []*testNode{startNode(t, e.URL(), "n1", dir), startNode(t, e.URL(), "n2", dir), startNode(t, e.URL(), "n3", dir)}
+	rr := &roundRobin{nodes: append([]*testNode(nil), nodes...)}
+	proxy := httptest.NewServer(rr)
+	t.Cleanup(proxy.Close)
+	return nodes, rr, proxy.URL + "/mcp/session"
+}
+
+// owner returns the node a session id names.
+func owner(t *testing.T, nodes []*testNode, sid string) *testNode {
+	t.Helper()
+	for _, n := range nodes {
+		if strings.HasPrefix(sid, n.id+".") {
+			return n
+		}
+	}
+	t.Fatalf("session id %q names none of the nodes", sid)
+	return nil
+}
+
+// counter counts notifications of one kind.
+type counter struct {
+	n  atomic.Int64
+	ch chan struct{}
+}
+
+func newCounter() *counter { return &counter{ch: make(chan struct{}, 100)} }
+
+func (c *counter) add() {
+	c.n.Add(1)
+	c.ch <- struct{}{}
+}
+
+// wait waits for the count to reach n, then checks it stays there a moment
+// (exactly once: no copy arrives late).
+func (c *counter) wait(t *testing.T, what string, n int64) {
+	t.Helper()
+	deadline := time.After(waitLong)
+	for c.n.Load() < n {
+		select {
+		case <-c.ch:
+		case <-deadline:
+			t.Fatalf("%s: %d received within %v, want %d", what, c.n.Load(), waitLong, n)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := c.n.Load(); got != n {
+		t.Errorf("%s: received %d, want exactly %d", what, got, n)
+	}
+}
+
+// TestClusterGoSDK drives three nodes behind a round-robin proxy with the
+// official Go SDK client (issue 13).
+func TestClusterGoSDK(t *testing.T) {
+	nodes, rr, proxyURL := startCluster(t)
+	changed, updated, logged := newCounter(), newCounter(), newCounter()
+	a := connectGo(t, proxyURL, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed.add() },
+		ResourceUpdatedHandler: func(context.Context, *sdk.ResourceUpdatedNotificationRequest) { updated.add() },
+		LoggingMessageHandler:  func(context.Context, *sdk.LoggingMessageRequest) { logged.add() },
+	}, latestVersion)
+	a.watch.wait(t) // the GET stream, through the proxy, to the owner
+	own := owner(t, nodes, a.ID())
+
+	t.Run("a session's calls land on every node and keep its state", func(t *testing.T) {
+		for i := 1; i <= 6; i++ {
+			a.wantText(t, "count", nil, string(rune('0'+i)))
+		}
+		for _, n := range nodes {
+			if n.direct.Load() == 0 {
+				t.Errorf("node %s received no request", n.id)
+			}
+		}
+		if own.forwarded.Load() == 0 {
+			t.Errorf("the owner %s was forwarded no request", own.id)
+		}
+	})
+
+	t.Run("pushes from every node reach the stream exactly once", func(t *testing.T) {
+		if err := a.Subscribe(goCtx(t), &sdk.SubscribeParams{URI: "mem://greeting"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			c := connectGo(t, n.url(), nil, latestVersion)
+			c.wantText(t, "broadcast", nil, "broadcast")
+			c.wantText(t, "touch", map[string]any{"uri": "mem://greeting"}, "touched")
+			c.call(t, "log", map[string]any{"level": "error", "to": a.ID()})
+		}
+		changed.wait(t, "tools/list_changed", 3)
+		updated.wait(t, "resources/updated", 3)
+		logged.wait(t, "notifications/message to the session", 3)
+	})
+
+	t.Run("DELETE through any node ends the session everywhere", func(t *testing.T) {
+		sid := a.ID()
+		if err := a.Close(); err != nil { // its DELETE goes through the proxy
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			req, _ := http.NewRequest(http.MethodPost, n.url(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", latestVersion)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			drain(resp.Body)
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("node %s answers %d for the deleted session, want 404", n.id, resp.StatusCode)
+			}
+		}
+	})
+
+	t.Run("the owner gone: 404, and the client starts again on a survivor", func(t *testing.T) {
+		e := connectGo(t, proxyURL, nil, latestVersion)
+		e.wantText(t, "count", nil, "1")
+		dead := owner(t, nodes, e.ID())
+		rr.remove(dead)
+		dead.stop(t)
+		_, err := e.CallTool(goCtx(t), &sdk.CallToolParams{Name: "count"})
+		if err == nil {
+			t.Fatal("a call on a session whose node is gone succeeded")
+		}
+		f := connectGo(t, proxyURL, nil, latestVersion)
+		if owner(t, nodes, f.ID()) == dead {
+			t.Fatal("a new session on the dead node")
+		}
+		f.wantText(t, "count", nil, "1")
+		f.wantText(t, "count", nil, "2")
+	})
+}
