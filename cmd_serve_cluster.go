@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"time"
 
@@ -63,8 +64,12 @@ func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog
 	if n.advertise == "" {
 		n.advertise = listenURL
 	}
-	if u, err := url.Parse(n.advertise); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(n.advertise)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--advertise must be an http:// or https:// URL, not %q", n.advertise)
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+		return nil, fmt.Errorf("--advertise: other nodes cannot reach %s: listening on every address, name this node's reachable one (--advertise http://10.0.0.5:8750)", n.advertise)
 	}
 	if natsURL == embeddedNATS {
 		e, err := cluster.StartEmbedded("127.0.0.1", 0)
@@ -79,13 +84,7 @@ func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog
 		nats.Name("luamcp "+n.id),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			logger.Warn("cluster: NATS disconnected: pushes reach this node's sessions only until it returns", "err", err)
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) {
-			logger.Info("cluster: NATS reconnected", "url", nc.ConnectedUrlRedacted())
-		}),
-	)
+	) // cluster.Join logs disconnects and reconnects
 	if err != nil {
 		n.close()
 		return nil, fmt.Errorf("--nats: %w", err)

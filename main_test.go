@@ -92,6 +92,7 @@ func TestServeErrors(t *testing.T) {
 		{"advertise without nats", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--advertise", "http://x"}, "--advertise needs --nats"},
 		{"bad node id", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded", "--node-id", "a.b"}, "--node-id"},
 		{"bad advertise", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded", "--advertise", "ftp://x"}, "--advertise must be"},
+		{"advertise unspecified", []string{"--dir", scripts, "--addr", "0.0.0.0:0", "--state-key-file", goodKey, "--nats", "embedded"}, "--advertise: other nodes cannot reach"},
 		{"nats unreachable", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "nats://127.0.0.1:1"}, "--nats"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

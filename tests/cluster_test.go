@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,7 @@ func startNode(t *testing.T, natsURL, id, dir string) *testNode {
 	defer cancel()
 	n.node, err = cluster.Join(ctx, cluster.Config{
 		Conn: nc, NodeID: id, Advertise: "http://" + n.srv.Listener.Addr().String(), Logger: slog.New(n.logs),
+		Heartbeat: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -145,11 +147,24 @@ func (p *roundRobin) remove(n *testNode) {
 // and a round-robin proxy in front of them.
 func startCluster(t *testing.T) ([]*testNode, *roundRobin, string) {
 	t.Helper()
+	nodes, rr, proxyURL, _ := startClusterNATS(t)
+	return nodes, rr, proxyURL
+}
+
+// startClusterNATS is startCluster; it also returns the NATS server, which
+// the test may stop (its own cleanup shuts down the last one it started).
+func startClusterNATS(t *testing.T) ([]*testNode, *roundRobin, string, **cluster.Embedded) {
+	t.Helper()
 	e, err := cluster.StartEmbedded("127.0.0.1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Shutdown)
+	current := &e
+	t.Cleanup(func() {
+		if *current != nil {
+			(*current).Shutdown()
+		}
+	})
 	dir := t.TempDir()
 	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
 	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
@@ -157,7 +172,7 @@ func startCluster(t *testing.T) ([]*testNode, *roundRobin, string) {
 	rr := &roundRobin{nodes: append([]*testNode(nil), nodes...)}
 	proxy := httptest.NewServer(rr)
 	t.Cleanup(proxy.Close)
-	return nodes, rr, proxy.URL + "/mcp/session"
+	return nodes, rr, proxy.URL + "/mcp/session", current
 }
 
 // owner returns the node a session id names.
@@ -284,4 +299,110 @@ func TestClusterGoSDK(t *testing.T) {
 		f.wantText(t, "count", nil, "1")
 		f.wantText(t, "count", nil, "2")
 	})
+}
+
+// nodesClient speaks raw HTTP to the nodes (the helpers of rawhttp_test.go).
+func nodesClient(t *testing.T) *testServer {
+	s := &testServer{t: t, client: &http.Client{Transport: &http.Transport{}}}
+	t.Cleanup(s.client.CloseIdleConnections)
+	return s
+}
+
+// TestClusterResumeThroughAnotherNode: a GET stream resumed through another
+// node with Last-Event-ID replays from the owner's ring; a Notify made on
+// another node reaches the owner's stream.
+func TestClusterResumeThroughAnotherNode(t *testing.T) {
+	nodes, _, _ := startCluster(t)
+	s := nodesClient(t)
+	sid := s.initialize(t, nodes[0].url())
+	if owner(t, nodes, sid) != nodes[0] {
+		t.Fatalf("session %q not owned by the node that created it", sid)
+	}
+	s.poke(t, nodes[1].url(), sid, 1) // forwarded; no stream yet: id 1 in the ring
+	s.poke(t, nodes[2].url(), sid, 2) // id 2
+	get := s.openGET(t, nodes[1].url(), sid, map[string]string{"Last-Event-ID": "1"})
+	wantPoke(t, get, 2, "2")
+	// notify from a session of node 3 to this one: through node 3's
+	// Cluster.Send to the owner.
+	other := s.initialize(t, nodes[2].url())
+	s.callTool(t, nodes[2].url(), other, "notify", map[string]any{"n": 3, "to": sid}).wantText(t, "notified")
+	wantPoke(t, get, 3, "3")
+	get.close()
+	if nodes[0].forwarded.Load() == 0 {
+		t.Error("nothing was forwarded to the owner")
+	}
+}
+
+// TestClusterNATSOutage: without NATS each node keeps delivering its own
+// pushes to its own sessions and logs a warning; when NATS returns (here
+// restarted without its storage) pushes cross nodes again and requests are
+// forwarded again.
+func TestClusterNATSOutage(t *testing.T) {
+	nodes, _, _, natsSrv := startClusterNATS(t)
+	natsURL := (*natsSrv).URL()
+	u, err := url.Parse(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, local := newCounter(), newCounter()
+	a := connectGo(t, nodes[0].url(), &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { remote.add() },
+	}, latestVersion)
+	a.watch.wait(t)
+	b := connectGo(t, nodes[1].url(), &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { local.add() },
+	}, latestVersion)
+	b.watch.wait(t)
+
+	(*natsSrv).Shutdown()
+	*natsSrv = nil
+	for _, n := range nodes {
+		n.logs.waitFor(t, "NATS disconnected", 1)
+	}
+	b.wantText(t, "broadcast", nil, "broadcast")
+	local.wait(t, "tools/list_changed on the broadcasting node", 1)
+	if got := remote.n.Load(); got != 0 {
+		t.Errorf("a node received %d pushes while NATS was down", got)
+	}
+
+	e, err := cluster.StartEmbedded("127.0.0.1", port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	*natsSrv = e
+	deadline := time.Now().Add(waitLong)
+	for _, n := range nodes {
+		for !n.nc.IsConnected() {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s did not reconnect within %v", n.id, waitLong)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// At most once: pushes made while the subscriptions come back may be
+	// lost, so broadcast until one crosses.
+	for remote.n.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no broadcast crossed nodes within %v of NATS returning", waitLong)
+		}
+		b.wantText(t, "broadcast", nil, "broadcast")
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The fresh server lost the bucket: the heartbeat makes it again, and
+	// a request through node 3 reaches a's owner.
+	s := nodesClient(t)
+	for {
+		r, err := s.send(t, nodes[2].url(), call{Session: a.ID(), Body: request(1, "ping", nil)})
+		if err == nil && r.Status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("requests not forwarded within %v of NATS returning: %v %+v", waitLong, err, r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

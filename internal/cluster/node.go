@@ -54,6 +54,8 @@ type Config struct {
 type Node struct {
 	id, advertise string
 	nc            *nats.Conn
+	js            jetstream.JetStream
+	kvCfg         jetstream.KeyValueConfig
 	kv            jetstream.KeyValue
 	ps            *PubSub
 	log           *slog.Logger
@@ -74,7 +76,8 @@ type Node struct {
 }
 
 // Join registers this node's address and starts its heartbeat, pushes
-// subscription and PubSub. Close leaves.
+// subscription and PubSub. It sets the connection's disconnect and reconnect
+// handlers, to log them. Close leaves.
 func Join(ctx context.Context, cfg Config) (*Node, error) {
 	if err := ValidNodeID(cfg.NodeID); err != nil {
 		return nil, err
@@ -92,14 +95,13 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: JetStream: %w", err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: nodesBucket, Description: "luamcp node addresses", TTL: 3 * cfg.Heartbeat,
-	})
+	kvCfg := jetstream.KeyValueConfig{Bucket: nodesBucket, Description: "luamcp node addresses", TTL: 3 * cfg.Heartbeat}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, kvCfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: the %s bucket (the NATS server needs JetStream): %w", nodesBucket, err)
 	}
 	n := &Node{
-		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, kv: kv, log: cfg.Logger,
+		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger,
 		transport: http.DefaultTransport.(*http.Transport).Clone(),
 		known:     make(map[string]string), stop: make(chan struct{}),
 	}
@@ -113,6 +115,12 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		n.ps.Close()
 		return nil, fmt.Errorf("cluster: subscribing to %s: %w", nodePrefix+n.id, err)
 	}
+	cfg.Conn.SetDisconnectErrHandler(func(_ *nats.Conn, err error) {
+		n.log.Warn("cluster: NATS disconnected: pushes reach this node's sessions only until it returns", "node", n.id, "err", err)
+	})
+	cfg.Conn.SetReconnectHandler(func(nc *nats.Conn) {
+		n.log.Info("cluster: NATS reconnected", "node", n.id, "url", nc.ConnectedUrlRedacted())
+	})
 	n.done.Add(1)
 	go n.heartbeat(cfg.Heartbeat)
 	return n, nil
@@ -152,9 +160,7 @@ func (n *Node) heartbeat(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
-		_, err := n.kv.Put(ctx, n.id, []byte(n.advertise))
-		cancel()
+		err := n.renew()
 		switch {
 		case err != nil && !failing:
 			n.log.Warn("cluster: cannot renew this node's address: other nodes will answer 404 for its sessions once it expires", "err", err)
@@ -163,6 +169,23 @@ func (n *Node) heartbeat(every time.Duration) {
 		}
 		failing = err != nil
 	}
+}
+
+// renew puts this node's address again. A NATS server restarted without
+// its storage has lost the bucket: renew creates it again (the KeyValue handle
+// names the bucket, so it works again too).
+func (n *Node) renew() error {
+	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
+	defer cancel()
+	_, err := n.kv.Put(ctx, n.id, []byte(n.advertise))
+	if err == nil || n.nc.Status() != nats.CONNECTED {
+		return err
+	}
+	if _, cerr := n.js.CreateOrUpdateKeyValue(ctx, n.kvCfg); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	_, err = n.kv.Put(ctx, n.id, []byte(n.advertise))
+	return err
 }
 
 // address returns the advertised URL of node, "" when the cluster says it
