@@ -406,3 +406,31 @@ func TestClusterNATSOutage(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestClusterListen: a 2026-07-28 subscriptions/listen stream on one node
+// receives resource updates and list_changed made on every node, once each.
+func TestClusterListen(t *testing.T) {
+	nodes, _, _ := startCluster(t)
+	s := nodesClient(t)
+	st := s.open(t, nodes[2].url(), eraCall("listen-1", "subscriptions/listen", map[string]any{"notifications": map[string]any{
+		"toolsListChanged": true, "resourceSubscriptions": []string{"mem://greeting"},
+	}}, nil))
+	if st.Status != http.StatusOK {
+		t.Fatalf("subscriptions/listen: HTTP %d; body:\n%s", st.Status, st.Body)
+	}
+	defer st.close()
+	if m := st.nextMessage(); m.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("listen opened with %s", m.Method)
+	}
+	for _, n := range nodes {
+		sid := s.initialize(t, n.url())
+		s.callTool(t, n.url(), sid, "touch", map[string]any{"uri": "mem://greeting"}).wantText(t, "touched")
+		if m := st.nextMessage(); m.Method != "notifications/resources/updated" {
+			t.Errorf("after a touch on node %s the listen stream got %s %s", n.id, m.Method, m.Params)
+		}
+		s.callTool(t, n.url(), sid, "broadcast", nil).wantText(t, "broadcast")
+		if m := st.nextMessage(); m.Method != "notifications/tools/list_changed" {
+			t.Errorf("after a broadcast on node %s the listen stream got %s %s", n.id, m.Method, m.Params)
+		}
+	}
+}
