@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -433,4 +434,23 @@ func TestClusterListen(t *testing.T) {
 			t.Errorf("after a broadcast on node %s the listen stream got %s %s", n.id, m.Method, m.Params)
 		}
 	}
+}
+
+// TestClusterNoGoroutineLeak: a cluster's nodes, NATS server, forwarded
+// streams and proxy leave no goroutine behind once stopped.
+func TestClusterNoGoroutineLeak(t *testing.T) {
+	warmUp(t)
+	baseline := runtime.NumGoroutine()
+	t.Run("cluster", func(t *testing.T) {
+		nodes, _, _ := startCluster(t)
+		s := nodesClient(t)
+		sid := s.initialize(t, nodes[0].url())
+		get := s.openGET(t, nodes[1].url(), sid, nil) // forwarded to the owner
+		s.poke(t, nodes[2].url(), sid, 1)
+		wantPoke(t, get, 1, "1")
+		get.close()
+		s.callTool(t, nodes[1].url(), sid, "count", nil).wantText(t, "1")
+	})
+	http.DefaultClient.CloseIdleConnections()
+	settle(t, baseline, "after the cluster stopped")
 }
