@@ -125,12 +125,12 @@ func (n *clusterNode) close() error {
 		err = n.node.Close()
 	}
 	if n.nc != nil {
-		err = errors.Join(err, n.nc.Drain())
+		if ferr := n.nc.FlushTimeout(2 * time.Second); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+			err = errors.Join(err, fmt.Errorf("cluster: the last pushes may not have left: %w", ferr))
+		}
+		n.nc.Close()
 	}
 	if n.embedded != nil {
-		if n.nc != nil {
-			n.nc.Close()
-		}
 		n.embedded.Shutdown()
 	}
 	return err

@@ -172,7 +172,11 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer node.close() // runs after the host has shut down
+	defer func() { // runs after the host has shut down: its last pushes still go out
+		if err := node.close(); err != nil {
+			logger.Warn("leaving the cluster", "err", err)
+		}
+	}()
 	watch := !c.Bool("no-watch")
 	table := &routeTable{w: c.App.Writer, base: srv.URL()}
 	h, err := host.New(host.Config{
