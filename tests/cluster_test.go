@@ -454,3 +454,18 @@ func TestClusterNoGoroutineLeak(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 	settle(t, baseline, "after the cluster stopped")
 }
+
+// TestClusterTSSDK: the official TypeScript SDK client through the
+// round-robin proxy (node/client.mjs, scenario cluster).
+func TestClusterTSSDK(t *testing.T) {
+	nodes, _, proxyURL := startCluster(t)
+	obs := tsRun(t, "client.mjs", "cluster", proxyURL, nodes[0].url(), nodes[1].url(), nodes[2].url())
+	if observation(obs, "pushes from every node, once each") == nil {
+		t.Errorf("observations %v", obs)
+	}
+	for _, n := range nodes {
+		if n.direct.Load() == 0 {
+			t.Errorf("node %s received no request", n.id)
+		}
+	}
+}

@@ -118,6 +118,7 @@ function inbox() {
       if (items.length) return Promise.resolve(items.shift());
       return within(new Promise((resolve) => waiters.push(resolve)), what);
     },
+    get length() { return items.length; },
   };
 }
 
@@ -357,15 +358,50 @@ const scenarios = {
     ok('notes keeps state with a progress token on every call');
     await client.close();
   },
+
+  // Three luamcp nodes behind a round-robin proxy (tests/cluster_test.go):
+  // url is the proxy, the other arguments each node's own endpoint. The
+  // session's calls keep its state whatever node they land on; pushes made
+  // on every node reach its GET channel once each.
+  async cluster(url, ...nodes) {
+    const updates = inbox();
+    const changed = inbox();
+    const pokes = inbox();
+    const a = await connect(url, {
+      setup(client) {
+        client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updates.push(n.params.uri));
+        client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed.push(true));
+        client.fallbackNotificationHandler = async (n) => { if (n.method === 'notifications/test/poke') pokes.push(n.params); };
+      },
+    });
+    await within(a.rec.getOpen, 'the GET channel');
+    for (let i = 1; i <= 6; i++) await wantText(a.client, 'count', {}, String(i));
+    ok('state kept across nodes', { sessionId: a.transport.sessionId });
+    await within(a.client.subscribeResource({ uri: 'mem://greeting' }), 'subscribe');
+    for (const [i, node] of nodes.entries()) {
+      const b = await connect(node);
+      await wantText(b.client, 'broadcast', {}, 'broadcast');
+      assert.equal(await changed.next('tools/list_changed'), true);
+      await wantText(b.client, 'touch', { uri: 'mem://greeting' }, 'touched');
+      assert.equal(await updates.next('resources/updated'), 'mem://greeting');
+      await wantText(b.client, 'notify', { n: i, to: a.transport.sessionId }, 'notified');
+      assert.deepEqual(await pokes.next('notifications/test/poke'), { n: i });
+      await b.client.close();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200)); // a late copy would be here by now
+    assert.deepEqual([changed.length, updates.length, pokes.length], [0, 0, 0], 'a push arrived twice');
+    ok('pushes from every node, once each');
+    await a.client.close();
+  },
 };
 
-const [scenario, url] = process.argv.slice(2);
+const [scenario, url, ...more] = process.argv.slice(2);
 if (!scenarios[scenario] || !url) {
   console.error(`usage: node client.mjs <${Object.keys(scenarios).join('|')}> <url>`);
   process.exit(2);
 }
 try {
-  await scenarios[scenario](url);
+  await scenarios[scenario](url, ...more);
   console.log(JSON.stringify({ done: true }));
   process.exit(0);
 } catch (err) {
