@@ -67,8 +67,8 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	sid := r.Header["Mcp-Session-Id"]
-	if len(sid) == 0 {
-		return false
+	if len(sid) == 0 || statelessEraVersion(r.Header.Get("Mcp-Protocol-Version")) {
+		return false // the 2026-07-28 era ignores session ids: any node serves it
 	}
 	node := sessionNode(sid[0])
 	if node == "" || node == c.NodeID() {

@@ -94,10 +94,17 @@ func TestClusterSessions(t *testing.T) {
 		{"other node's DELETE", http.MethodDelete, sb, nil, 299},
 		{"already forwarded", http.MethodPost, sb, []string{mcp.ForwardedHeader + ": b"}, http.StatusNotFound},
 		{"id naming no node", http.MethodPost, "0123456789abcdef", nil, http.StatusNotFound},
+		{"2026-07-28 era", http.MethodPost, sb, []string{"Mcp-Protocol-Version: 2026-07-28"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			headers := append([]string{"Mcp-Session-Id: " + tc.sid, "Mcp-Protocol-Version: 2025-06-18"}, tc.headers...)
 			r := a.do(tc.method, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, headers...)
+			if tc.status == 0 { // served here, whatever the answer
+				if r.status == 299 {
+					t.Errorf("%s: forwarded", tc.name)
+				}
+				return
+			}
 			if r.status != tc.status {
 				t.Errorf("%s: status %d, want %d (%s)", tc.name, r.status, tc.status, r.body)
 			}
