@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/luamcp/luamcp/mcp"
+)
+
+func joinNode(t *testing.T, url, id, advertise string) *Node {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := Join(ctx, Config{Conn: nc, NodeID: id, Advertise: advertise})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestNodeForward: Forward streams the owner's answer through as it is
+// written, marked as forwarded; a node the bucket does not list, one that
+// left, and one that cannot be reached answer 404.
+func TestNodeForward(t *testing.T) {
+	e := startNATS(t)
+	release := make(chan struct{})
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: by " + r.Header.Get(mcp.ForwardedHeader) + " for " + r.Host + "\n\n"))
+		w.(http.Flusher).Flush()
+		<-release // the first event must arrive before the answer ends
+	}))
+	defer owner.Close()
+	defer close(release)
+	a := joinNode(t, e.URL(), "a", "http://127.0.0.1:1")
+	defer a.Close()
+	b := joinNode(t, e.URL(), "b", owner.URL)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + dead.Addr().String()
+	dead.Close()
+	c := joinNode(t, e.URL(), "c", deadURL)
+	defer c.Close()
+
+	entry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.Forward(w, r, r.URL.Query().Get("node"))
+	}))
+	defer entry.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, entry.URL+"/mcp?node=b", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	resp.Body.Close()
+	wantHost := strings.TrimPrefix(entry.URL, "http://")
+	if err != nil || line != "data: by a for "+wantHost+"\n" {
+		t.Errorf("forwarded stream: %q, %v; want the first event at once, by a, for %s", line, err, wantHost)
+	}
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"b", "c", "nobody"} {
+		resp, err := http.Get(entry.URL + "/mcp?node=" + node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("node %s: status %d, want 404", node, resp.StatusCode)
+		}
+	}
+}
+
+// TestNodeSend: a push sent to a node reaches the function its hub
+// attached, and no other node.
+func TestNodeSend(t *testing.T) {
+	e := startNATS(t)
+	a := joinNode(t, e.URL(), "a", "http://127.0.0.1:1")
+	defer a.Close()
+	b := joinNode(t, e.URL(), "b", "http://127.0.0.1:2")
+	defer b.Close()
+	got := make(chan string, 2)
+	a.Attach(func(p []byte) { got <- "a:" + string(p) })
+	b.Attach(func(p []byte) { got <- "b:" + string(p) })
+	a.Send("b", []byte("hello"))
+	select {
+	case g := <-got:
+		if g != "b:hello" {
+			t.Errorf("delivered %q, want b:hello", g)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not delivered")
+	}
+	a.nc.Flush()
+	b.nc.Flush()
+	select {
+	case g := <-got:
+		t.Errorf("delivered again: %q", g)
+	default:
+	}
+}
