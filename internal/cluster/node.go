@@ -105,16 +105,25 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		transport: http.DefaultTransport.(*http.Transport).Clone(),
 		known:     make(map[string]string), stop: make(chan struct{}),
 	}
-	if _, err := kv.Put(ctx, n.id, []byte(n.advertise)); err != nil {
-		return nil, fmt.Errorf("cluster: registering node %s: %w", n.id, err)
+	if err := n.register(ctx); err != nil {
+		return nil, err
 	}
 	if n.ps, err = NewPubSub(cfg.Conn, n.id, n.log); err != nil {
+		_ = kv.Delete(ctx, n.id)
 		return nil, err
 	}
 	if n.sub, err = cfg.Conn.Subscribe(nodePrefix+n.id, n.receive); err != nil {
+		_ = kv.Delete(ctx, n.id)
 		n.ps.Close()
 		return nil, fmt.Errorf("cluster: subscribing to %s: %w", nodePrefix+n.id, err)
 	}
+	cfg.Conn.SetErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		n.log.Warn("cluster: NATS error: pushes from other nodes may be lost", "node", n.id, "subject", subject, "err", err)
+	})
 	cfg.Conn.SetDisconnectErrHandler(func(_ *nats.Conn, err error) {
 		n.log.Warn("cluster: NATS disconnected: pushes reach this node's sessions only until it returns", "node", n.id, "err", err)
 	})
@@ -169,6 +178,30 @@ func (n *Node) heartbeat(every time.Duration) {
 		}
 		failing = err != nil
 	}
+}
+
+// register claims the node id in the bucket. An id another address holds is
+// refused: two nodes with one id would take each other's sessions. The same
+// address may hold it already: the node restarted before its entry expired.
+func (n *Node) register(ctx context.Context) error {
+	_, err := n.kv.Create(ctx, n.id, []byte(n.advertise))
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		if err != nil {
+			return fmt.Errorf("cluster: registering node %s: %w", n.id, err)
+		}
+		return nil
+	}
+	e, err := n.kv.Get(ctx, n.id)
+	switch {
+	case err == nil && string(e.Value()) != n.advertise:
+		return fmt.Errorf("cluster: node id %s is in use by the node at %s: give each node its own id", n.id, e.Value())
+	case err != nil && !errors.Is(err, jetstream.ErrKeyNotFound):
+		return fmt.Errorf("cluster: registering node %s: %w", n.id, err)
+	}
+	if _, err := n.kv.Put(ctx, n.id, []byte(n.advertise)); err != nil {
+		return fmt.Errorf("cluster: registering node %s: %w", n.id, err)
+	}
+	return nil
 }
 
 // renew puts this node's address again. A NATS server restarted without

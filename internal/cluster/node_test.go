@@ -119,3 +119,26 @@ func TestNodeSend(t *testing.T) {
 	default:
 	}
 }
+
+// TestNodeIDInUse: a node id held by another address is refused; the same
+// address may take it again (a restart before the entry expired).
+func TestNodeIDInUse(t *testing.T) {
+	e := startNATS(t)
+	a := joinNode(t, e.URL(), "a", "http://127.0.0.1:1")
+	defer a.Close()
+	nc, err := nats.Connect(e.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := Join(ctx, Config{Conn: nc, NodeID: "a", Advertise: "http://127.0.0.1:2"}); err == nil || !strings.Contains(err.Error(), "in use by the node at http://127.0.0.1:1") {
+		t.Errorf("a second node a joined: %v", err)
+	}
+	again, err := Join(ctx, Config{Conn: nc, NodeID: "a", Advertise: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatalf("the same address could not take its id again: %v", err)
+	}
+	again.Close()
+}
