@@ -124,12 +124,20 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		n.log.Warn("cluster: NATS error: pushes from other nodes may be lost", "node", n.id, "subject", subject, "err", err)
 	})
-	cfg.Conn.SetDisconnectErrHandler(func(_ *nats.Conn, err error) {
+	cfg.Conn.SetDisconnectErrHandler(func(nc *nats.Conn, err error) {
+		if nc.IsClosed() {
+			return // closed on purpose, at shutdown
+		}
 		n.log.Warn("cluster: NATS disconnected: pushes reach this node's sessions only until it returns", "node", n.id, "err", err)
 	})
 	cfg.Conn.SetReconnectHandler(func(nc *nats.Conn) {
 		n.log.Info("cluster: NATS reconnected", "node", n.id, "url", nc.ConnectedUrlRedacted())
 	})
+	// Once Join returns the other nodes can reach this one: the server
+	// has its subscriptions.
+	if err := cfg.Conn.FlushTimeout(kvTimeout); err != nil {
+		n.log.Warn("cluster: NATS did not confirm this node's subscriptions", "node", n.id, "err", err)
+	}
 	n.done.Add(1)
 	go n.heartbeat(cfg.Heartbeat)
 	return n, nil
