@@ -469,3 +469,34 @@ func TestClusterTSSDK(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterOwnerCrash: an owner that stops answering while its entry is
+// still in the bucket (a crash: no clean leave, the heartbeat has not
+// expired) gives 404 through every survivor, and the client starts again.
+func TestClusterOwnerCrash(t *testing.T) {
+	nodes, rr, proxyURL := startCluster(t)
+	c := connectGo(t, proxyURL, nil, latestVersion)
+	c.wantText(t, "count", nil, "1")
+	dead := owner(t, nodes, c.ID())
+	rr.remove(dead)
+	dead.srv.CloseClientConnections()
+	dead.srv.Close() // the listener is gone; host, NATS connection and heartbeat live on
+	s := nodesClient(t)
+	for _, n := range nodes {
+		if n == dead {
+			continue
+		}
+		r, err := s.send(t, n.url(), call{Session: c.ID(), Body: request(1, "ping", nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != http.StatusNotFound {
+			t.Errorf("node %s answers %d for a crashed node's session, want 404", n.id, r.Status)
+		}
+	}
+	f := connectGo(t, proxyURL, nil, latestVersion)
+	if owner(t, nodes, f.ID()) == dead {
+		t.Fatal("a new session on the crashed node")
+	}
+	f.wantText(t, "count", nil, "1")
+}
