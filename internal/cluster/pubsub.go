@@ -27,8 +27,10 @@ type PubSub struct {
 
 // NewPubSub returns a PubSub for node on nc. Every node receives every
 // channel's messages (one wildcard subscription) and drops those of
-// channels none of its sessions joined: pushes fan out to every node anyway.
-// Close it before nc.
+// channels none of its sessions joined: pushes fan out to every node anyway,
+// and a subscription made once, before any session, cannot miss a push that
+// follows a session's subscribe (a per-channel NATS subscription could: the
+// server learns of it asynchronously). Close it before nc.
 func NewPubSub(nc *nats.Conn, node string, logger *slog.Logger) (*PubSub, error) {
 	if err := ValidNodeID(node); err != nil {
 		return nil, err
