@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,13 +17,35 @@ import (
 	"github.com/luamcp/luamcp/mcp"
 )
 
-// embeddedNATS is the --nats value that runs a NATS server in the process.
-const embeddedNATS = "embedded"
+// embeddedNATS is the --nats value that runs a NATS server in the process,
+// on 127.0.0.1:4222 (NATS's own port, where the other nodes of a dev cluster
+// find it), or on 127.0.0.1:PORT with "embedded:PORT" (0: a free one).
+const (
+	embeddedNATS     = "embedded"
+	embeddedNATSPort = 4222
+)
+
+// embeddedPort returns the port of an "embedded[:PORT]" --nats value; false
+// when the value names a NATS URL instead.
+func embeddedPort(v string) (port int, ok bool, err error) {
+	if v == embeddedNATS {
+		return embeddedNATSPort, true, nil
+	}
+	p, found := strings.CutPrefix(v, embeddedNATS+":")
+	if !found {
+		return 0, false, nil
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return 0, true, fmt.Errorf("--nats %s: the port must be a number from 0 to 65535", v)
+	}
+	return port, true, nil
+}
 
 // clusterFlags are serve's --nats, --node-id and --advertise.
 func clusterFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "nats", Usage: "join the nodes of a cluster through this NATS server (nats://host:4222), or \"" + embeddedNATS + "\" to run one in the process (a single-machine dev cluster); default: no cluster"},
+		&cli.StringFlag{Name: "nats", Usage: "join the nodes of a cluster through this NATS server (nats://host:4222), or \"" + embeddedNATS + "\" to run one in the process on 127.0.0.1:4222 (\"" + embeddedNATS + ":PORT\": another port; a single-machine dev cluster); default: no cluster"},
 		&cli.StringFlag{Name: "node-id", Usage: "this node's id in the cluster (letters, digits, '_', '-'; at most 64); default: the host name and a random suffix"},
 		&cli.StringFlag{Name: "advertise", Usage: "the URL other nodes reach this node's listener at (http://10.0.0.5:8750); default: the listener's own URL"},
 	}
@@ -71,10 +95,14 @@ func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog
 	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
 		return nil, fmt.Errorf("--advertise: other nodes cannot reach %s: listening on every address, name this node's reachable one (--advertise http://10.0.0.5:8750)", n.advertise)
 	}
-	if natsURL == embeddedNATS {
-		e, err := cluster.StartEmbedded("127.0.0.1", 0)
+	port, embedded, err := embeddedPort(natsURL)
+	if err != nil {
+		return nil, err
+	}
+	if embedded {
+		e, err := cluster.StartEmbedded("127.0.0.1", port)
 		if err != nil {
-			return nil, fmt.Errorf("--nats embedded: %w", err)
+			return nil, fmt.Errorf("--nats %s: %w", natsURL, err)
 		}
 		n.embedded = e
 		natsURL = e.URL()

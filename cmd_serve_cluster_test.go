@@ -28,7 +28,7 @@ func TestServeCluster(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- newApp(outW, &logs).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir, "--addr", "127.0.0.1:0",
-			"--log-format", "json", "--state-key-file", key, "--nats", "embedded", "--node-id", "node-7"})
+			"--log-format", "json", "--state-key-file", key, "--nats", "embedded:0", "--node-id", "node-7"})
 		outW.Close()
 	}()
 	lines := bufio.NewScanner(outR)

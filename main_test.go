@@ -87,12 +87,13 @@ func TestServeErrors(t *testing.T) {
 		{"state key short", []string{"--dir", scripts, "--state-key-file", shortKey}, "has 4 bytes; it needs at least 16"},
 		{"metrics address in use", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--metrics-addr", busy.Addr().String()}, "--metrics-addr"},
 		{"metrics bad address", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--metrics-addr", "nowhere"}, "--metrics-addr"},
-		{"cluster without a state key", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--nats", "embedded"}, "needs the same state key"},
+		{"cluster without a state key", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--nats", "embedded:0"}, "needs the same state key"},
 		{"node id without nats", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--node-id", "a"}, "--node-id needs --nats"},
 		{"advertise without nats", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--advertise", "http://x"}, "--advertise needs --nats"},
-		{"bad node id", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded", "--node-id", "a.b"}, "--node-id"},
-		{"bad advertise", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded", "--advertise", "ftp://x"}, "--advertise must be"},
-		{"advertise unspecified", []string{"--dir", scripts, "--addr", "0.0.0.0:0", "--state-key-file", goodKey, "--nats", "embedded"}, "--advertise: other nodes cannot reach"},
+		{"bad node id", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded:0", "--node-id", "a.b"}, "--node-id"},
+		{"bad advertise", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded:0", "--advertise", "ftp://x"}, "--advertise must be"},
+		{"advertise unspecified", []string{"--dir", scripts, "--addr", "0.0.0.0:0", "--state-key-file", goodKey, "--nats", "embedded:0"}, "--advertise: other nodes cannot reach"},
+		{"embedded bad port", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded:x"}, "the port must be a number"},
 		{"nats unreachable", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "nats://127.0.0.1:1"}, "--nats"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
