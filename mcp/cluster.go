@@ -12,7 +12,7 @@ import (
 // request for a session of another node is handed to Forward; a Notify or
 // Log for one is handed to Send.
 type Cluster interface {
-	// NodeID names this node: 1 to 64 characters of [A-Za-z0-9_-].
+	// NodeID names this node ([ValidNodeID]).
 	NodeID() string
 	// Forward serves r, a request for a session owned by node, by proxying
 	// it to that node (streams flushed through), or answers 404 when the
@@ -50,11 +50,33 @@ func (h *Hub) newSessionID() string {
 	return h.cluster.NodeID() + "." + newSessionID()
 }
 
-// sessionNode returns the node named by a session id, "" when it names none.
+// ValidNodeID reports whether id may name a node ([Cluster.NodeID]): 1 to 64
+// characters of [A-Za-z0-9_-]. Those are safe in a session id, a NATS subject
+// token and a KV key, and exclude '.', which ends the node id in a session id.
+func ValidNodeID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// sessionNode returns the node named by a session id of the form
+// "<node>.<32 lowercase hex>", "" for anything else: ids come from clients,
+// and one that could not have been minted is unknown here, not forwarded.
 func sessionNode(id string) string {
-	node, _, ok := strings.Cut(id, ".")
-	if !ok {
+	node, rest, ok := strings.Cut(id, ".")
+	if !ok || !ValidNodeID(node) || len(rest) != 32 {
 		return ""
+	}
+	for _, c := range []byte(rest) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
 	}
 	return node
 }

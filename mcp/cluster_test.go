@@ -94,6 +94,9 @@ func TestClusterSessions(t *testing.T) {
 		{"other node's DELETE", http.MethodDelete, sb, nil, 299},
 		{"already forwarded", http.MethodPost, sb, []string{mcp.ForwardedHeader + ": b"}, http.StatusNotFound},
 		{"id naming no node", http.MethodPost, "0123456789abcdef", nil, http.StatusNotFound},
+		{"bad node id", http.MethodPost, "../b." + strings.Repeat("0", 32), nil, http.StatusNotFound},
+		{"short id", http.MethodPost, "b.0123", nil, http.StatusNotFound},
+		{"not hex", http.MethodPost, "b." + strings.Repeat("z", 32), nil, http.StatusNotFound},
 		{"2026-07-28 era", http.MethodPost, sb, []string{"Mcp-Protocol-Version: 2026-07-28"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,23 +6,15 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/luamcp/luamcp/mcp"
 )
 
-// maxNodeID bounds a node id: it is part of every session id the node mints.
-const maxNodeID = 64
-
-// ValidNodeID reports whether id may name a node: 1 to 64 characters from
-// [A-Za-z0-9_-]. Those are safe in a session id, a NATS subject token and a
-// KV key, and exclude '.', which separates the node id from the rest of a
-// session id.
+// ValidNodeID returns an error unless id may name a node ([mcp.ValidNodeID]:
+// 1 to 64 characters of [A-Za-z0-9_-]).
 func ValidNodeID(id string) error {
-	if id == "" || len(id) > maxNodeID {
-		return fmt.Errorf("node id %q must have 1 to %d characters", id, maxNodeID)
-	}
-	for _, c := range []byte(id) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("node id %q may hold only letters, digits, '_' and '-'", id)
-		}
+	if !mcp.ValidNodeID(id) {
+		return fmt.Errorf("node id %q must have 1 to 64 characters, each a letter, a digit, '_' or '-'", id)
 	}
 	return nil
 }
