@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -96,7 +97,21 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	if node == "" || node == c.NodeID() {
 		return false
 	}
-	c.Forward(w, r, node)
+	h.statelessMu.Lock()
+	if h.closing.Err() != nil {
+		h.statelessMu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable) // this node is going away; the owner may not be
+		return true
+	}
+	h.forwarding.Add(1)
+	h.statelessMu.Unlock()
+	defer h.forwarding.Done()
+	// Shutdown ends forwarded streams too: they would hold the listener's
+	// graceful shutdown open until its deadline.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(h.closing, cancel)()
+	c.Forward(w, r.WithContext(ctx), node)
 	return true
 }
 

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -28,6 +29,13 @@ func (c *fakeCluster) Forward(w http.ResponseWriter, r *http.Request, node strin
 	c.mu.Lock()
 	c.forwarded = append(c.forwarded, r.Method+" "+node)
 	c.mu.Unlock()
+	if r.Method == http.MethodGet && r.URL.Query().Get("hold") != "" {
+		// A forwarded stream: open until the request's context ends.
+		w.WriteHeader(299)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		return
+	}
 	w.WriteHeader(299)
 }
 
@@ -141,5 +149,38 @@ func TestClusterSessions(t *testing.T) {
 	}
 	if strings.Join(methods, ",") != "notifications/test/poke,notifications/message" {
 		t.Errorf("b's session received %v", methods)
+	}
+}
+
+// TestClusterShutdownEndsForwardedStreams: Shutdown ends the streams a node
+// forwards for other nodes' sessions (they would hold the listener's
+// graceful shutdown open), and refuses new forwards.
+func TestClusterShutdownEndsForwardedStreams(t *testing.T) {
+	peers := map[string]*fakeCluster{}
+	ca := &fakeCluster{id: "a", peers: peers}
+	peers["a"] = ca
+	a := newClusterRoute(t, ca)
+	sid := "b." + strings.Repeat("0", 32)
+	req, _ := http.NewRequest(http.MethodGet, a.url+"?hold=1", nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 299 {
+		t.Fatalf("status %d, want the forwarded stream", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), liveness)
+	defer cancel()
+	if err := a.h.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a forwarded stream open: %v", err)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("the forwarded stream did not end cleanly: %v", err)
+	}
+	r := a.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, "Mcp-Session-Id: "+sid)
+	if r.status != http.StatusServiceUnavailable {
+		t.Errorf("a forward after Shutdown: status %d, want 503", r.status)
 	}
 }

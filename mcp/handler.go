@@ -50,6 +50,10 @@ type Handler struct {
 	statelessMu    sync.Mutex
 	statelessCalls map[*job]context.CancelFunc
 	statelessWG    sync.WaitGroup
+	// forwarding counts the requests handed to the Cluster (forward), whose
+	// contexts Shutdown cancels; added to under statelessMu while the route
+	// is not closing, so that Shutdown's Wait sees every Add.
+	forwarding sync.WaitGroup
 }
 
 // NewHandler returns the handler of one route served by srv. A nil hub gets
@@ -125,6 +129,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 		}
 		wg.Wait()
 		h.statelessWG.Wait()
+		h.forwarding.Wait()
 		close(done)
 	}()
 	select {
