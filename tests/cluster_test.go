@@ -500,3 +500,25 @@ func TestClusterOwnerCrash(t *testing.T) {
 	}
 	f.wantText(t, "count", nil, "1")
 }
+
+// TestClusterEntryNodeStops: a node that stops ends the streams it forwards
+// for other nodes' sessions at once (they do not hold its shutdown open),
+// and the session lives on at its owner.
+func TestClusterEntryNodeStops(t *testing.T) {
+	nodes, _, _ := startCluster(t)
+	s := nodesClient(t)
+	sid := s.initialize(t, nodes[0].url())
+	get := s.openGET(t, nodes[1].url(), sid, nil)
+	stopped := make(chan struct{})
+	go func() {
+		nodes[1].stop(t)
+		close(stopped)
+	}()
+	get.ended()
+	select {
+	case <-stopped:
+	case <-time.After(waitLong):
+		t.Fatalf("the entry node took over %v to stop", waitLong)
+	}
+	s.callTool(t, nodes[2].url(), sid, "count", nil).wantText(t, "1")
+}
