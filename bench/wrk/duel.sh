@@ -23,7 +23,10 @@ trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 # start DIR: serves DIR/scripts with DIR/bin/luamcp on CPU 0; prints its address.
 start() {
   local log; log=$(mktemp)
-  (cd "$1" && exec taskset -c 0 ./bin/luamcp -ttl 30s -scripts scripts > "$log" 2>/dev/null) &
+  local extra=()
+  # Builds that serve fetch.lua need an upstream to load it (the discard port will do).
+  [ -f "$1/scripts/fetch.lua" ] && extra=(-upstream 127.0.0.1:9)
+  (cd "$1" && exec taskset -c 0 ./bin/luamcp -ttl 30s -scripts scripts "${extra[@]}" > "$log" 2>/dev/null) &
   pids+=($!)
   for _ in $(seq 100); do
     grep -q '^BENCH-READY ' "$log" && break
