@@ -15,8 +15,7 @@
 set -euo pipefail
 a=$(cd "$1" && pwd); b=$(cd "$2" && pwd); path=${3:-/mcp/echo}; secs=${4:-8}
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install -y wrk" >&2; exit 1; }
-accept='Accept: application/json, text/event-stream'
-init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}'
+. "$(dirname "$0")/lib.sh"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 
@@ -35,37 +34,10 @@ start() {
   sed -n 's/^BENCH-READY .*"addr":"\([^"]*\)".*/\1/p' "$log"
 }
 
-# script ADDR FILE: a wrk script, with 16 sessions of ADDR on the session route.
-script() {
-  {
-    echo 'local sids = {'
-    if [ "$path" = /mcp/echo ]; then
-      for _ in $(seq 16); do
-        sid=$(curl -s -D - -o /dev/null -H "$accept" -H 'Content-Type: application/json' -d "$init" "http://$1$path" |
-          tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
-        curl -s -o /dev/null -H "$accept" -H 'Content-Type: application/json' -H "Mcp-Session-Id: $sid" \
-          -H 'MCP-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "http://$1$path"
-        echo "\"$sid\","
-      done
-    fi
-    echo '}'
-    cat <<'LUA'
-local n = 0
-function setup(thread) n = n + 1; thread:set("sid", sids[n]) end
-local body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
-function request()
-  local h = { ["Content-Type"] = "application/json", ["Accept"] = "application/json, text/event-stream",
-    ["MCP-Protocol-Version"] = "2025-11-25" }
-  if sid then h["Mcp-Session-Id"] = sid end
-  return wrk.format("POST", nil, h, body)
-end
-LUA
-  } > "$2"
-}
-
 addr_a=$(start "$a"); addr_b=$(start "$b")
 sa=$(mktemp --suffix=.lua); sb=$(mktemp --suffix=.lua)
-script "$addr_a" "$sa"; script "$addr_b" "$sb"
+mode=stateless; [ "$path" = /mcp/echo ] && mode=session
+wrk_script "$sa" "http://$addr_a$path" "$mode"; wrk_script "$sb" "http://$addr_b$path" "$mode"
 oa=$(mktemp); ob=$(mktemp)
 taskset -c 1 wrk -t16 -c16 -d"${secs}s" -s "$sa" "http://$addr_a$path" > "$oa" &
 wa=$!
