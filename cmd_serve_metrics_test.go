@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -18,24 +15,8 @@ import (
 // finds it counted on the metrics listener, which closes with serve.
 func TestServeMetrics(t *testing.T) {
 	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(outW, io.Discard).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir,
-			"--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"})
-		outW.Close()
-	}()
-	lines := bufio.NewScanner(outR)
-	var status []string
-	for len(status) < 2 && lines.Scan() {
-		status = append(status, lines.Text())
-	}
-	go io.Copy(io.Discard, outR)
-	if len(status) != 2 {
-		t.Fatalf("serve printed %q, then ended: %v", status, <-done)
-	}
+	run := startServe(t, io.Discard, "--dir", dir, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
+	status := run.lines(t, 2)
 	route := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+/mcp/s) `).FindStringSubmatch(status[0])
 	scrape := regexp.MustCompile(`^metrics at (http://127\.0\.0\.1:\d+/metrics)$`).FindStringSubmatch(status[1])
 	if route == nil || scrape == nil {
@@ -88,15 +69,7 @@ func TestServeMetrics(t *testing.T) {
 		t.Errorf("luamcp_sessions_active = %v, want one series at 1", active)
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve ended with %v", err)
-		}
-	case <-time.After(30 * time.Second): // liveness bound only
-		t.Fatal("serve did not stop after its context ended")
-	}
+	run.stop(t)
 	if resp, err := http.Get(scrape[1]); err == nil {
 		resp.Body.Close()
 		t.Error("the metrics listener is still open after serve ended")

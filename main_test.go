@@ -113,25 +113,9 @@ func TestServe(t *testing.T) {
 		"s.lua":   sessionScript,
 		"bad.lua": "return {\n  oops(\n",
 	})
-	outR, outW := io.Pipe()
 	var logs syncWriter
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(outW, &logs).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir, "--addr", "127.0.0.1:0", "--log-format", "json"})
-		outW.Close()
-	}()
-
-	lines := bufio.NewScanner(outR)
-	var status []string
-	for len(status) < 2 && lines.Scan() {
-		status = append(status, lines.Text())
-	}
-	go io.Copy(io.Discard, outR)
-	if len(status) != 2 {
-		t.Fatalf("serve printed %q, then ended: %v", status, <-done)
-	}
+	run := startServe(t, &logs, "--dir", dir, "--addr", "127.0.0.1:0", "--log-format", "json")
+	status := run.lines(t, 2)
 	route := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+/mcp/s) +session +tools: a, b$`).FindStringSubmatch(status[0])
 	if route == nil {
 		t.Fatalf("status line %q does not show the URL, mode and tools", status[0])
@@ -153,15 +137,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("initialize: status %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve ended with %v", err)
-		}
-	case <-time.After(30 * time.Second): // liveness bound only
-		t.Fatal("serve did not stop after its context ended")
-	}
+	run.stop(t)
 	if !strings.Contains(logs.String(), "terminate shutdown") {
 		t.Errorf("the session did not terminate with reason shutdown; log:\n%s", logs.String())
 	}
@@ -361,21 +337,12 @@ func TestNew(t *testing.T) {
 // a script added later is mounted.
 func TestServeWaitsForFiles(t *testing.T) {
 	dir := t.TempDir()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(outW, io.Discard).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir, "--addr", "127.0.0.1:0"})
-		outW.Close()
-	}()
-	lines := bufio.NewScanner(outR)
-	if !lines.Scan() || !strings.Contains(lines.Text(), "watching") {
-		cancel()
-		t.Fatalf("serve printed %q, then ended: %v", lines.Text(), <-done)
+	run := startServe(t, io.Discard, "--dir", dir, "--addr", "127.0.0.1:0")
+	first := run.lines(t, 1)[0]
+	if !strings.Contains(first, "watching") {
+		t.Fatalf("serve printed %q, want it watching the empty folder", first)
 	}
-	go io.Copy(io.Discard, outR)
-	defer cancel()
-	base := regexp.MustCompile(`http://[0-9.]+:[0-9]+`).FindString(lines.Text())
+	base := regexp.MustCompile(`http://[0-9.]+:[0-9]+`).FindString(first)
 	if err := os.WriteFile(filepath.Join(dir, "s.lua"), []byte(sessionScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -394,15 +361,7 @@ func TestServeWaitsForFiles(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve ended with %v", err)
-		}
-	case <-time.After(30 * time.Second): // liveness bound only
-		t.Fatal("serve did not stop")
-	}
+	run.stop(t)
 }
 
 // TestServeWarnsOnRemoteBind: binding an address other machines can reach
@@ -522,24 +481,12 @@ func selfSigned(t *testing.T) (certFile, keyFile string) {
 func TestServeTLS(t *testing.T) {
 	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
 	cert, key := selfSigned(t)
-	outR, outW := io.Pipe()
 	var logs syncWriter
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(outW, &logs).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir, "--addr", "127.0.0.1:0",
-			"--tls-cert", cert, "--tls-key", key, "--http3"})
-		outW.Close()
-	}()
-	lines := bufio.NewScanner(outR)
-	if !lines.Scan() {
-		t.Fatalf("serve printed nothing, then ended: %v", <-done)
-	}
-	go io.Copy(io.Discard, outR)
-	route := regexp.MustCompile(`^(https://127\.0\.0\.1:(\d+)/mcp/s) +session`).FindStringSubmatch(lines.Text())
+	run := startServe(t, &logs, "--dir", dir, "--addr", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key, "--http3")
+	status := run.lines(t, 1)[0]
+	route := regexp.MustCompile(`^(https://127\.0\.0\.1:(\d+)/mcp/s) +session`).FindStringSubmatch(status)
 	if route == nil {
-		t.Fatalf("status line %q does not show an https URL", lines.Text())
+		t.Fatalf("status line %q does not show an https URL", status)
 	}
 
 	pemCert, err := os.ReadFile(cert)
@@ -581,15 +528,7 @@ func TestServeTLS(t *testing.T) {
 		t.Errorf("initialize over HTTP/3: status %d over %s, session %q", resp.StatusCode, resp.Proto, resp.Header.Get("Mcp-Session-Id"))
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve ended with %v", err)
-		}
-	case <-time.After(30 * time.Second): // liveness bound only
-		t.Fatal("serve did not stop after its context ended")
-	}
+	run.stop(t)
 	if !strings.Contains(logs.String(), "HTTP/3") {
 		t.Errorf("the log does not say HTTP/3 is served:\n%s", logs.String())
 	}
@@ -635,19 +574,11 @@ func TestServeWarnsOnBadPort(t *testing.T) {
 // route table again, as it is now.
 func TestServeReprintsRoutes(t *testing.T) {
 	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- newApp(outW, io.Discard).RunContext(ctx, []string{"luamcp", "serve", "--dir", dir, "--addr", "127.0.0.1:0"})
-		outW.Close()
-	}()
+	run := startServe(t, io.Discard, "--dir", dir, "--addr", "127.0.0.1:0")
 	lines := make(chan string, 100)
 	go func() {
-		sc := bufio.NewScanner(outR)
-		for sc.Scan() {
-			lines <- sc.Text()
+		for run.out.Scan() {
+			lines <- run.out.Text()
 		}
 		close(lines)
 	}()
@@ -659,7 +590,7 @@ func TestServeReprintsRoutes(t *testing.T) {
 			select {
 			case l, ok := <-lines:
 				if !ok {
-					t.Fatalf("serve ended before printing %s (got %q): %v", what, got, <-done)
+					t.Fatalf("serve ended before printing %s (got %q): %v", what, got, <-run.done)
 				}
 				got = append(got, l)
 				if regexp.MustCompile(re).MatchString(l) {
@@ -699,17 +630,63 @@ func TestServeReprintsRoutes(t *testing.T) {
 	if prev := got[len(got)-2]; !strings.Contains(prev, "/mcp/s ") {
 		t.Errorf("the table after removing t.lua still lists it: %q", got)
 	}
-	cancel()
 	go func() {
 		for range lines {
 		}
 	}()
+	run.stop(t)
+}
+
+// serveRun is `luamcp serve` running in the background for a test.
+type serveRun struct {
+	out    *bufio.Scanner // what it prints, a line at a time
+	rest   io.Reader      // the same output, for whoever drains it
+	done   chan error     // its result, once it returns
+	cancel context.CancelFunc
+}
+
+// startServe runs `luamcp serve args...`, its logs going to logs; it is
+// stopped when the test ends, if the test did not stop it.
+func startServe(t *testing.T, logs io.Writer, args ...string) *serveRun {
+	t.Helper()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := &serveRun{out: bufio.NewScanner(outR), rest: outR, done: make(chan error, 1), cancel: cancel}
+	go func() {
+		r.done <- newApp(outW, logs).RunContext(ctx, append([]string{"luamcp", "serve"}, args...))
+		outW.Close()
+	}()
+	return r
+}
+
+// lines returns the first n lines serve prints and drains the rest; serve
+// ending before it printed them fails the test.
+func (r *serveRun) lines(t *testing.T, n int) []string {
+	t.Helper()
+	var got []string
+	for len(got) < n && r.out.Scan() {
+		got = append(got, r.out.Text())
+	}
+	go io.Copy(io.Discard, r.rest)
+	if len(got) != n {
+		r.cancel()
+		t.Fatalf("serve printed %q, then ended: %v", got, <-r.done)
+	}
+	return got
+}
+
+// stop ends serve as a signal would and fails the test unless it returns
+// nil in time.
+func (r *serveRun) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
 	select {
-	case err := <-done:
+	case err := <-r.done:
 		if err != nil {
 			t.Fatalf("serve ended with %v", err)
 		}
 	case <-time.After(30 * time.Second): // liveness bound only
-		t.Fatal("serve did not stop")
+		t.Fatal("serve did not stop after its context ended")
 	}
 }

@@ -11,9 +11,7 @@ secs=${1:-5}
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install -y wrk" >&2; exit 1; }
 for b in bin/luamcp bin/mcp-go; do [ -x "$b" ] || { echo "$b missing: run go run ./cmd/bench -smoke first" >&2; exit 1; }; done
 
-accept='Accept: application/json, text/event-stream'
-ctype='Content-Type: application/json'
-init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}'
+. "wrk/lib.sh"
 
 # start NAME ARGS...: runs the server pinned to CPU 0 and sets addr.
 start() {
@@ -29,38 +27,11 @@ start() {
   [ -n "$addr" ] || { echo "$1 did not start" >&2; exit 1; }
 }
 
-# session URL: initializes a session and prints its id.
-session() {
-  local sid
-  sid=$(curl -s -D - -o /dev/null -H "$accept" -H "$ctype" -d "$init" "$1" | tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
-  curl -s -o /dev/null -H "$accept" -H "$ctype" -H "Mcp-Session-Id: $sid" -H "MCP-Protocol-Version: 2025-11-25" \
-    -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$1"
-  echo "$sid"
-}
-
 # run MODE URL SERVER: wrk with 16 connections, one thread each (so that in
 # session mode each has its own session, as the harness's clients do).
 run() {
   local lua; lua=$(mktemp --suffix=.lua)
-  {
-    echo 'local sids = {'
-    if [ "$1" = session ]; then for _ in $(seq 16); do echo "\"$(session "$2")\","; done; fi
-    echo '}'
-    cat <<'LUA'
-local n = 0
-function setup(thread)
-  n = n + 1
-  thread:set("sid", sids[n])
-end
-local body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
-function request()
-  local h = { ["Content-Type"] = "application/json", ["Accept"] = "application/json, text/event-stream",
-    ["MCP-Protocol-Version"] = "2025-11-25" }
-  if sid then h["Mcp-Session-Id"] = sid end
-  return wrk.format("POST", nil, h, body)
-end
-LUA
-  } > "$lua"
+  wrk_script "$lua" "$2" "$1"
   local out; out=$(taskset -c 1 wrk -t16 -c16 -d"${secs}s" --latency -s "$lua" "$2")
   rm -f "$lua"
   local rate p99 bad
