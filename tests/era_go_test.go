@@ -212,13 +212,7 @@ func TestEraGoSDKEveryMethod(t *testing.T) {
 				init.Capabilities.Completions == nil {
 				t.Errorf("server/discover result = %+v", init)
 			}
-			var names []string
-			for tool, err := range c.Tools(ctx, nil) {
-				if err != nil {
-					t.Fatalf("Tools: %v", err)
-				}
-				names = append(names, tool.Name)
-			}
+			names := listed(t, "Tools", c.Tools(ctx, nil), func(tool *sdk.Tool) string { return tool.Name })
 			if !reflect.DeepEqual(names, fixtureTools) {
 				t.Errorf("tools = %v, want %v", names, fixtureTools)
 			}
@@ -237,13 +231,7 @@ func TestEraGoSDKEveryMethod(t *testing.T) {
 			c.wantText(t, "count", nil, "1")
 			c.wantText(t, "count", nil, "1") // a fresh init per request, sessions or not
 
-			var uris []string
-			for r, err := range c.Resources(ctx, nil) {
-				if err != nil {
-					t.Fatalf("Resources: %v", err)
-				}
-				uris = append(uris, r.URI)
-			}
+			uris := listed(t, "Resources", c.Resources(ctx, nil), func(r *sdk.Resource) string { return r.URI })
 			if want := []string{"mem://greeting", "mem://locked", "mem://structured", "mem://counter"}; !reflect.DeepEqual(uris, want) {
 				t.Errorf("resources = %v, want %v", uris, want)
 			}
@@ -267,24 +255,12 @@ func TestEraGoSDKEveryMethod(t *testing.T) {
 					t.Errorf("not found data = %s, want {\"uri\": \"mem://nope\"}", werr.Data)
 				}
 			}
-			var templates []string
-			for tmpl, err := range c.ResourceTemplates(ctx, nil) {
-				if err != nil {
-					t.Fatalf("ResourceTemplates: %v", err)
-				}
-				templates = append(templates, tmpl.URITemplate)
-			}
+			templates := listed(t, "ResourceTemplates", c.ResourceTemplates(ctx, nil), func(tmpl *sdk.ResourceTemplate) string { return tmpl.URITemplate })
 			if !reflect.DeepEqual(templates, []string{"mem://user/{id}"}) {
 				t.Errorf("templates = %v", templates)
 			}
 
-			var prompts []string
-			for p, err := range c.Prompts(ctx, nil) {
-				if err != nil {
-					t.Fatalf("Prompts: %v", err)
-				}
-				prompts = append(prompts, p.Name)
-			}
+			prompts := listed(t, "Prompts", c.Prompts(ctx, nil), func(p *sdk.Prompt) string { return p.Name })
 			if !reflect.DeepEqual(prompts, []string{"greet", "deny", "count"}) {
 				t.Errorf("prompts = %v", prompts)
 			}

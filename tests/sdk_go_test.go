@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"errors"
+	"iter"
 	"net/http"
 	"reflect"
 	"strings"
@@ -174,13 +175,7 @@ func TestGoSDKEveryMethod(t *testing.T) {
 				t.Errorf("echo structuredContent = %#v, want {x: y}", echo.StructuredContent)
 			}
 
-			var uris []string
-			for r, err := range c.Resources(ctx, nil) {
-				if err != nil {
-					t.Fatalf("Resources: %v", err)
-				}
-				uris = append(uris, r.URI)
-			}
+			uris := listed(t, "Resources", c.Resources(ctx, nil), func(r *sdk.Resource) string { return r.URI })
 			if want := []string{"mem://greeting", "mem://locked", "mem://structured", "mem://counter"}; !reflect.DeepEqual(uris, want) {
 				t.Errorf("resources = %v, want %v", uris, want)
 			}
@@ -194,24 +189,12 @@ func TestGoSDKEveryMethod(t *testing.T) {
 			}
 			_, err = c.ReadResource(ctx, &sdk.ReadResourceParams{URI: "mem://locked"})
 			wantRPCError(t, err, -32002, "locked")
-			var templates []string
-			for tmpl, err := range c.ResourceTemplates(ctx, nil) {
-				if err != nil {
-					t.Fatalf("ResourceTemplates: %v", err)
-				}
-				templates = append(templates, tmpl.URITemplate)
-			}
+			templates := listed(t, "ResourceTemplates", c.ResourceTemplates(ctx, nil), func(tmpl *sdk.ResourceTemplate) string { return tmpl.URITemplate })
 			if !reflect.DeepEqual(templates, []string{"mem://user/{id}"}) {
 				t.Errorf("templates = %v", templates)
 			}
 
-			var prompts []string
-			for p, err := range c.Prompts(ctx, nil) {
-				if err != nil {
-					t.Fatalf("Prompts: %v", err)
-				}
-				prompts = append(prompts, p.Name)
-			}
+			prompts := listed(t, "Prompts", c.Prompts(ctx, nil), func(p *sdk.Prompt) string { return p.Name })
 			if !reflect.DeepEqual(prompts, []string{"greet", "deny", "count"}) {
 				t.Errorf("prompts = %v", prompts)
 			}
@@ -538,4 +521,18 @@ func TestGoSDKReconnect(t *testing.T) {
 	if m := sink.next(t); m != "info:after reconnect" {
 		t.Errorf("log = %q, want the message sent after the stream closed", m)
 	}
+}
+
+// listed returns key(item) for every item of an SDK listing, in order,
+// failing the test on an error.
+func listed[T any](t *testing.T, what string, seq iter.Seq2[T, error], key func(T) string) []string {
+	t.Helper()
+	var out []string
+	for item, err := range seq {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		out = append(out, key(item))
+	}
+	return out
 }
