@@ -1,15 +1,11 @@
 package tests
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -75,54 +71,7 @@ func TestTSSDKHotReload(t *testing.T) {
 		}
 	}(edits["module"])
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nodeBin(t), "reload.mjs", srv.URL)
-	cmd.Dir = "node"
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var checks []string
-	done := false
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() {
-		var m map[string]any
-		if json.Unmarshal(lines.Bytes(), &m) != nil {
-			continue // the SDK's own console output
-		}
-		switch {
-		case m["step"] != nil:
-			name, _ := m["step"].(string)
-			edit := edits[name]
-			if edit == nil {
-				t.Fatalf("reload.mjs asked for an unknown edit %q", name)
-			}
-			edit()
-			if _, err := stdin.Write([]byte("done\n")); err != nil {
-				t.Fatal(err)
-			}
-		case m["ok"] != nil:
-			checks = append(checks, m["ok"].(string))
-		case m["done"] == true:
-			done = true
-		}
-	}
-	err = cmd.Wait()
-	t.Logf("reload.mjs checks: %q", checks)
-	if err != nil || !done {
-		t.Fatalf("reload.mjs: %v (finished: %v)\n%s", err, done, stderr.String())
-	}
+	runSteps(t, edits, "reload.mjs", srv.URL)
 	if n := logs.count("gone terminate"); n != 1 {
 		t.Errorf("the removed script's session terminated %d times, want once", n)
 	}
