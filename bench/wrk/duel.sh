@@ -19,7 +19,9 @@ command -v wrk >/dev/null || { echo "wrk not found: apt-get install -y wrk" >&2;
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 
-# start DIR: serves DIR/scripts with DIR/bin/luamcp on CPU 0; prints its address.
+# start DIR: serves DIR/scripts with DIR/bin/luamcp on CPU 0; sets addr and
+# adds the server to pids (so it runs in this shell, not in a $(...) one,
+# whose pids the EXIT trap would never see).
 start() {
   local log; log=$(mktemp)
   local extra=()
@@ -31,10 +33,13 @@ start() {
     grep -q '^BENCH-READY ' "$log" && break
     sleep 0.1
   done
-  sed -n 's/^BENCH-READY .*"addr":"\([^"]*\)".*/\1/p' "$log"
+  addr=$(sed -n 's/^BENCH-READY .*"addr":"\([^"]*\)".*/\1/p' "$log")
+  rm -f "$log"
+  [ -n "$addr" ] || { echo "$1 did not start" >&2; exit 1; }
 }
 
-addr_a=$(start "$a"); addr_b=$(start "$b")
+start "$a"; addr_a=$addr
+start "$b"; addr_b=$addr
 sa=$(mktemp --suffix=.lua); sb=$(mktemp --suffix=.lua)
 mode=stateless; [ "$path" = /mcp/echo ] && mode=session
 wrk_script "$sa" "http://$addr_a$path" "$mode"; wrk_script "$sb" "http://$addr_b$path" "$mode"
