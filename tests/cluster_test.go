@@ -5,81 +5,61 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats.go"
 
 	"github.com/luamcp/luamcp/host"
 	"github.com/luamcp/luamcp/internal/cluster"
+	"github.com/luamcp/luamcp/internal/cluster/localcluster"
 	"github.com/luamcp/luamcp/mcp"
 )
 
 // clusterStateKey is the requestState key every node of a test cluster shares.
 var clusterStateKey = []byte("0123456789abcdef0123456789abcdef")
 
-// testNode is one luamcp node of a test cluster: a host joined through NATS,
-// served on 127.0.0.1.
+// testNode is one luamcp node of a test cluster (localcluster.Node), with
+// the requests it received counted.
 type testNode struct {
+	*localcluster.Node
 	id   string
-	srv  *httptest.Server
-	host *host.Host
-	node *cluster.Node
-	nc   *nats.Conn
 	logs *logRecorder
 	// direct counts the requests that reached this node from outside (the
 	// proxy or a client), forwarded those another node forwarded to it.
 	direct, forwarded atomic.Int64
-
-	stopOnce sync.Once
 }
 
 // startNode joins a node serving dir to the NATS server at natsURL.
 func startNode(t *testing.T, natsURL, id, dir string) *testNode {
 	t.Helper()
 	n := &testNode{id: id, logs: newLogRecorder()}
-	var handler atomic.Pointer[http.Handler]
-	n.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(mcp.ForwardedHeader) != "" {
-			n.forwarded.Add(1)
-		} else {
-			n.direct.Add(1)
-		}
-		(*handler.Load()).ServeHTTP(w, r)
-	}))
-	nc, err := nats.Connect(natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.nc = nc
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	n.node, err = cluster.Join(ctx, cluster.Config{
-		Conn: nc, NodeID: id, Advertise: "http://" + n.srv.Listener.Addr().String(), Logger: slog.New(n.logs),
-		Heartbeat: time.Second,
+	var err error
+	n.Node, err = localcluster.StartNode(ctx, localcluster.NodeConfig{
+		NATSURL: natsURL, ID: id, Heartbeat: time.Second,
+		Host: host.Config{Dir: dir, Logger: slog.New(n.logs), StateKey: clusterStateKey},
+		Wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get(mcp.ForwardedHeader) != "" {
+					n.forwarded.Add(1)
+				} else {
+					n.direct.Add(1)
+				}
+				h.ServeHTTP(w, r)
+			})
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.host, err = host.New(host.Config{
-		Dir: dir, Logger: slog.New(n.logs), StateKey: clusterStateKey,
-		PubSub: n.node.PubSub(), Cluster: n.node,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := n.host.Handler()
-	handler.Store(&h)
-	n.srv.Start()
 	t.Cleanup(func() {
 		n.stop(t)
 		if t.Failed() {
@@ -91,62 +71,18 @@ func startNode(t *testing.T, natsURL, id, dir string) *testNode {
 
 // stop ends the node as `luamcp serve` does: sessions, then the cluster.
 func (n *testNode) stop(t *testing.T) {
-	n.stopOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-		defer cancel()
-		if err := n.host.Shutdown(ctx); err != nil {
-			t.Errorf("node %s: host.Shutdown: %v", n.id, err)
-		}
-		if err := n.node.Close(); err != nil {
-			t.Errorf("node %s: leaving the cluster: %v", n.id, err)
-		}
-		n.nc.Close()
-		n.srv.CloseClientConnections()
-		n.srv.Close()
-	})
-}
-
-func (n *testNode) url() string { return n.srv.URL + "/mcp/session" }
-
-// roundRobin is a load balancer without stickiness: each request goes to
-// the next live node.
-type roundRobin struct {
-	mu    sync.Mutex
-	nodes []*testNode
-	next  int
-}
-
-func (p *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	n := p.nodes[p.next%len(p.nodes)]
-	p.next++
-	p.mu.Unlock()
-	target, _ := url.Parse(n.srv.URL)
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Host = pr.In.Host
-		},
-		FlushInterval: -1,
-	}
-	rp.ServeHTTP(w, r)
-}
-
-// remove takes a node out of the rotation (a health check noticed it died).
-func (p *roundRobin) remove(n *testNode) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, m := range p.nodes {
-		if m == n {
-			p.nodes = append(p.nodes[:i:i], p.nodes[i+1:]...)
-			return
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if err := n.Stop(ctx); err != nil {
+		t.Error(err)
 	}
 }
+
+func (n *testNode) url() string { return n.URL + "/mcp/session" }
 
 // startCluster starts a NATS server, three nodes serving the session fixture
 // and a round-robin proxy in front of them.
-func startCluster(t *testing.T) ([]*testNode, *roundRobin, string) {
+func startCluster(t *testing.T) ([]*testNode, *localcluster.RoundRobin, string) {
 	t.Helper()
 	nodes, rr, proxyURL, _ := startClusterNATS(t)
 	return nodes, rr, proxyURL
@@ -154,7 +90,7 @@ func startCluster(t *testing.T) ([]*testNode, *roundRobin, string) {
 
 // startClusterNATS is startCluster; it also returns the NATS server, which
 // the test may stop (its own cleanup shuts down the last one it started).
-func startClusterNATS(t *testing.T) ([]*testNode, *roundRobin, string, **cluster.Embedded) {
+func startClusterNATS(t *testing.T) ([]*testNode, *localcluster.RoundRobin, string, **cluster.Embedded) {
 	t.Helper()
 	e, err := cluster.StartEmbedded("127.0.0.1", 0)
 	if err != nil {
@@ -170,7 +106,10 @@ func startClusterNATS(t *testing.T) ([]*testNode, *roundRobin, string, **cluster
 	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
 	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
 	nodes := []*testNode{startNode(t, e.URL(), "n1", dir), startNode(t, e.URL(), "n2", dir), startNode(t, e.URL(), "n3", dir)}
-	rr := &roundRobin{nodes: append([]*testNode(nil), nodes...)}
+	rr, err := localcluster.NewRoundRobin(nodes[0].URL, nodes[1].URL, nodes[2].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	proxy := httptest.NewServer(rr)
 	t.Cleanup(proxy.Close)
 	return nodes, rr, proxy.URL + "/mcp/session", current
@@ -287,7 +226,7 @@ func TestClusterGoSDK(t *testing.T) {
 		e := connectGo(t, proxyURL, nil, latestVersion)
 		e.wantText(t, "count", nil, "1")
 		dead := owner(t, nodes, e.ID())
-		rr.remove(dead)
+		rr.Remove(dead.URL)
 		dead.stop(t)
 		_, err := e.CallTool(goCtx(t), &sdk.CallToolParams{Name: "count"})
 		if err == nil {
@@ -377,7 +316,7 @@ func TestClusterNATSOutage(t *testing.T) {
 	*natsSrv = e
 	deadline := time.Now().Add(waitLong)
 	for _, n := range nodes {
-		for !n.nc.IsConnected() {
+		for !n.Conn.IsConnected() {
 			if time.Now().After(deadline) {
 				t.Fatalf("node %s did not reconnect within %v", n.id, waitLong)
 			}
@@ -478,9 +417,8 @@ func TestClusterOwnerCrash(t *testing.T) {
 	c := connectGo(t, proxyURL, nil, latestVersion)
 	c.wantText(t, "count", nil, "1")
 	dead := owner(t, nodes, c.ID())
-	rr.remove(dead)
-	dead.srv.CloseClientConnections()
-	dead.srv.Close() // the listener is gone; host, NATS connection and heartbeat live on
+	rr.Remove(dead.URL)
+	dead.CloseListener() // the listener is gone; host, NATS connection and heartbeat live on
 	s := nodesClient(t)
 	for _, n := range nodes {
 		if n == dead {
