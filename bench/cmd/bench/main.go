@@ -51,6 +51,9 @@ type config struct {
 	hold       bool
 	repeat     int
 	scripts    string
+	// serversSet: -servers was given (else cluster-only runs start only
+	// luamcp-cluster).
+	serversSet bool
 }
 
 const pinnedEnv = "LUAMCP_BENCH_PINNED"
@@ -60,7 +63,7 @@ func main() {
 	fs := flag.CommandLine
 	fs.BoolVar(&c.smoke, "smoke", false, "every scenario at a tiny scale, servers in parallel, no pinning: a correctness check")
 	fs.StringVar(&c.servers, "servers", "bare,luamcp,luamcp-go,go-sdk,mcp-go", "servers to run, comma-separated")
-	fs.StringVar(&c.only, "only", "", "run only scenarios whose name contains one of these comma-separated words")
+	fs.StringVar(&c.only, "only", "", "run only scenarios whose name contains one of these comma-separated words (the cluster ones run only when named: -only cluster)")
 	fs.StringVar(&c.levels, "levels", "1,16,64", "concurrency levels of the session and stateless calls")
 	fs.IntVar(&c.scale.Conc, "conc", 16, "concurrency of churn, tools/list, progress and setup")
 	fs.DurationVar(&c.scale.Warmup, "warmup", time.Second, "unmeasured warm-up of every timed run")
@@ -80,6 +83,7 @@ func main() {
 	fs.IntVar(&c.repeat, "repeat", 1, "run the scenarios this many times (later rounds are marked #2, #3, ...)")
 	fs.BoolVar(&c.hold, "hold", false, "after the run, keep the servers up (for /debug/pprof) until interrupted")
 	fs.Parse(os.Args[1:])
+	fs.Visit(func(f *flag.Flag) { c.serversSet = c.serversSet || f.Name == "servers" })
 
 	if c.smoke {
 		c.smokeScale()
@@ -142,7 +146,7 @@ func run(c *config) error {
 	if err := os.MkdirAll(c.binDir, 0o755); err != nil {
 		return err
 	}
-	defs, err := selectServers(c.servers)
+	defs, err := selectServers(c.serverList())
 	if err != nil {
 		return err
 	}
@@ -220,7 +224,7 @@ func run(c *config) error {
 		for _, r := range p.ready.Routes {
 			routes[r] = true
 		}
-		t := &scenario.Target{Name: d.Name, Addr: p.ready.Addr, PID: p.pid(), Routes: routes, Strict: d.Strict}
+		t := &scenario.Target{Name: d.Name, Addr: p.ready.Addr, PID: p.pid(), Routes: routes, Strict: d.Strict, Nodes: p.ready.Nodes}
 		if p.ready.TLSAddr != "" {
 			t.TLSAddr, t.CA = p.ready.TLSAddr, x509.NewCertPool()
 			if !t.CA.AppendCertsFromPEM([]byte(p.ready.CACert)) {
@@ -241,7 +245,7 @@ func run(c *config) error {
 	)
 	for rep := 1; rep <= c.repeat; rep++ {
 		for _, sc := range scenario.All(c.scale) {
-			if !c.selected(sc.Name) || ctx.Err() != nil {
+			if !c.wants(sc) || ctx.Err() != nil {
 				continue
 			}
 			if rep > 1 {
@@ -345,6 +349,38 @@ func (c *config) selected(name string) bool {
 		}
 	}
 	return false
+}
+
+// wants reports whether sc runs. The cluster scenarios start a cluster of
+// their own and are not part of the default run: -only must name them
+// (-only cluster).
+func (c *config) wants(sc scenario.Scenario) bool {
+	if sc.Cluster && c.only == "" {
+		return false
+	}
+	return c.selected(sc.Name)
+}
+
+// serverList is -servers, with luamcp-cluster added when a cluster
+// scenario runs; when only cluster scenarios run and -servers was not
+// given, luamcp-cluster alone (the others would all be n/a).
+func (c *config) serverList() string {
+	var cluster, single bool
+	for _, sc := range scenario.All(c.scale) {
+		if c.wants(sc) {
+			cluster = cluster || sc.Cluster
+			single = single || !sc.Cluster
+		}
+	}
+	switch {
+	case !cluster:
+		return c.servers
+	case !single && !c.serversSet:
+		return clusterServer
+	case slices.Contains(strings.Split(strings.ReplaceAll(c.servers, " ", ""), ","), clusterServer):
+		return c.servers
+	}
+	return c.servers + "," + clusterServer
 }
 
 func selectServers(list string) ([]serverDef, error) {

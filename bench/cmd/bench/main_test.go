@@ -51,3 +51,34 @@ func TestSelect(t *testing.T) {
 		t.Error("no -only selects nothing")
 	}
 }
+
+func TestClusterOptIn(t *testing.T) {
+	tests := []struct {
+		c       config
+		servers string
+		ran     []string
+	}{
+		{config{servers: "luamcp"}, "luamcp", []string{"session c=16"}},
+		{config{servers: "luamcp,go-sdk", only: "cluster"}, clusterServer, []string{"cluster broadcast 10", "cluster tools/call c=4"}},
+		{config{servers: "luamcp,go-sdk", only: "cluster", serversSet: true}, "luamcp,go-sdk," + clusterServer, nil},
+		{config{servers: "luamcp", only: "broadcast"}, "luamcp," + clusterServer, []string{"broadcast 10", "cluster broadcast 10"}},
+	}
+	for _, tt := range tests {
+		tt.c.scale = scenario.Scale{Levels: []int{16}, Conc: 4, Listeners: 10}
+		if got := tt.c.serverList(); got != tt.servers {
+			t.Errorf("-servers %q -only %q: servers %q, want %q", tt.c.servers, tt.c.only, got, tt.servers)
+		}
+		ran := map[string]bool{}
+		for _, sc := range scenario.All(tt.c.scale) {
+			ran[sc.Name] = tt.c.wants(sc)
+		}
+		for _, name := range tt.ran {
+			if !ran[name] {
+				t.Errorf("-only %q: %q does not run", tt.c.only, name)
+			}
+		}
+		if tt.c.only == "" && (ran["cluster broadcast 10"] || ran["cluster tools/call c=4"]) {
+			t.Error("the default run runs the cluster scenarios")
+		}
+	}
+}

@@ -36,7 +36,15 @@ var servers = []serverDef{
 	{Name: "luamcp-go", Dir: "luamcp-go", Strict: true},
 	{Name: "go-sdk", Dir: "gosdk"},
 	{Name: "mcp-go", Dir: "mcpgo"},
+	// Three luamcp nodes joined by NATS behind a round-robin proxy, for the
+	// cluster scenarios only; started when one of them is selected.
+	{Name: clusterServer, Dir: "luamcp-cluster", Strict: true, Args: func(scripts string) []string {
+		return []string{"-scripts", scripts}
+	}},
 }
+
+// clusterServer is the server the cluster scenarios run on.
+const clusterServer = "luamcp-cluster"
 
 // build compiles the server's binary into binDir.
 func build(ctx context.Context, benchDir, binDir string, s serverDef) (string, error) {

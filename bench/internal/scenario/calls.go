@@ -158,3 +158,18 @@ func progress(ctx context.Context, t *Target, s Scale, r *Result) {
 		r.fail(err)
 	}
 }
+
+// openAt starts n session clients on route, client i on the server at
+// addrs[i%len(addrs)], each initialized. On error it closes what it opened.
+func openAt(s Scale, addrs []string, route string, n int) ([]*client.Client, error) {
+	cs := make([]*client.Client, n)
+	for i := range cs {
+		cs[i] = client.New(addrs[i%len(addrs)], route, s.Timeout)
+	}
+	err := load.FirstError(load.Parallel(s.Conc, n, func(i int) error { return cs[i].Initialize(true) }))
+	if err != nil {
+		closeClients(s, cs, true)
+		return nil, err
+	}
+	return cs, nil
+}

@@ -106,6 +106,15 @@ func (m *cpuMeter) report(r *Result, ops uint64) {
 	r.add("gen cpu", "%", 100*gen.Seconds()/wall.Seconds(), false)
 }
 
+// perOp is the server's CPU per operation over the window, in µs; false
+// when it could not be measured.
+func (m *cpuMeter) perOp(ops uint64) (float64, bool) {
+	if m.err != nil || len(m.srv) != 2 || ops == 0 {
+		return 0, false
+	}
+	return float64((m.srv[1] - m.srv[0]).Microseconds()) / float64(ops), true
+}
+
 // timed reports the figures of a timed run: rate, latency, CPU.
 func timed(r *Result, lr *load.Result, m *cpuMeter, unit string) {
 	r.absorb(lr)

@@ -32,6 +32,10 @@ type Target struct {
 	// certificate CA trusts; "" when the server does not (spec.Ready).
 	TLSAddr string
 	CA      *x509.CertPool
+	// Nodes are the addresses of the nodes of a cluster Addr balances over
+	// (spec.Ready.Nodes); empty for a single server. Only cluster
+	// scenarios run on a cluster, and only on one.
+	Nodes []string
 }
 
 // Proto is the HTTP version a scenario's clients speak.
@@ -149,43 +153,50 @@ type Scenario struct {
 	// Proto is what its clients speak; H2 and H3 rows are n/a on servers
 	// without a TLSAddr.
 	Proto Proto
+	// Cluster scenarios run on a cluster target (Target.Nodes) and are n/a
+	// on single servers; the others are n/a on a cluster.
+	Cluster bool
 }
 
 // All returns every scenario in report order.
 func All(s Scale) []Scenario {
 	var all []Scenario
 	for _, c := range s.Levels {
-		all = append(all, Scenario{fmt.Sprintf("session c=%d", c), spec.PathEcho, calls(c, true), H1})
+		all = append(all, Scenario{Name: fmt.Sprintf("session c=%d", c), Route: spec.PathEcho, Run: calls(c, true), Proto: H1})
 	}
 	// The same session calls over HTTP/2 and HTTP/3, beside HTTP/1.1. Their
 	// clients are net/http and quic-go, dearer than the raw HTTP/1.1
 	// client: compare srv cpu/op, not only calls/s, when gen cpu is high.
 	for _, p := range []Proto{H2, H3} {
 		for _, c := range s.Levels {
-			all = append(all, Scenario{fmt.Sprintf("session h%d c=%d", p+1, c), spec.PathEcho, callsOver(c, p), p})
+			all = append(all, Scenario{Name: fmt.Sprintf("session h%d c=%d", p+1, c), Route: spec.PathEcho, Run: callsOver(c, p), Proto: p})
 		}
 	}
 	for _, c := range s.Levels {
-		all = append(all, Scenario{fmt.Sprintf("stateless c=%d", c), spec.PathStateless, calls(c, false), H1})
+		all = append(all, Scenario{Name: fmt.Sprintf("stateless c=%d", c), Route: spec.PathStateless, Run: calls(c, false), Proto: H1})
 	}
 	for _, c := range s.Levels {
-		all = append(all, Scenario{fmt.Sprintf("2026-07-28 c=%d", c), spec.PathModern, modernCalls(c), H1})
+		all = append(all, Scenario{Name: fmt.Sprintf("2026-07-28 c=%d", c), Route: spec.PathModern, Run: modernCalls(c), Proto: H1})
 	}
 	return append(all,
-		Scenario{fmt.Sprintf("churn c=%d", s.Conc), spec.PathChurn, churn, H1},
-		Scenario{fmt.Sprintf("abandon %d", s.Abandon), spec.PathChurn, abandon, H1},
-		Scenario{fmt.Sprintf("tools/list %d c=%d", spec.ToolCount, listConc(s)), spec.PathTools, list, H1},
-		Scenario{fmt.Sprintf("progress x%d c=%d", spec.ProgressSteps, s.Conc), spec.PathProgress, progress, H1},
-		Scenario{fmt.Sprintf("broadcast %d", s.Listeners), spec.PathBroadcast, broadcast, H1},
-		Scenario{fmt.Sprintf("http.get c=%d", s.Conc), spec.PathFetch, fetch(s.Conc), H1},
-		Scenario{fmt.Sprintf("echo beside %d spinners", spec.Spinners), spec.PathSpin, spin, H1},
+		Scenario{Name: fmt.Sprintf("churn c=%d", s.Conc), Route: spec.PathChurn, Run: churn, Proto: H1},
+		Scenario{Name: fmt.Sprintf("abandon %d", s.Abandon), Route: spec.PathChurn, Run: abandon, Proto: H1},
+		Scenario{Name: fmt.Sprintf("tools/list %d c=%d", spec.ToolCount, listConc(s)), Route: spec.PathTools, Run: list, Proto: H1},
+		Scenario{Name: fmt.Sprintf("progress x%d c=%d", spec.ProgressSteps, s.Conc), Route: spec.PathProgress, Run: progress, Proto: H1},
+		Scenario{Name: fmt.Sprintf("broadcast %d", s.Listeners), Route: spec.PathBroadcast, Run: broadcast, Proto: H1},
+		Scenario{Name: fmt.Sprintf("http.get c=%d", s.Conc), Route: spec.PathFetch, Run: fetch(s.Conc), Proto: H1},
+		Scenario{Name: fmt.Sprintf("echo beside %d spinners", spec.Spinners), Route: spec.PathSpin, Run: spin, Proto: H1},
+		// Three luamcp nodes joined by NATS (issue 13): opt-in, see
+		// cmd/bench's -only.
+		Scenario{Name: fmt.Sprintf("cluster broadcast %d", s.Listeners), Route: spec.PathBroadcast, Run: clusterBroadcast, Proto: H1, Cluster: true},
+		Scenario{Name: fmt.Sprintf("cluster tools/call c=%d", s.Conc), Route: spec.PathEcho, Run: clusterCalls, Proto: H1, Cluster: true},
 	)
 }
 
 // RunOn runs sc against t.
 func (sc Scenario) RunOn(ctx context.Context, t *Target, s Scale) *Result {
 	r := &Result{Scenario: sc.Name, Server: t.Name}
-	if !t.Routes[sc.Route] || (sc.Proto != H1 && t.TLSAddr == "") {
+	if !t.Routes[sc.Route] || (sc.Proto != H1 && t.TLSAddr == "") || sc.Cluster != (len(t.Nodes) > 0) {
 		r.NA = true
 		return r
 	}

@@ -82,8 +82,8 @@ func TestAllNamesAndFindings(t *testing.T) {
 		}
 		seen[sc.Name] = true
 	}
-	if len(all) != 17 { // five call scenarios per level (h1, h2, h3 sessions, stateless, 2026), then seven
-		t.Errorf("%d scenarios, want 17", len(all))
+	if len(all) != 19 { // five call scenarios per level (h1, h2, h3 sessions, stateless, 2026), seven, two of a cluster
+		t.Errorf("%d scenarios, want 19", len(all))
 	}
 	var r Result
 	r.finding(&Target{Strict: false}, "leak %d", 1)
@@ -97,6 +97,18 @@ func TestAllNamesAndFindings(t *testing.T) {
 	na := all[0].RunOn(t.Context(), &Target{Routes: map[string]bool{}}, Scale{})
 	if !na.NA || na.Failed() {
 		t.Errorf("missing route: %+v", na)
+	}
+	// A cluster row is n/a on a single server, a single server's on a
+	// cluster.
+	for _, sc := range all {
+		var tg Target
+		tg.Routes = map[string]bool{sc.Route: true}
+		if !sc.Cluster {
+			tg.Nodes = []string{"a", "b"}
+		}
+		if na := sc.RunOn(t.Context(), &tg, Scale{}); !na.NA || na.Failed() {
+			t.Errorf("%s on the wrong kind of target: %+v", sc.Name, na)
+		}
 	}
 	// An HTTP/2 or HTTP/3 row on a server without TLS is n/a, route or not.
 	for _, sc := range all {

@@ -68,6 +68,9 @@ type Server struct {
 	// port, through luamcp's own front (internal/edge, as `luamcp serve
 	// --tls-cert --tls-key --http3` does), with a certificate made at start.
 	TLS bool
+	// Nodes are the addresses of the cluster nodes behind Routes
+	// (spec.Ready.Nodes); nil for a single server.
+	Nodes []string
 }
 
 // Logger is the logger servers use: warnings and errors only, on stderr, so
@@ -102,7 +105,7 @@ func Run(s Server, addr string) error {
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	rd := spec.Ready{Server: s.Name, Addr: ln.Addr().String(), Routes: routes}
+	rd := spec.Ready{Server: s.Name, Addr: ln.Addr().String(), Routes: routes, Nodes: s.Nodes}
 	var tlsSrv *edge.Server
 	if s.TLS {
 		tlsSrv, rd.CACert, err = listenTLS()

@@ -93,6 +93,10 @@ type Ready struct {
 	// which clients trust. Only luamcp serves it.
 	TLSAddr string `json:"tls_addr,omitempty"`
 	CACert  string `json:"ca_cert,omitempty"`
+	// Nodes, when set, are the addresses (host:port) of the nodes of a
+	// cluster that Addr balances over round-robin; each serves the same
+	// routes. Only luamcp-cluster has them.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // Stats is the document PathStats answers. The server releases free memory
