@@ -16,10 +16,12 @@ type Cluster interface {
 	// NodeID names this node ([ValidNodeID]).
 	NodeID() string
 	// Forward serves r, a request for a session owned by node, by proxying
-	// it to that node (streams flushed through), or answers 404 when the
-	// node is gone. It runs after this node's gates and authentication; it
-	// must mark the request so that the owner serves it rather than
-	// forwarding it again ([ForwardedHeader]).
+	// it to that node (streams flushed through, headers and Host as they
+	// are), or answers 404 when the node is gone. It runs after this node's
+	// remote-access and Origin gates; r carries [ForwardedHeader] and its
+	// signature ([ForwardSignatureHeader]), so that the owner serves it
+	// rather than forwarding it again, skips those gates, and runs the
+	// oauth check and the auth hook.
 	Forward(w http.ResponseWriter, r *http.Request, node string)
 	// Send carries push (made by the hub, opaque to the Cluster) to node,
 	// whose hub gets it through the function given to Attach. At most once.
@@ -30,8 +32,10 @@ type Cluster interface {
 }
 
 // ForwardedHeader marks a request a node forwarded to the owner of its
-// session: the owner serves it (404 when the session is gone) and never
-// forwards it again, so a stale view of the cluster cannot loop.
+// session, and names that node: the owner serves it (404 when the session
+// is gone) and never forwards it again, so a stale view of the cluster
+// cannot loop. A request carrying it without a valid signature
+// ([ForwardSignatureHeader]) is refused with 403.
 const ForwardedHeader = "Luamcp-Forwarded-By"
 
 // SetCluster joins the hub to a cluster: the session ids it mints name
@@ -111,7 +115,10 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(h.closing, cancel)()
-	c.Forward(w, r.WithContext(ctx), node)
+	fr := r.WithContext(ctx)
+	fr.Header = r.Header.Clone()
+	signForward(fr.Header, h.hub.stateKey(), c.NodeID(), r, now())
+	c.Forward(w, fr, node)
 	return true
 }
 

@@ -8,15 +8,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/luamcp/luamcp/mcp"
 )
 
 // fakeCluster joins hubs in one process: Send hands the push straight to the
-// peer's hub; Forward records the node and answers 299.
+// peer's hub; Forward records the node and answers 299, or serves the
+// request with the peer's handler when it has one.
 type fakeCluster struct {
 	id    string
 	peers map[string]*fakeCluster
+	// handler serves the requests forwarded to this node (nil: 299).
+	handler http.Handler
 
 	mu        sync.Mutex
 	forwarded []string
@@ -29,6 +33,10 @@ func (c *fakeCluster) Forward(w http.ResponseWriter, r *http.Request, node strin
 	c.mu.Lock()
 	c.forwarded = append(c.forwarded, r.Method+" "+node)
 	c.mu.Unlock()
+	if p := c.peers[node]; p != nil && p.handler != nil {
+		p.handler.ServeHTTP(w, r)
+		return
+	}
 	if r.Method == http.MethodGet && r.URL.Query().Get("hold") != "" {
 		// A forwarded stream: open until the request's context ends.
 		w.WriteHeader(299)
@@ -54,12 +62,34 @@ func (c *fakeCluster) Attach(deliver func([]byte)) {
 	c.mu.Unlock()
 }
 
+// clusterKey is the state key the nodes of a test cluster share.
+var clusterKey = []byte("0123456789abcdef0123456789abcdef")
+
+// signedBy returns the headers of a request node forwards for session,
+// signed with key at the time at, as "Name: value" lines.
+func signedBy(key []byte, node, method, session, client string, at time.Time) []string {
+	var out []string
+	for k, v := range mcp.SignForward(key, node, method, "/mcp", session, client, at) {
+		out = append(out, k+": "+v[0])
+	}
+	return out
+}
+
 // newClusterRoute is newRoute on a hub joined to c.
 func newClusterRoute(t *testing.T, c *fakeCluster) *route {
 	t.Helper()
+	return newClusterRouteWith(t, c, mcp.Options{Path: "/mcp", Sessions: true})
+}
+
+// newClusterRouteWith serves a fake server with opts on a hub joined to c,
+// with the cluster's state key.
+func newClusterRouteWith(t *testing.T, c *fakeCluster, opts mcp.Options) *route {
+	t.Helper()
 	f := newFakeServer()
-	opts := mcp.Options{Path: "/mcp", Sessions: true}
 	hub := mcp.NewHub(quietLogger())
+	if err := hub.SetStateKey(clusterKey); err != nil {
+		t.Fatal(err)
+	}
 	hub.SetCluster(c)
 	h := mcp.NewHandler(f, opts, hub, quietLogger())
 	srv := httptest.NewServer(h)
@@ -100,7 +130,8 @@ func TestClusterSessions(t *testing.T) {
 		{"other node's session", http.MethodPost, sb, nil, 299},
 		{"other node's GET", http.MethodGet, sb, []string{"Accept: text/event-stream"}, 299},
 		{"other node's DELETE", http.MethodDelete, sb, nil, 299},
-		{"already forwarded", http.MethodPost, sb, []string{mcp.ForwardedHeader + ": b"}, http.StatusNotFound},
+		{"already forwarded, unsigned", http.MethodPost, sb, []string{mcp.ForwardedHeader + ": b"}, http.StatusForbidden},
+		{"already forwarded, signed", http.MethodPost, sb, signedBy(clusterKey, "b", http.MethodPost, sb, "127.0.0.1:1", time.Now()), http.StatusNotFound},
 		{"id naming no node", http.MethodPost, "0123456789abcdef", nil, http.StatusNotFound},
 		{"bad node id", http.MethodPost, "../b." + strings.Repeat("0", 32), nil, http.StatusNotFound},
 		{"short id", http.MethodPost, "b.0123", nil, http.StatusNotFound},
@@ -183,4 +214,105 @@ func TestClusterShutdownEndsForwardedStreams(t *testing.T) {
 	if r.status != http.StatusServiceUnavailable {
 		t.Errorf("a forward after Shutdown: status %d, want 503", r.status)
 	}
+}
+
+// TestClusterForwardTrust: the owner serves a request another node forwarded
+// only when its signature holds, exempt from the remote-access and Origin
+// gates (the entry node applied them), with the client's address; the auth
+// hook runs once, on the owner; a missing, forged, stale or misapplied
+// signature gets 403 with a JSON-RPC error.
+func TestClusterForwardTrust(t *testing.T) {
+	type seen struct {
+		calls  int
+		remote string
+	}
+	var mu sync.Mutex
+	hooks := map[string]*seen{"a": {}, "b": {}}
+	hook := func(node string) func(context.Context, *mcp.AuthRequest) int {
+		return func(_ context.Context, r *mcp.AuthRequest) int {
+			mu.Lock()
+			defer mu.Unlock()
+			hooks[node].calls++
+			hooks[node].remote = r.RemoteAddr
+			return 0
+		}
+	}
+	calls := func(node string) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return hooks[node].calls, hooks[node].remote
+	}
+	peers := map[string]*fakeCluster{}
+	ca, cb := &fakeCluster{id: "a", peers: peers}, &fakeCluster{id: "b", peers: peers}
+	peers["a"], peers["b"] = ca, cb
+	a := newClusterRouteWith(t, ca, mcp.Options{Path: "/mcp", Sessions: true, Auth: hook("a")})
+	b := newClusterRouteWith(t, cb, mcp.Options{Path: "/mcp", Sessions: true, Auth: hook("b")})
+	cb.handler = b.h // a forwards to b in process
+	sb := b.initialize()
+
+	t.Run("through the entry node, the auth hook runs once, on the owner", func(t *testing.T) {
+		a0, _ := calls("a")
+		b0, _ := calls("b")
+		if r := a.call(sb, 2, "ping", ""); r.status != http.StatusOK {
+			t.Fatalf("forwarded ping: %d %s", r.status, r.body)
+		}
+		a1, _ := calls("a")
+		b1, remote := calls("b")
+		if a1 != a0 || b1 != b0+1 {
+			t.Errorf("auth hook calls: entry %d, owner %d; want 0 and 1", a1-a0, b1-b0)
+		}
+		if !strings.HasPrefix(remote, "127.0.0.1:") {
+			t.Errorf("the owner's hook saw remote %q, want the client's", remote)
+		}
+	})
+
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	base := []string{"Mcp-Session-Id: " + sb, "Mcp-Protocol-Version: 2025-06-18"}
+	now := time.Now()
+	client := "203.0.113.7:4000" // remote: b's gates would refuse it
+	otherKey := []byte("another key, not the cluster's..")
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		status  int
+	}{
+		{"signed, remote client and foreign Origin", append(signedBy(clusterKey, "a", http.MethodPost, sb, client, now), "Origin: https://evil.example"), http.StatusOK},
+		{"signed a minute ago", signedBy(clusterKey, "a", http.MethodPost, sb, client, now.Add(-time.Minute)), http.StatusOK},
+		{"unsigned", []string{mcp.ForwardedHeader + ": a", mcp.ForwardedForHeader + ": " + client}, http.StatusForbidden},
+		{"another key", signedBy(otherKey, "a", http.MethodPost, sb, client, now), http.StatusForbidden},
+		{"signed for another method", signedBy(clusterKey, "a", http.MethodDelete, sb, client, now), http.StatusForbidden},
+		{"signed for another session", signedBy(clusterKey, "a", http.MethodPost, "b."+strings.Repeat("0", 32), client, now), http.StatusForbidden},
+		{"signed by another node", append(signedBy(clusterKey, "a", http.MethodPost, sb, client, now), mcp.ForwardedHeader+": c"), http.StatusForbidden},
+		{"client address changed", append(signedBy(clusterKey, "a", http.MethodPost, sb, client, now), mcp.ForwardedForHeader+": 127.0.0.1:1"), http.StatusForbidden},
+		{"stale", signedBy(clusterKey, "a", http.MethodPost, sb, client, now.Add(-3*time.Minute)), http.StatusForbidden},
+		{"from the future", signedBy(clusterKey, "a", http.MethodPost, sb, client, now.Add(3*time.Minute)), http.StatusForbidden},
+		{"garbage", []string{mcp.ForwardedHeader + ": a", mcp.ForwardSignatureHeader + ": 12.!!"}, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b0, _ := calls("b")
+			r := b.do(http.MethodPost, ping, append(append([]string(nil), base...), tc.headers...)...)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d (%s)", r.status, tc.status, r.body)
+			}
+			b1, remote := calls("b")
+			if tc.status == http.StatusOK {
+				if b1 != b0+1 || remote != client {
+					t.Errorf("auth hook: %d calls, remote %q; want 1 call with the client's address %s", b1-b0, remote, client)
+				}
+				return
+			}
+			if b1 != b0 {
+				t.Error("the auth hook ran for a refused forward")
+			}
+			if msg := r.errorMessage(); !strings.Contains(msg, "Forwarded request refused") {
+				t.Errorf("error message %q, want a JSON-RPC error saying the forward was refused", msg)
+			}
+		})
+	}
+
+	t.Run("without a signature, the owner's gates apply as usual", func(t *testing.T) {
+		if r := b.do(http.MethodPost, ping, append(append([]string(nil), base...), "Origin: https://evil.example")...); r.status != http.StatusForbidden {
+			t.Errorf("foreign Origin, not forwarded: status %d, want 403", r.status)
+		}
+	})
 }

@@ -1,6 +1,10 @@
 package mcp
 
-import "time"
+import (
+	"net/http"
+	"net/url"
+	"time"
+)
 
 // QueueLen reports how many buffered requests wait in the queue of session
 // sid (the running one excluded), or -1 for an unknown session. Tests use it
@@ -20,4 +24,13 @@ func QueueLen(h *Handler, sid string) int {
 func SetClock(clock func() time.Time) (restore func()) {
 	now = clock
 	return func() { now = time.Now }
+}
+
+// SignForward returns the headers with which node forwards a request
+// (method, path, session) of client, signed with key at the time at.
+func SignForward(key []byte, node, method, path, session, client string, at time.Time) http.Header {
+	r := &http.Request{Method: method, URL: &url.URL{Path: path}, Header: http.Header{"Mcp-Session-Id": {session}}, RemoteAddr: client}
+	h := http.Header{}
+	signForward(h, key, node, r, at)
+	return h
 }

@@ -142,7 +142,9 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 
 // ServeHTTP serves the route. Verbs that are not served get 405 before any
 // gate; served verbs pass the remote-access, Origin, oauth and auth gates in
-// that order.
+// that order. In a cluster, a request for another node's session is
+// forwarded after the first two (the owner runs oauth and auth), and a
+// forwarded request passes its signature instead of the first two.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
@@ -155,8 +157,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.methodNotAllowed(w)
 		return
 	}
-	if status := h.gate(r); status != 0 {
+	if _, ok := r.Header[ForwardedHeader]; ok {
+		// Another node forwarded it, after applying the remote-access and
+		// Origin gates to the client: its signature vouches for that and
+		// for the client's address, which the auth hook sees.
+		client, err := verifyForward(r, h.hub.stateKey(), now())
+		if err != nil {
+			h.refused(GateForward)
+			h.log.Warn("mcp: forwarded request refused (do the nodes share the state key?)",
+				"by", r.Header.Get(ForwardedHeader), "remote", r.RemoteAddr, "err", err)
+			writeJSONError(w, http.StatusForbidden, nil, CodeInvalidRequest, "Forwarded request refused: not signed by a node of this cluster")
+			return
+		}
+		r = r.WithContext(r.Context())
+		r.RemoteAddr = client
+	} else if status := h.gate(r); status != 0 {
 		w.WriteHeader(status)
+		return
+	}
+	// The oauth check and the auth hook run once, on the node that serves
+	// the request: not before a forward.
+	if h.forward(w, r) {
 		return
 	}
 	var info *AuthInfo
@@ -168,9 +189,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if status := h.authHook(r, info); status != 0 {
 		w.WriteHeader(status)
-		return
-	}
-	if h.forward(w, r) {
 		return
 	}
 	switch r.Method {

@@ -70,6 +70,7 @@ type Gate string
 const (
 	GateRemoteAccess    Gate = "remote_access"    // a non-loopback peer or Host on a route without allow_remote_access (403)
 	GateOrigin          Gate = "origin"           // an Origin not in the route's origins (403)
+	GateForward         Gate = "forward"          // a request marked as forwarded by a node whose signature does not hold (403)
 	GateAuth            Gate = "auth"             // the route's auth hook (its status)
 	GateOAuth           Gate = "oauth"            // the route's oauth: no, a bad or an insufficient token (400, 401, 403, 503)
 	GateRouteSessions   Gate = "route_sessions"   // an initialize past the route's max_sessions (503)

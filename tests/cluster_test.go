@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -459,4 +460,31 @@ func TestClusterEntryNodeStops(t *testing.T) {
 		t.Fatalf("the entry node took over %v to stop", waitLong)
 	}
 	s.callTool(t, nodes[2].url(), sid, "count", nil).wantText(t, "1")
+}
+
+// TestClusterSpoofedForward: a client that marks its request as forwarded
+// by a node, without that node's signature, is refused by the owner with
+// 403 and a JSON-RPC error; the same request through a real node is served.
+func TestClusterSpoofedForward(t *testing.T) {
+	nodes, _, _ := startCluster(t)
+	s := nodesClient(t)
+	sid := s.initialize(t, nodes[0].url())
+	req, _ := http.NewRequest(http.MethodPost, nodes[0].url(), strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", latestVersion)
+	req.Header.Set(mcp.ForwardedHeader, "n2")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `"Forwarded request refused`) {
+		t.Errorf("spoofed forward: %d %s, want 403 with a JSON-RPC error", resp.StatusCode, body)
+	}
+	if m := s.rpc(t, nodes[1].url(), sid, 3, "ping", nil); m.Error != nil {
+		t.Errorf("ping through node 2: %v", m.Error)
+	}
 }

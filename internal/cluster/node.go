@@ -275,8 +275,7 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
-			pr.Out.Host = pr.In.Host // the owner's gates see what the client sent
-			pr.Out.Header.Set(mcp.ForwardedHeader, n.id)
+			pr.Out.Host = pr.In.Host // the owner's auth hook and oauth challenge see what the client sent
 		},
 		Transport:     n.transport,
 		FlushInterval: -1,

@@ -32,7 +32,7 @@ func joinNode(t *testing.T, url, id, advertise string) *Node {
 }
 
 // TestNodeForward: Forward streams the owner's answer through as it is
-// written, marked as forwarded; a node the bucket does not list, one that
+// written, with the headers it was given; a node the bucket does not list, one that
 // left, and one that cannot be reached answer 404.
 func TestNodeForward(t *testing.T) {
 	e := startNATS(t)
@@ -58,6 +58,7 @@ func TestNodeForward(t *testing.T) {
 	defer c.Close()
 
 	entry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set(mcp.ForwardedHeader, "a") // the handler marks (and signs) what it forwards
 		a.Forward(w, r, r.URL.Query().Get("node"))
 	}))
 	defer entry.Close()

@@ -1,0 +1,86 @@
+package mcp
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Headers of a forwarded request, besides [ForwardedHeader]. The entry node
+// sets them ([Handler.forward]) and signs them with the state key every node
+// of a cluster shares ([Hub.SetStateKey]); the owner serves a request that
+// carries ForwardedHeader only when the signature holds.
+const (
+	// ForwardedForHeader carries the client's address as the entry node
+	// saw it (its RemoteAddr): the owner's auth hook sees it as the
+	// request's remote address.
+	ForwardedForHeader = "Luamcp-Forwarded-For"
+	// ForwardSignatureHeader is "<unix seconds>.<base64url HMAC-SHA256>"
+	// over the forwarding node, method, path, session id, client address
+	// and time ([forwardMAC]).
+	ForwardSignatureHeader = "Luamcp-Forward-Signature"
+)
+
+// forwardMaxSkew bounds the age (and the clock skew between nodes) of a
+// forward's signature: a captured one cannot be replayed later than that.
+const forwardMaxSkew = 2 * time.Minute
+
+// errForwardSignature is why a forwarded request is refused; the details go
+// to the log only.
+var errForwardSignature = errors.New("mcp: forwarded request with a missing or bad signature")
+
+// forwardMAC is the MAC of a forward. The domain prefix keeps it apart from
+// the other use of the key (the 2026-07-28 era's requestState); NUL cannot
+// occur in any field (header values, a path, a node id).
+func forwardMAC(key []byte, node, method, path, session, client string, unix int64) []byte {
+	m := hmac.New(sha256.New, key)
+	for _, s := range []string{"luamcp forward v1", node, method, path, session, client, strconv.FormatInt(unix, 10)} {
+		m.Write([]byte(s))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
+// signForward marks h, the headers of r as they go to the owner, as
+// forwarded by node, and signs them.
+func signForward(h http.Header, key []byte, node string, r *http.Request, at time.Time) {
+	session := r.Header.Get("Mcp-Session-Id")
+	unix := at.Unix()
+	mac := forwardMAC(key, node, r.Method, r.URL.Path, session, r.RemoteAddr, unix)
+	h.Set(ForwardedHeader, node)
+	h.Set(ForwardedForHeader, r.RemoteAddr)
+	h.Set(ForwardSignatureHeader, strconv.FormatInt(unix, 10)+"."+base64.RawURLEncoding.EncodeToString(mac))
+}
+
+// verifyForward checks the signature of r, a request that carries
+// [ForwardedHeader], made with key and no further than forwardMaxSkew from
+// at. It returns the client's address the entry node vouches for.
+func verifyForward(r *http.Request, key []byte, at time.Time) (client string, err error) {
+	node := r.Header.Get(ForwardedHeader)
+	client = r.Header.Get(ForwardedForHeader)
+	ts, sig, ok := strings.Cut(r.Header.Get(ForwardSignatureHeader), ".")
+	if !ok {
+		return "", errForwardSignature
+	}
+	unix, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return "", errForwardSignature
+	}
+	if d := at.Sub(time.Unix(unix, 0)); d > forwardMaxSkew || d < -forwardMaxSkew {
+		return "", errors.New("mcp: forwarded request signed " + d.Round(time.Second).String() + " away from this node's clock")
+	}
+	mac, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return "", errForwardSignature
+	}
+	want := forwardMAC(key, node, r.Method, r.URL.Path, r.Header.Get("Mcp-Session-Id"), client, unix)
+	if !hmac.Equal(mac, want) {
+		return "", errForwardSignature
+	}
+	return client, nil
+}
