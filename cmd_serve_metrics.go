@@ -77,6 +77,16 @@ func (s *metricsServer) serve(h *host.Host, w io.Writer) {
 	fmt.Fprintf(w, "metrics at http://%s/metrics\n", s.ln.Addr())
 }
 
+// cluster reads the cluster's series (pushes over NATS, its connection)
+// from n; nothing without metrics or outside a cluster. Forwarded requests
+// are reported by the routes, as the observer.
+func (s *metricsServer) cluster(n *clusterNode) {
+	if s == nil || n == nil {
+		return
+	}
+	s.m.SetCluster(n.node.Stats)
+}
+
 // close stops the metrics listener (a scrape in flight is cut).
 func (s *metricsServer) close() {
 	if s == nil {

@@ -177,6 +177,7 @@ func serve(c *cli.Context) error {
 			logger.Warn("leaving the cluster", "err", err)
 		}
 	}()
+	ms.cluster(node)
 	watch := !c.Bool("no-watch")
 	table := &routeTable{w: c.App.Writer, base: srv.URL()}
 	h, err := host.New(host.Config{

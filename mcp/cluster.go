@@ -118,6 +118,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	fr := r.WithContext(ctx)
 	fr.Header = r.Header.Clone()
 	signForward(fr.Header, h.hub.stateKey(), c.NodeID(), r, now())
+	h.forwarded(ForwardedOut)
 	c.Forward(w, fr, node)
 	return true
 }

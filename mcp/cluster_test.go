@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -248,6 +249,9 @@ func TestClusterForwardTrust(t *testing.T) {
 	a := newClusterRouteWith(t, ca, mcp.Options{Path: "/mcp", Sessions: true, Auth: hook("a")})
 	b := newClusterRouteWith(t, cb, mcp.Options{Path: "/mcp", Sessions: true, Auth: hook("b")})
 	cb.handler = b.h // a forwards to b in process
+	recA, recB := newRecorder(), newRecorder()
+	a.hub.SetObserver(recA) // before the first request
+	b.hub.SetObserver(recB)
 	sb := b.initialize()
 
 	t.Run("through the entry node, the auth hook runs once, on the owner", func(t *testing.T) {
@@ -264,6 +268,13 @@ func TestClusterForwardTrust(t *testing.T) {
 		if !strings.HasPrefix(remote, "127.0.0.1:") {
 			t.Errorf("the owner's hook saw remote %q, want the client's", remote)
 		}
+		recA.mu.Lock()
+		recB.mu.Lock()
+		if !slices.Equal(recA.forwarded, []mcp.Direction{mcp.ForwardedOut}) || !slices.Equal(recB.forwarded, []mcp.Direction{mcp.ForwardedIn}) {
+			t.Errorf("observed forwards: entry %v, owner %v; want [out] and [in]", recA.forwarded, recB.forwarded)
+		}
+		recB.mu.Unlock()
+		recA.mu.Unlock()
 	})
 
 	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
@@ -303,6 +314,12 @@ func TestClusterForwardTrust(t *testing.T) {
 			}
 			if b1 != b0 {
 				t.Error("the auth hook ran for a refused forward")
+			}
+			recB.mu.Lock()
+			refused := slices.Clone(recB.refused)
+			recB.mu.Unlock()
+			if n := len(refused); n == 0 || refused[n-1] != mcp.GateForward {
+				t.Errorf("refusals observed %v, want the last by gate %q", refused, mcp.GateForward)
 			}
 			if msg := r.errorMessage(); !strings.Contains(msg, "Forwarded request refused") {
 				t.Errorf("error message %q, want a JSON-RPC error saying the forward was refused", msg)

@@ -171,6 +171,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(r.Context())
 		r.RemoteAddr = client
+		h.forwarded(ForwardedIn)
 	} else if status := h.gate(r); status != 0 {
 		w.WriteHeader(status)
 		return

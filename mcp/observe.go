@@ -27,7 +27,21 @@ type Observer interface {
 	Refused(route string, gate Gate)
 	// PushesDropped reports n server pushes that no client will receive.
 	PushesDropped(route string, reason DropReason, n int)
+	// Forwarded reports a request of a cluster ([Cluster]) that this node
+	// forwarded to its session's owner, or served for another node.
+	Forwarded(route string, dir Direction)
 }
+
+// Direction says which way a forwarded request went ([Observer.Forwarded]).
+type Direction string
+
+const (
+	// ForwardedOut: this node handed the request to its session's owner.
+	ForwardedOut Direction = "out"
+	// ForwardedIn: this node served a request another node forwarded (its
+	// signature held).
+	ForwardedIn Direction = "in"
+)
 
 // Operation is one request as an [Observer] sees it. Its fields follow the
 // OpenTelemetry semantic conventions for MCP (mcp.server.operation.duration).
@@ -161,6 +175,13 @@ func (h *Handler) report(obs Observer, start time.Time, m *message, call *Call, 
 func (h *Handler) refused(gate Gate) {
 	if obs := h.hub.obs; obs != nil {
 		obs.Refused(h.opts.Path, gate)
+	}
+}
+
+// forwarded reports a request forwarded in direction dir.
+func (h *Handler) forwarded(dir Direction) {
+	if obs := h.hub.obs; obs != nil {
+		obs.Forwarded(h.opts.Path, dir)
 	}
 }
 

@@ -18,6 +18,8 @@ type recorder struct {
 	refused []mcp.Gate
 	ended   []string
 	dropped map[mcp.DropReason]int
+	// forwarded are the directions of the forwarded requests reported.
+	forwarded []mcp.Direction
 }
 
 func newRecorder() *recorder { return &recorder{dropped: map[mcp.DropReason]int{}} }
@@ -37,6 +39,12 @@ func (r *recorder) SessionEnded(route string, lifetime time.Duration) {
 func (r *recorder) Refused(route string, gate mcp.Gate) {
 	r.mu.Lock()
 	r.refused = append(r.refused, gate)
+	r.mu.Unlock()
+}
+
+func (r *recorder) Forwarded(route string, dir mcp.Direction) {
+	r.mu.Lock()
+	r.forwarded = append(r.forwarded, dir)
 	r.mu.Unlock()
 }
 

@@ -61,6 +61,7 @@ type Node struct {
 	log           *slog.Logger
 	transport     *http.Transport
 	sub           *nats.Subscription
+	count         pushCounts // Send and receive; the PubSub counts its own
 
 	// deliver hands a push from another node to the hub (Attach); nil
 	// before, and pushes arriving then are dropped.
@@ -156,10 +157,13 @@ func (n *Node) Attach(deliver func(push []byte)) { n.deliver.Store(&deliver) }
 func (n *Node) Send(node string, push []byte) {
 	if err := n.nc.Publish(nodePrefix+node, push); err != nil {
 		n.log.Warn("cluster: push for another node's session not sent", "node", node, "err", err)
+		return
 	}
+	n.count.sent.Add(1)
 }
 
 func (n *Node) receive(m *nats.Msg) {
+	n.count.received.Add(1)
 	if d := n.deliver.Load(); d != nil {
 		(*d)(m.Data)
 	}
@@ -289,6 +293,16 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
 		ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
 	}
 	p.ServeHTTP(w, r)
+}
+
+// Stats reports the node's pushes and its NATS connection.
+func (n *Node) Stats() Stats {
+	return Stats{
+		PushesSent:     n.count.sent.Load() + n.ps.count.sent.Load(),
+		PushesReceived: n.count.received.Load() + n.ps.count.received.Load(),
+		Connected:      n.nc.IsConnected(),
+		Reconnects:     n.nc.Stats().Reconnects,
+	}
 }
 
 // forwardTransport is the HTTP client transport of forwarded requests. A

@@ -119,6 +119,18 @@ func TestNodeSend(t *testing.T) {
 		t.Errorf("delivered again: %q", g)
 	default:
 	}
+
+	// The counters of the metrics: a's Send, b's receive; then a broadcast
+	// from b, which a receives (and b does not count as received).
+	b.PubSub().Publish("news", []byte(`{}`))
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Stats().PushesReceived < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	sa, sb := a.Stats(), b.Stats()
+	if sa.PushesSent != 1 || sa.PushesReceived != 1 || sb.PushesSent != 1 || sb.PushesReceived != 1 || !sa.Connected || sa.Reconnects != 0 {
+		t.Errorf("stats: a %+v, b %+v; want one push sent and one received by each, connected", sa, sb)
+	}
 }
 
 // TestNodeIDInUse: a node id held by another address is refused; the same

@@ -23,6 +23,7 @@ type PubSub struct {
 	node  string
 	log   *slog.Logger
 	sub   *nats.Subscription
+	count pushCounts
 }
 
 // NewPubSub returns a PubSub for node on nc. Every node receives every
@@ -60,7 +61,9 @@ func (p *PubSub) Publish(channel string, msg []byte) {
 	m := &nats.Msg{Subject: channelSubject(channel), Data: msg, Header: nats.Header{originHeader: []string{p.node}}}
 	if err := p.nc.PublishMsg(m); err != nil {
 		p.log.Warn("cluster: push not sent to the other nodes", "err", err)
+		return
 	}
+	p.count.sent.Add(1)
 }
 
 // receive delivers a message of another node to this node's subscribers.
@@ -68,6 +71,7 @@ func (p *PubSub) receive(m *nats.Msg) {
 	if m.Header.Get(originHeader) == p.node {
 		return
 	}
+	p.count.received.Add(1)
 	channel, err := subjectChannel(m.Subject)
 	if err != nil {
 		p.log.Warn("cluster: message dropped", "err", err)

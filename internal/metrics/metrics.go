@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/internal/cluster"
 	"github.com/luamcp/luamcp/mcp"
 )
 
@@ -42,9 +43,13 @@ type Metrics struct {
 	refusals   *prometheus.CounterVec   // luamcp_refusals_total
 	dropped    *prometheus.CounterVec   // luamcp_pushes_dropped_total
 	reloads    *prometheus.CounterVec   // luamcp_reloads_total
+	forwarded  *prometheus.CounterVec   // luamcp_cluster_forwarded_total
 
 	// stats reads the gauges (SetStats); nil until set: no gauge then.
 	stats atomic.Pointer[func() []host.RouteStats]
+	// cluster reads the node's NATS figures (SetCluster); nil outside a
+	// cluster: no such series then.
+	cluster atomic.Pointer[func() cluster.Stats]
 }
 
 var _ host.Observer = (*Metrics)(nil)
@@ -67,6 +72,16 @@ var (
 		"Lua calls of the route's script holding a slot of --max-running.", []string{labelRoute}, nil)
 	queuedDesc = prometheus.NewDesc("luamcp_lua_calls_queued",
 		"Lua calls of the route's script waiting for a slot of --max-running.", []string{labelRoute}, nil)
+)
+
+// The cluster's series, read from cluster.Node.Stats at each scrape.
+var (
+	pushesDesc = prometheus.NewDesc("luamcp_cluster_pushes_total",
+		"Pushes this node published on NATS for the other nodes (sent) and got from them (received): broadcasts, resource updates, list_changed, notify and log to their sessions.", []string{"direction"}, nil)
+	natsUpDesc = prometheus.NewDesc("luamcp_cluster_nats_connected",
+		"1 while the node's NATS connection is up, 0 while it is down (pushes then reach this node's sessions only).", nil, nil)
+	natsReconnectsDesc = prometheus.NewDesc("luamcp_cluster_nats_reconnects_total",
+		"Times the node's NATS connection came back after a loss.", nil, nil)
 )
 
 // New returns the metrics, all zero.
@@ -95,9 +110,13 @@ func New() *Metrics {
 			Name: "luamcp_reloads_total",
 			Help: "Hot reloads of a mounted script, by result (ok, or failed: the running version stays).",
 		}, []string{labelRoute, "result"}),
+		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "luamcp_cluster_forwarded_total",
+			Help: "Requests for a session of another node that this node forwarded to it (out), and requests another node forwarded to this one (in).",
+		}, []string{labelRoute, "direction"}),
 	}
-	m.reg.MustRegister(m.operations, m.sessions, m.refusals, m.dropped, m.reloads,
-		gauges{m},
+	m.reg.MustRegister(m.operations, m.sessions, m.refusals, m.dropped, m.reloads, m.forwarded,
+		gauges{m}, clusterStats{m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -107,6 +126,10 @@ func New() *Metrics {
 // [host.Host.Stats]. The host is built with the Metrics as its observer, so
 // this comes after it.
 func (m *Metrics) SetStats(stats func() []host.RouteStats) { m.stats.Store(&stats) }
+
+// SetCluster sets where the cluster's series are read at each scrape: the
+// node's [cluster.Node.Stats] (`serve --nats`).
+func (m *Metrics) SetCluster(stats func() cluster.Stats) { m.cluster.Store(&stats) }
 
 // Handler serves the metrics in the Prometheus exposition formats.
 func (m *Metrics) Handler() http.Handler {
@@ -135,6 +158,11 @@ func (m *Metrics) Refused(route string, gate mcp.Gate) {
 // PushesDropped implements mcp.Observer.
 func (m *Metrics) PushesDropped(route string, reason mcp.DropReason, n int) {
 	m.dropped.WithLabelValues(route, string(reason)).Add(float64(n))
+}
+
+// Forwarded implements mcp.Observer.
+func (m *Metrics) Forwarded(route string, dir mcp.Direction) {
+	m.forwarded.WithLabelValues(route, string(dir)).Inc()
 }
 
 // Reloaded implements host.Observer.
@@ -169,4 +197,29 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, float64(v.n), r.Path)
 		}
 	}
+}
+
+// clusterStats collects the series of Metrics.cluster at each scrape.
+type clusterStats struct{ m *Metrics }
+
+func (c clusterStats) Describe(ch chan<- *prometheus.Desc) {
+	ch <- pushesDesc
+	ch <- natsUpDesc
+	ch <- natsReconnectsDesc
+}
+
+func (c clusterStats) Collect(ch chan<- prometheus.Metric) {
+	stats := c.m.cluster.Load()
+	if stats == nil {
+		return
+	}
+	s := (*stats)()
+	up := 0.0
+	if s.Connected {
+		up = 1
+	}
+	ch <- prometheus.MustNewConstMetric(pushesDesc, prometheus.CounterValue, float64(s.PushesSent), "sent")
+	ch <- prometheus.MustNewConstMetric(pushesDesc, prometheus.CounterValue, float64(s.PushesReceived), "received")
+	ch <- prometheus.MustNewConstMetric(natsUpDesc, prometheus.GaugeValue, up)
+	ch <- prometheus.MustNewConstMetric(natsReconnectsDesc, prometheus.CounterValue, float64(s.Reconnects))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/internal/cluster"
 	"github.com/luamcp/luamcp/mcp"
 )
 
@@ -54,10 +55,22 @@ func TestReports(t *testing.T) {
 	m.Reloaded("/mcp/a", true)
 	m.Reloaded("/mcp/a", false)
 	m.Reloaded("/mcp/a", false)
+	m.Forwarded("/mcp/a", mcp.ForwardedOut)
+	m.Forwarded("/mcp/a", mcp.ForwardedOut)
+	m.Forwarded("/mcp/a", mcp.ForwardedIn)
+	m.SetCluster(func() cluster.Stats {
+		return cluster.Stats{PushesSent: 7, PushesReceived: 9, Connected: true, Reconnects: 2}
+	})
 	m.SetStats(func() []host.RouteStats {
 		return []host.RouteStats{{Path: "/mcp/a", Sessions: 2, LuaStates: 5, Running: 1, Queued: 4}}
 	})
 	want := []string{
+		"luamcp_cluster_forwarded_total{direction=in,route=/mcp/a} 1",
+		"luamcp_cluster_forwarded_total{direction=out,route=/mcp/a} 2",
+		"luamcp_cluster_nats_connected{} 1",
+		"luamcp_cluster_nats_reconnects_total{} 2",
+		"luamcp_cluster_pushes_total{direction=received} 9",
+		"luamcp_cluster_pushes_total{direction=sent} 7",
 		"luamcp_lua_calls_queued{route=/mcp/a} 4",
 		"luamcp_lua_calls_running{route=/mcp/a} 1",
 		"luamcp_lua_states{route=/mcp/a} 5",
