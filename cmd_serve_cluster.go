@@ -108,11 +108,7 @@ func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog
 		natsURL = e.URL()
 		logger.Warn("running an embedded NATS server: for a dev cluster on one machine only", "url", natsURL)
 	}
-	nc, err := nats.Connect(natsURL,
-		nats.Name("luamcp "+n.id),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(time.Second),
-	) // cluster.Join logs disconnects and reconnects
+	nc, err := nats.Connect(natsURL, cluster.ConnectOptions(n.id)...) // cluster.Join logs disconnects and reconnects
 	if err != nil {
 		n.close()
 		return nil, fmt.Errorf("--nats: %w", err)

@@ -132,6 +132,8 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		n.log.Warn("cluster: NATS disconnected: pushes reach this node's sessions only until it returns", "node", n.id, "err", err)
 	})
 	cfg.Conn.SetReconnectHandler(func(nc *nats.Conn) {
+		n.count.warned.Store(false)
+		n.ps.count.warned.Store(false)
 		n.log.Info("cluster: NATS reconnected", "node", n.id, "url", nc.ConnectedUrlRedacted())
 	})
 	// Once Join returns the other nodes can reach this one: the server
@@ -156,7 +158,7 @@ func (n *Node) Attach(deliver func(push []byte)) { n.deliver.Store(&deliver) }
 // Send implements [mcp.Cluster].
 func (n *Node) Send(node string, push []byte) {
 	if err := n.nc.Publish(nodePrefix+node, push); err != nil {
-		n.log.Warn("cluster: push for another node's session not sent", "node", node, "err", err)
+		n.count.failed(n.log, "cluster: push for another node's session not sent", "node", n.id, "to", node, "err", err)
 		return
 	}
 	n.count.sent.Add(1)
@@ -300,6 +302,7 @@ func (n *Node) Stats() Stats {
 	return Stats{
 		PushesSent:     n.count.sent.Load() + n.ps.count.sent.Load(),
 		PushesReceived: n.count.received.Load() + n.ps.count.received.Load(),
+		PushesUnsent:   n.count.unsent.Load() + n.ps.count.unsent.Load(),
 		Connected:      n.nc.IsConnected(),
 		Reconnects:     n.nc.Stats().Reconnects,
 	}

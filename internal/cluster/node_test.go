@@ -2,11 +2,16 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,4 +159,99 @@ func TestNodeIDInUse(t *testing.T) {
 		t.Fatalf("the same address could not take its id again: %v", err)
 	}
 	again.Close()
+}
+
+// TestNodeOutage: pushes made while NATS is down are dropped at once, not
+// kept for later (ConnectOptions): counted as unsent, the first of each kind
+// logged; when NATS returns, the other node gets only what is sent since.
+func TestNodeOutage(t *testing.T) {
+	e := startNATS(t)
+	u, err := url.Parse(e.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	var logs lockedBuffer
+	join := func(id string) *Node {
+		nc, err := nats.Connect(e.URL(), append(ConnectOptions(id), nats.ReconnectWait(50*time.Millisecond))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		n, err := Join(ctx, Config{Conn: nc, NodeID: id, Advertise: "http://127.0.0.1:1", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	a, b := join("a"), join("b")
+	got := make(chan []byte, 10)
+	b.Attach(func(p []byte) { got <- p })
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	e.Shutdown()
+	waitFor("a sees NATS gone", func() bool { return a.nc.Status() == nats.RECONNECTING })
+	a.PubSub().Publish("news", []byte(`{"n":1}`))
+	a.PubSub().Publish("news", []byte(`{"n":2}`))
+	a.Send("b", []byte("lost"))
+	if s := a.Stats(); s.PushesUnsent != 3 || s.PushesSent != 0 || s.Connected {
+		t.Errorf("stats while NATS is down: %+v; want 3 unsent, none sent, not connected", s)
+	}
+	if n := strings.Count(logs.String(), "further ones are counted"); n != 2 {
+		t.Errorf("%d warnings for 3 unsent pushes, want 2 (one per kind):\n%s", n, logs.String())
+	}
+
+	e2, err := StartEmbedded("127.0.0.1", port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e2.Shutdown)
+	waitFor("both reconnect", func() bool { return a.nc.IsConnected() && b.nc.IsConnected() })
+	// b's subscription is back once a push sent now arrives.
+	waitFor("a push crosses again", func() bool {
+		a.Send("b", []byte("after"))
+		a.nc.Flush()
+		select {
+		case p := <-got:
+			if string(p) != "after" {
+				t.Fatalf("b got %q: a push made while NATS was down", p)
+			}
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	})
+	if s := a.Stats(); s.Reconnects != 1 || !s.Connected {
+		t.Errorf("stats after NATS returned: %+v; want 1 reconnect, connected", s)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -55,12 +55,13 @@ func (p *PubSub) Subscribe(channel string, s mcp.Subscriber) { p.local.Subscribe
 func (p *PubSub) Unsubscribe(channel string, s mcp.Subscriber) { p.local.Unsubscribe(channel, s) }
 
 // Publish implements [mcp.PubSub]. When NATS is unreachable the message still
-// reaches this node's subscribers; the other nodes miss it (at most once).
+// reaches this node's subscribers; the other nodes miss it (at most once;
+// with [ConnectOptions] it is not kept for later).
 func (p *PubSub) Publish(channel string, msg []byte) {
 	p.local.Publish(channel, msg)
 	m := &nats.Msg{Subject: channelSubject(channel), Data: msg, Header: nats.Header{originHeader: []string{p.node}}}
 	if err := p.nc.PublishMsg(m); err != nil {
-		p.log.Warn("cluster: push not sent to the other nodes", "err", err)
+		p.count.failed(p.log, "cluster: push not sent to the other nodes", "node", p.node, "err", err)
 		return
 	}
 	p.count.sent.Add(1)

@@ -77,7 +77,7 @@ var (
 // The cluster's series, read from cluster.Node.Stats at each scrape.
 var (
 	pushesDesc = prometheus.NewDesc("luamcp_cluster_pushes_total",
-		"Pushes this node published on NATS for the other nodes (sent) and got from them (received): broadcasts, resource updates, list_changed, notify and log to their sessions.", []string{"direction"}, nil)
+		"Pushes this node published on NATS for the other nodes (sent), could not publish while NATS was down (unsent), and got from them (received): broadcasts, resource updates, list_changed, notify and log to their sessions.", []string{"direction"}, nil)
 	natsUpDesc = prometheus.NewDesc("luamcp_cluster_nats_connected",
 		"1 while the node's NATS connection is up, 0 while it is down (pushes then reach this node's sessions only).", nil, nil)
 	natsReconnectsDesc = prometheus.NewDesc("luamcp_cluster_nats_reconnects_total",
@@ -220,6 +220,7 @@ func (c clusterStats) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(pushesDesc, prometheus.CounterValue, float64(s.PushesSent), "sent")
 	ch <- prometheus.MustNewConstMetric(pushesDesc, prometheus.CounterValue, float64(s.PushesReceived), "received")
+	ch <- prometheus.MustNewConstMetric(pushesDesc, prometheus.CounterValue, float64(s.PushesUnsent), "unsent")
 	ch <- prometheus.MustNewConstMetric(natsUpDesc, prometheus.GaugeValue, up)
 	ch <- prometheus.MustNewConstMetric(natsReconnectsDesc, prometheus.CounterValue, float64(s.Reconnects))
 }

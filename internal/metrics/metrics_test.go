@@ -59,7 +59,7 @@ func TestReports(t *testing.T) {
 	m.Forwarded("/mcp/a", mcp.ForwardedOut)
 	m.Forwarded("/mcp/a", mcp.ForwardedIn)
 	m.SetCluster(func() cluster.Stats {
-		return cluster.Stats{PushesSent: 7, PushesReceived: 9, Connected: true, Reconnects: 2}
+		return cluster.Stats{PushesSent: 7, PushesReceived: 9, PushesUnsent: 4, Connected: true, Reconnects: 2}
 	})
 	m.SetStats(func() []host.RouteStats {
 		return []host.RouteStats{{Path: "/mcp/a", Sessions: 2, LuaStates: 5, Running: 1, Queued: 4}}
@@ -71,6 +71,7 @@ func TestReports(t *testing.T) {
 		"luamcp_cluster_nats_reconnects_total{} 2",
 		"luamcp_cluster_pushes_total{direction=received} 9",
 		"luamcp_cluster_pushes_total{direction=sent} 7",
+		"luamcp_cluster_pushes_total{direction=unsent} 4",
 		"luamcp_lua_calls_queued{route=/mcp/a} 4",
 		"luamcp_lua_calls_running{route=/mcp/a} 1",
 		"luamcp_lua_states{route=/mcp/a} 5",

@@ -66,7 +66,8 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	n.Conn, err = nats.Connect(cfg.NATSURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	// As `serve --nats` connects, but reconnecting faster (tests stop NATS).
+	n.Conn, err = nats.Connect(cfg.NATSURL, append(cluster.ConnectOptions(cfg.ID), nats.ReconnectWait(100*time.Millisecond))...)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("localcluster: node %s: connecting to NATS: %w", cfg.ID, err)
