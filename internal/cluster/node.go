@@ -25,6 +25,15 @@ const (
 	// nodePrefix starts the subject of one node's pushes (Notify and Log
 	// for its sessions, sent by the others).
 	nodePrefix = "luamcp.node."
+	// leftSubject carries the id of a node that leaves ([Node.Close]), so
+	// that the others forget its address at once.
+	leftSubject = "luamcp.left"
+	// addrCacheTTL is how long a node trusts an address it looked up
+	// before it asks the bucket again: a forward costs no NATS round trip
+	// then. A node that leaves says so (leftSubject); one that crashed is
+	// unreachable, which answers 404 as its absence from the bucket would,
+	// and is forgotten.
+	addrCacheTTL = time.Second
 	// DefaultHeartbeat is how often a node renews its address; the bucket
 	// forgets an address after 3 heartbeats.
 	DefaultHeartbeat = 5 * time.Second
@@ -68,9 +77,11 @@ type Node struct {
 	deliver atomic.Pointer[func([]byte)]
 
 	mu sync.Mutex
-	// known holds the last address the bucket gave for each node, used
+	// known holds the last address the bucket gave for each node, and
+	// when: trusted for addrCacheTTL, and used after that
 	// while NATS is unreachable; a node the bucket says is gone is removed.
-	known map[string]string
+	known map[string]knownAddr
+	left  *nats.Subscription // leftSubject
 
 	stop chan struct{}  // closed by Close: ends the heartbeat
 	done sync.WaitGroup // the heartbeat
@@ -104,7 +115,7 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{
 		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger,
 		transport: forwardTransport(),
-		known:     make(map[string]string), stop: make(chan struct{}),
+		known:     make(map[string]knownAddr), stop: make(chan struct{}),
 	}
 	if err := n.register(ctx); err != nil {
 		return nil, err
@@ -117,6 +128,12 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		_ = kv.Delete(ctx, n.id)
 		n.ps.Close()
 		return nil, fmt.Errorf("cluster: subscribing to %s: %w", nodePrefix+n.id, err)
+	}
+	if n.left, err = cfg.Conn.Subscribe(leftSubject, func(m *nats.Msg) { n.forget(string(m.Data)) }); err != nil {
+		_ = kv.Delete(ctx, n.id)
+		n.sub.Unsubscribe()
+		n.ps.Close()
+		return nil, fmt.Errorf("cluster: subscribing to %s: %w", leftSubject, err)
 	}
 	cfg.Conn.SetErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 		subject := ""
@@ -238,6 +255,12 @@ func (n *Node) renew() error {
 // address returns the advertised URL of node, "" when the cluster says it
 // is gone. While NATS is unreachable it uses the last address it knew.
 func (n *Node) address(ctx context.Context, node string) (string, error) {
+	n.mu.Lock()
+	k, ok := n.known[node]
+	n.mu.Unlock()
+	if ok && time.Since(k.at) < addrCacheTTL {
+		return k.url, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
 	defer cancel()
 	e, err := n.kv.Get(ctx, node)
@@ -245,16 +268,30 @@ func (n *Node) address(ctx context.Context, node string) (string, error) {
 	defer n.mu.Unlock()
 	switch {
 	case err == nil:
-		n.known[node] = string(e.Value())
+		n.known[node] = knownAddr{url: string(e.Value()), at: time.Now()}
 		return string(e.Value()), nil
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		delete(n.known, node)
 		return "", nil
 	}
-	if addr, ok := n.known[node]; ok {
-		return addr, nil
+	if k, ok := n.known[node]; ok {
+		return k.url, nil
 	}
 	return "", fmt.Errorf("cluster: looking up node %s: %w", node, err)
+}
+
+// knownAddr is an address the bucket gave, and when.
+type knownAddr struct {
+	url string
+	at  time.Time
+}
+
+// forget drops the address of node: it left, or could not be reached; the
+// next forward asks the bucket.
+func (n *Node) forget(node string) {
+	n.mu.Lock()
+	delete(n.known, node)
+	n.mu.Unlock()
 }
 
 // Forward implements [mcp.Cluster]: it reverse-proxies r to node, flushing
@@ -283,12 +320,16 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host // the owner's auth hook and oauth challenge see what the client sent
 		},
-		Transport:     n.transport,
-		FlushInterval: -1,
+		Transport: n.transport,
+		// FlushInterval 0: ReverseProxy flushes event streams (and answers of
+		// unknown length) at every write anyway; a JSON answer is written once,
+		// without a flush per write.
+		FlushInterval: 0,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the client left
 			}
+			n.forget(node)
 			n.log.Warn("cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
 			w.WriteHeader(http.StatusNotFound)
 		},
@@ -332,8 +373,14 @@ func (n *Node) Close() error {
 	if err != nil {
 		err = fmt.Errorf("cluster: removing node %s: %w", n.id, err)
 	}
-	if uerr := n.sub.Unsubscribe(); uerr != nil && !errors.Is(uerr, nats.ErrConnectionClosed) {
-		err = errors.Join(err, uerr)
+	// The others may hold the address for addrCacheTTL: tell them.
+	if perr := n.nc.Publish(leftSubject, []byte(n.id)); perr != nil && !errors.Is(perr, nats.ErrConnectionClosed) {
+		err = errors.Join(err, fmt.Errorf("cluster: announcing that node %s leaves: %w", n.id, perr))
+	}
+	for _, sub := range []*nats.Subscription{n.sub, n.left} {
+		if uerr := sub.Unsubscribe(); uerr != nil && !errors.Is(uerr, nats.ErrConnectionClosed) {
+			err = errors.Join(err, uerr)
+		}
 	}
 	n.transport.CloseIdleConnections()
 	return errors.Join(err, n.ps.Close())

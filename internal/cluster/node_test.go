@@ -85,14 +85,25 @@ func TestNodeForward(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, node := range []string{"b", "c", "nobody"} {
+	// a cached b's address; b's leaving reaches it over NATS, soon after.
+	status := func(node string) int {
 		resp, err := http.Get(entry.URL + "/mcp?node=" + node)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound {
-			t.Errorf("node %s: status %d, want 404", node, resp.StatusCode)
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(addrCacheTTL / 2)
+	for status("b") != http.StatusNotFound {
+		if time.Now().After(deadline) {
+			t.Fatalf("node b: still forwarded %v after it left, want 404 well within the %v an address is cached", addrCacheTTL/2, addrCacheTTL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, node := range []string{"c", "nobody"} {
+		if got := status(node); got != http.StatusNotFound {
+			t.Errorf("node %s: status %d, want 404", node, got)
 		}
 	}
 }
