@@ -294,10 +294,10 @@ func (n *Node) forget(node string) {
 	n.mu.Unlock()
 }
 
-// Forward implements [mcp.Cluster]: it reverse-proxies r to node, flushing
-// every write (SSE streams pass through as they are written). A node the
-// bucket no longer lists, or that cannot be reached, is gone: 404, and the
-// client initializes a new session, as the spec says.
+// Forward implements [mcp.Cluster]: it reverse-proxies r to node (event
+// streams pass through as they are written). A node the bucket no longer
+// lists, or that cannot be reached, is gone: 404, and the client
+// initializes a new session, as the spec says.
 func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
 	addr, err := n.address(r.Context(), node)
 	if err != nil {
