@@ -50,9 +50,10 @@ test: tools
 	grep -E -- '^ok |--- (PASS|FAIL)|conformance .*\(exit|SUMMARY|[✓✗] |Total:|Not scored' tests/conformance.log
 	@# The benchmark harness: its own tests (its module is not under ./...),
 	@# then a tiny scale run: every scenario on every server, every reply
-	@# checked, no timing judged.
+	@# checked, no timing judged; then the cluster scenarios (opt-in).
 	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd bench && $(GO) run ./cmd/bench -smoke
+	cd bench && $(GO) run ./cmd/bench -smoke -only cluster
 
 # Formatting and vet, without running tests.
 check: tools
