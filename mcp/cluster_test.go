@@ -67,10 +67,16 @@ func (c *fakeCluster) Attach(deliver func([]byte)) {
 var clusterKey = []byte("0123456789abcdef0123456789abcdef")
 
 // signedBy returns the headers of a request node forwards for session,
-// signed with key at the time at, as "Name: value" lines.
+// made over plain HTTP, signed with key at the time at, as "Name: value"
+// lines.
 func signedBy(key []byte, node, method, session, client string, at time.Time) []string {
+	return signedOver("http", key, node, method, session, client, at)
+}
+
+// signedOver is signedBy for a request the client made on scheme.
+func signedOver(scheme string, key []byte, node, method, session, client string, at time.Time) []string {
 	var out []string
-	for k, v := range mcp.SignForward(key, node, method, "/mcp", session, client, at) {
+	for k, v := range mcp.SignForward(key, node, method, "/mcp", session, client, scheme, at) {
 		out = append(out, k+": "+v[0])
 	}
 	return out
@@ -295,6 +301,8 @@ func TestClusterForwardTrust(t *testing.T) {
 		{"signed for another session", signedBy(clusterKey, "a", http.MethodPost, "b."+strings.Repeat("0", 32), client, now), http.StatusForbidden},
 		{"signed by another node", append(signedBy(clusterKey, "a", http.MethodPost, sb, client, now), mcp.ForwardedHeader+": c"), http.StatusForbidden},
 		{"client address changed", append(signedBy(clusterKey, "a", http.MethodPost, sb, client, now), mcp.ForwardedForHeader+": 127.0.0.1:1"), http.StatusForbidden},
+		{"scheme changed", append(signedBy(clusterKey, "a", http.MethodPost, sb, client, now), mcp.ForwardedProtoHeader+": https"), http.StatusForbidden},
+		{"no scheme", append(signedBy(clusterKey, "a", http.MethodPost, sb, client, now), mcp.ForwardedProtoHeader+":"), http.StatusForbidden},
 		{"stale", signedBy(clusterKey, "a", http.MethodPost, sb, client, now.Add(-3*time.Minute)), http.StatusForbidden},
 		{"from the future", signedBy(clusterKey, "a", http.MethodPost, sb, client, now.Add(3*time.Minute)), http.StatusForbidden},
 		{"garbage", []string{mcp.ForwardedHeader + ": a", mcp.ForwardSignatureHeader + ": 12.!!"}, http.StatusForbidden},
@@ -332,4 +340,44 @@ func TestClusterForwardTrust(t *testing.T) {
 			t.Errorf("foreign Origin, not forwarded: status %d, want 403", r.status)
 		}
 	})
+}
+
+// TestClusterForwardOAuth: on an oauth route the owner checks the token of a
+// forwarded request (the entry node does not), and its challenge names the
+// metadata on the scheme the client used on the entry node.
+func TestClusterForwardOAuth(t *testing.T) {
+	peers := map[string]*fakeCluster{}
+	cb := &fakeCluster{id: "b", peers: peers}
+	peers["b"] = cb
+	b := newClusterRouteWith(t, cb, oauthOptions())
+	sb := b.initialize("Authorization: Bearer tok-alice-r")
+	base := []string{"Mcp-Session-Id: " + sb, "Mcp-Protocol-Version: 2025-06-18"}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	for _, tc := range []struct {
+		name, scheme, token string
+		status              int
+		metadata            string
+	}{
+		{"no token, https entry", "https", "", http.StatusUnauthorized, "https://"},
+		{"no token, http entry", "http", "", http.StatusUnauthorized, "http://"},
+		{"the session's subject", "https", "tok-alice-r", http.StatusOK, ""},
+		{"another subject", "https", "tok-bob-r", http.StatusForbidden, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := append(append([]string(nil), base...), signedOver(tc.scheme, clusterKey, "a", http.MethodPost, sb, "203.0.113.7:4000", time.Now())...)
+			if tc.token != "" {
+				h = append(h, "Authorization: Bearer "+tc.token)
+			}
+			r := b.do(http.MethodPost, ping, h...)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d (%s)", r.status, tc.status, r.body)
+			}
+			if tc.metadata == "" {
+				return
+			}
+			if c := r.header.Get("WWW-Authenticate"); !strings.Contains(c, `resource_metadata="`+tc.metadata+strings.TrimPrefix(b.srv.URL, "http://")+"/.well-known/") {
+				t.Errorf("challenge %q, want the metadata at %s on this Host", c, tc.metadata)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"crypto/tls"
 	"net/http"
 	"net/url"
 	"time"
@@ -27,9 +28,13 @@ func SetClock(clock func() time.Time) (restore func()) {
 }
 
 // SignForward returns the headers with which node forwards a request
-// (method, path, session) of client, signed with key at the time at.
-func SignForward(key []byte, node, method, path, session, client string, at time.Time) http.Header {
+// (method, path, session) that client made on scheme ("http" or "https"),
+// signed with key at the time at.
+func SignForward(key []byte, node, method, path, session, client, scheme string, at time.Time) http.Header {
 	r := &http.Request{Method: method, URL: &url.URL{Path: path}, Header: http.Header{"Mcp-Session-Id": {session}}, RemoteAddr: client}
+	if scheme == "https" {
+		r.TLS = &tls.ConnectionState{}
+	}
 	h := http.Header{}
 	signForward(h, key, node, r, at)
 	return h

@@ -20,9 +20,13 @@ const (
 	// saw it (its RemoteAddr): the owner's auth hook sees it as the
 	// request's remote address.
 	ForwardedForHeader = "Luamcp-Forwarded-For"
+	// ForwardedProtoHeader is the scheme the client used on the entry
+	// node ("http" or "https"): the owner's oauth challenge names the
+	// metadata URL on it.
+	ForwardedProtoHeader = "Luamcp-Forwarded-Proto"
 	// ForwardSignatureHeader is "<unix seconds>.<base64url HMAC-SHA256>"
-	// over the forwarding node, method, path, session id, client address
-	// and time ([forwardMAC]).
+	// over the forwarding node, method, path, session id, client address,
+	// scheme and time ([forwardMAC]).
 	ForwardSignatureHeader = "Luamcp-Forward-Signature"
 )
 
@@ -37,9 +41,9 @@ var errForwardSignature = errors.New("mcp: forwarded request with a missing or b
 // forwardMAC is the MAC of a forward. The domain prefix keeps it apart from
 // the other use of the key (the 2026-07-28 era's requestState); NUL cannot
 // occur in any field (header values, a path, a node id).
-func forwardMAC(key []byte, node, method, path, session, client string, unix int64) []byte {
+func forwardMAC(key []byte, node, method, path, session, client, proto string, unix int64) []byte {
 	m := hmac.New(sha256.New, key)
-	for _, s := range []string{"luamcp forward v1", node, method, path, session, client, strconv.FormatInt(unix, 10)} {
+	for _, s := range []string{"luamcp forward v1", node, method, path, session, client, proto, strconv.FormatInt(unix, 10)} {
 		m.Write([]byte(s))
 		m.Write([]byte{0})
 	}
@@ -50,37 +54,60 @@ func forwardMAC(key []byte, node, method, path, session, client string, unix int
 // forwarded by node, and signs them.
 func signForward(h http.Header, key []byte, node string, r *http.Request, at time.Time) {
 	session := r.Header.Get("Mcp-Session-Id")
+	proto := requestScheme(r)
 	unix := at.Unix()
-	mac := forwardMAC(key, node, r.Method, r.URL.Path, session, r.RemoteAddr, unix)
+	mac := forwardMAC(key, node, r.Method, r.URL.Path, session, r.RemoteAddr, proto, unix)
 	h.Set(ForwardedHeader, node)
 	h.Set(ForwardedForHeader, r.RemoteAddr)
+	h.Set(ForwardedProtoHeader, proto)
 	h.Set(ForwardSignatureHeader, strconv.FormatInt(unix, 10)+"."+base64.RawURLEncoding.EncodeToString(mac))
 }
 
 // verifyForward checks the signature of r, a request that carries
 // [ForwardedHeader], made with key and no further than forwardMaxSkew from
-// at. It returns the client's address the entry node vouches for.
-func verifyForward(r *http.Request, key []byte, at time.Time) (client string, err error) {
+// at. It returns what the entry node vouches for: the client's address and
+// scheme.
+func verifyForward(r *http.Request, key []byte, at time.Time) (client, proto string, err error) {
 	node := r.Header.Get(ForwardedHeader)
 	client = r.Header.Get(ForwardedForHeader)
+	proto = r.Header.Get(ForwardedProtoHeader)
+	if proto != "http" && proto != "https" {
+		return "", "", errForwardSignature
+	}
 	ts, sig, ok := strings.Cut(r.Header.Get(ForwardSignatureHeader), ".")
 	if !ok {
-		return "", errForwardSignature
+		return "", "", errForwardSignature
 	}
 	unix, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return "", errForwardSignature
+		return "", "", errForwardSignature
 	}
 	if d := at.Sub(time.Unix(unix, 0)); d > forwardMaxSkew || d < -forwardMaxSkew {
-		return "", errors.New("mcp: forwarded request signed " + d.Round(time.Second).String() + " away from this node's clock")
+		return "", "", errors.New("mcp: forwarded request signed " + d.Round(time.Second).String() + " away from this node's clock")
 	}
 	mac, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil {
-		return "", errForwardSignature
+		return "", "", errForwardSignature
 	}
-	want := forwardMAC(key, node, r.Method, r.URL.Path, r.Header.Get("Mcp-Session-Id"), client, unix)
+	want := forwardMAC(key, node, r.Method, r.URL.Path, r.Header.Get("Mcp-Session-Id"), client, proto, unix)
 	if !hmac.Equal(mac, want) {
-		return "", errForwardSignature
+		return "", "", errForwardSignature
 	}
-	return client, nil
+	return client, proto, nil
+}
+
+// forwardedProtoKey is the context key of the scheme a forwarded request
+// reached the entry node on.
+type forwardedProtoKey struct{}
+
+// requestScheme is the scheme r reached the cluster on: its own, or the
+// entry node's for a forwarded request.
+func requestScheme(r *http.Request) string {
+	if p, ok := r.Context().Value(forwardedProtoKey{}).(string); ok {
+		return p
+	}
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
 }

@@ -160,8 +160,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, ok := r.Header[ForwardedHeader]; ok {
 		// Another node forwarded it, after applying the remote-access and
 		// Origin gates to the client: its signature vouches for that and
-		// for the client's address, which the auth hook sees.
-		client, err := verifyForward(r, h.hub.stateKey(), now())
+		// for the client's address and scheme, which the auth hook and the
+		// oauth challenge see.
+		client, proto, err := verifyForward(r, h.hub.stateKey(), now())
 		if err != nil {
 			h.refused(GateForward)
 			h.log.Warn("mcp: forwarded request refused (do the nodes share the state key?)",
@@ -169,7 +170,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusForbidden, nil, CodeInvalidRequest, "Forwarded request refused: not signed by a node of this cluster")
 			return
 		}
-		r = r.WithContext(r.Context())
+		r = r.WithContext(context.WithValue(r.Context(), forwardedProtoKey{}, proto))
 		r.RemoteAddr = client
 		h.forwarded(ForwardedIn)
 	} else if status := h.gate(r); status != 0 {

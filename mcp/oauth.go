@@ -197,13 +197,9 @@ func (h *Handler) challengeScopes(w http.ResponseWriter, r *http.Request, status
 }
 
 // metadataURL is the absolute URL of the route's metadata document, on the
-// scheme and host the request reached.
+// scheme and host the request reached (the entry node's, in a cluster).
 func (h *Handler) metadataURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + MetadataPath(h.opts.Path)
+	return requestScheme(r) + "://" + r.Host + MetadataPath(h.opts.Path)
 }
 
 // checkToolScopes refuses a tools/call whose tool needs scopes the token
