@@ -115,6 +115,7 @@ func main() {
 	churn := echoServer()
 	serve.Main(serve.Server{
 		Name: "go-sdk",
+		TLS:  true, // h2 and h3 rows through the same TLS front as luamcp
 		Routes: map[string]http.Handler{
 			spec.PathEcho:      handler(echoServer(), mcp.StreamableHTTPOptions{JSONResponse: true}),
 			spec.PathStateless: handler(echoServer(), mcp.StreamableHTTPOptions{JSONResponse: true, Stateless: true}),

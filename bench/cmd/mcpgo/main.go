@@ -127,6 +127,7 @@ func main() {
 	churnIDs := &counting{}
 	serve.Main(serve.Server{
 		Name: "mcp-go",
+		TLS:  true, // h2 and h3 rows through the same TLS front as luamcp
 		Routes: map[string]http.Handler{
 			spec.PathEcho:      server.NewStreamableHTTPServer(echoServer(), logger, stateful),
 			spec.PathStateless: server.NewStreamableHTTPServer(echoServer(), logger, server.WithStateLess(true)),
