@@ -20,6 +20,9 @@ type routeOptions struct {
 	// memoryLimit is how many bytes each of the script's Lua states may hold
 	// (memory_limit_mb).
 	memoryLimit int64
+	// reuseLists (reuse_lists) lets lookups reuse a list function's last
+	// result while its state is unchanged (lists.go).
+	reuseLists bool
 }
 
 // DefaultStateMemoryLimit is the default of the route option memory_limit_mb,
@@ -30,7 +33,7 @@ const DefaultStateMemoryLimit = 64 << 20
 // options"). Unset transport options stay zero, which mcp.Options reads as
 // their defaults; Path defaults to /mcp/<name>.
 func parseRoute(v lua.LValue, name string) (routeOptions, error) {
-	opts := routeOptions{Options: mcp.Options{Path: "/mcp/" + name}, memoryLimit: DefaultStateMemoryLimit}
+	opts := routeOptions{Options: mcp.Options{Path: "/mcp/" + name}, memoryLimit: DefaultStateMemoryLimit, reuseLists: true}
 	if v == lua.LNil {
 		return opts, nil
 	}
@@ -69,6 +72,8 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 		o.Sessions, err = boolOption(key, v)
 	case "allow_remote_access":
 		o.AllowRemoteAccess, err = boolOption(key, v)
+	case "reuse_lists":
+		o.reuseLists, err = boolOption(key, v)
 	case "origins":
 		o.Origins, err = stringList(key, v)
 	case "concurrent_tools":

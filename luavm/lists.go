@@ -1,0 +1,179 @@
+package luavm
+
+import (
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Lists and their lookups (script-api.md "Lists").
+//
+// tools, resources, resource_templates and prompts give a list of
+// descriptors: as a function of the state, or as a table (a static list).
+// The list methods (tools/list, ...) run the function every time, as they
+// always did. A lookup (tools/call finding its tool, resources/read its
+// resource or template, prompts/get its prompt) reuses the list it found
+// last, with an index by name, while that list provably has not changed:
+//
+//   - a static list: while neither the table nor any of its entries was
+//     written to (their Dirty flags, which the patched gopher-lua sets on
+//     every write and only this cache clears);
+//   - a function's result: the same, and while the state it was given is the
+//     same value and, for a table, nothing reachable from it changed. The
+//     session's rollback mirror (bridge.Mirror) already finds every change
+//     to the state before each call: its Changes counter did not move, and
+//     its last Sync was of this very state. Only session-mode states have a
+//     mirror, so a stateless request's function list is never reused (its
+//     state is new every time).
+//
+// What the function reads besides its state (globals, upvalues, the clock,
+// math.random, a host module) is not tracked: a script whose list depends on
+// such things sets reuse_lists = false, and its lookups run the function each
+// time. The cache belongs to the vm, so a new version of the script (a new
+// vm) never sees an old list.
+
+// isList reports whether callback cb gives a list of descriptors, which the
+// module may also give as a table.
+func isList(cb int) bool {
+	return cb == cbTools || cb == cbResources || cb == cbResourceTemplates || cb == cbPrompts
+}
+
+// staticList records t as list callback cb's static list and returns a
+// function returning it, which the list methods call like any list function.
+func (v *vm) staticList(cb int, t *lua.LTable) *lua.LFunction {
+	v.static[cb] = t
+	return v.L.NewFunction(func(L *lua.LState) int {
+		L.Push(t)
+		return 1
+	})
+}
+
+// A listCache is the last list a lookup found for one list callback.
+type listCache struct {
+	list    *lua.LTable            // the callback's result; nil: nothing cached
+	entries []*lua.LTable          // the list's table entries, in order
+	index   map[string]*lua.LTable // key field -> the first entry with it
+	key     string                 // the key field index is built on
+	state   lua.LValue             // the state the function was given
+	changes uint64                 // the mirror's Changes when it ran
+}
+
+// reset forgets the cached list.
+func (lc *listCache) reset() { *lc = listCache{} }
+
+// cached returns the list of callback cb cached for state, or nil when there
+// is none or it may have changed.
+func (v *vm) cached(cb int, state lua.LValue) *listCache {
+	lc := &v.lists[cb]
+	if lc.list == nil {
+		return nil
+	}
+	if v.static[cb] == nil {
+		if lc.state != state || !v.stateUnchanged(state, lc.changes) {
+			return nil
+		}
+	}
+	if lc.list.Dirty() {
+		return nil
+	}
+	for _, e := range lc.entries {
+		if e.Dirty() {
+			return nil
+		}
+	}
+	return lc
+}
+
+// cacheable reports whether a lookup may keep callback cb's result for
+// state, and the mirror's Changes to keep with it.
+func (v *vm) cacheable(cb int, state lua.LValue) (uint64, bool) {
+	if v.static[cb] != nil {
+		return 0, true
+	}
+	if !v.s.reuseLists {
+		return 0, false
+	}
+	if t, ok := state.(*lua.LTable); ok {
+		if v.mirror == nil || !v.mirror.Synced(t) {
+			return 0, false
+		}
+		return v.mirror.Changes(), true
+	}
+	return 0, true
+}
+
+// stateUnchanged reports whether state is what it was when the mirror's
+// Changes read changes: a non-table is a value; a table must be the one the
+// mirror last synced, with nothing changed since.
+func (v *vm) stateUnchanged(state lua.LValue, changes uint64) bool {
+	t, ok := state.(*lua.LTable)
+	if !ok {
+		return true
+	}
+	return v.mirror != nil && v.mirror.Synced(t) && v.mirror.Changes() == changes
+}
+
+// keep caches list, the result of callback cb for state, indexed by key
+// (nothing when key is ""), and returns the cache. It clears the Dirty flags
+// of the list and its entries; a table another cache holds may be among
+// them, and that cache would then miss the write that set the flag: it is
+// dropped.
+func (v *vm) keep(cb int, list *lua.LTable, key string, state lua.LValue, changes uint64) *listCache {
+	lc := &v.lists[cb]
+	lc.reset()
+	lc.list, lc.key, lc.state, lc.changes = list, key, state, changes
+	n := list.Len()
+	lc.entries = make([]*lua.LTable, 0, n)
+	if key != "" {
+		lc.index = make(map[string]*lua.LTable, n)
+	}
+	var cleared map[*lua.LTable]bool // written tables whose flag keep clears
+	clearDirty := func(t *lua.LTable) {
+		if t.Dirty() {
+			if cleared == nil {
+				cleared = make(map[*lua.LTable]bool)
+			}
+			cleared[t] = true
+			t.ClearDirty()
+		}
+	}
+	for i := 1; i <= n; i++ {
+		t, ok := list.RawGetInt(i).(*lua.LTable)
+		if !ok {
+			continue
+		}
+		lc.entries = append(lc.entries, t)
+		clearDirty(t)
+		if key == "" {
+			continue
+		}
+		if k, ok := t.RawGetString(key).(lua.LString); ok {
+			if _, dup := lc.index[string(k)]; !dup {
+				lc.index[string(k)] = t
+			}
+		}
+	}
+	clearDirty(list)
+	if cleared != nil {
+		for i := range v.lists {
+			if other := &v.lists[i]; i != cb && other.holds(cleared) {
+				other.reset()
+			}
+		}
+	}
+	return lc
+}
+
+// holds reports whether the cached list or one of its entries is in set.
+func (lc *listCache) holds(set map[*lua.LTable]bool) bool {
+	if lc.list == nil {
+		return false
+	}
+	if set[lc.list] {
+		return true
+	}
+	for _, e := range lc.entries {
+		if set[e] {
+			return true
+		}
+	}
+	return false
+}
