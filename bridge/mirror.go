@@ -32,9 +32,11 @@ import (
 type Mirror struct {
 	c     *Codec
 	nodes map[*lua.LTable]*mirrorNode // source table -> its copy
-	// all holds the values of nodes, for the scan of written tables; a full
-	// Sync rebuilds it.
+	// all holds the values of nodes and srcs their sources, at the same
+	// indexes: the scan of written tables reads srcs, one load less per
+	// table. A full Sync rebuilds both.
 	all  []*mirrorNode
+	srcs []*lua.LTable
 	root *mirrorNode // the last Sync's root; nil when there is none
 	gen  uint32      // the Sync in progress marks nodes with it
 	// full is set during a Sync that compares every table it reaches (and
@@ -53,7 +55,7 @@ type Mirror struct {
 
 // fullSyncEvery bounds how long a Mirror keeps the copies of tables its value
 // no longer reaches: at most this many Syncs.
-const fullSyncEvery = 1024
+const fullSyncEvery = 4096
 
 type mirrorNode struct {
 	src, dst *lua.LTable
@@ -85,8 +87,9 @@ func (m *Mirror) Sync(v lua.LValue) lua.LValue {
 		m.root = m.node(t)
 	} else {
 		m.partial++
-		for _, nd := range m.all {
-			if nd.src.Written() {
+		for i, src := range m.srcs {
+			if src.Written() {
+				nd := m.all[i]
 				nd.gen = m.gen
 				m.todo = append(m.todo, nd)
 			}
@@ -123,6 +126,11 @@ func (m *Mirror) sweep() {
 	}
 	clear(m.all[len(kept):])
 	m.all = kept
+	m.srcs = m.srcs[:0]
+	for _, nd := range kept {
+		m.srcs = append(m.srcs, nd.src)
+	}
+	clear(m.srcs[len(kept):cap(m.srcs)])
 	m.live = len(kept)
 	m.partial = 0
 }
@@ -151,9 +159,11 @@ func (m *Mirror) Release() {
 	}
 	clear(m.all)
 	m.all = m.all[:0]
+	clear(m.srcs)
+	m.srcs = m.srcs[:0]
 	if len(m.nodes) > maxKeptClones {
 		m.nodes = nil
-		m.all = nil
+		m.all, m.srcs = nil, nil
 	} else {
 		clear(m.nodes)
 	}
@@ -190,6 +200,7 @@ func (m *Mirror) node(src *lua.LTable) *mirrorNode {
 		*nd = mirrorNode{src: src, dst: m.c.l.CreateTable(n, hash)}
 		m.nodes[src] = nd
 		m.all = append(m.all, nd)
+		m.srcs = append(m.srcs, src)
 		m.changed = true
 	} else if !m.full {
 		return nd

@@ -16,19 +16,68 @@ import (
 //   - a static list: while neither the table nor any of its entries was
 //     written to (their Dirty flags, which the patched gopher-lua sets on
 //     every write and only this cache clears);
-//   - a function's result: the same, and while the state it was given is the
-//     same value and, for a table, nothing reachable from it changed. The
-//     session's rollback mirror (bridge.Mirror) already finds every change
-//     to the state before each call: its Changes counter did not move, and
-//     its last Sync was of this very state. Only session-mode states have a
-//     mirror, so a stateless request's function list is never reused (its
-//     state is new every time).
+//   - a constant function, one that reads no argument, upvalue or global and
+//     calls nothing (lua.FunctionProto.Closed, checked on its bytecode): it
+//     returns equal lists every time, so its first result serves as long
+//     as it is not written to, as a static list;
+//   - with reuse_lists = true, any function: the same, and while the state
+//     it was given is the same value and, for a table, nothing reachable
+//     from it changed. The session's rollback mirror (bridge.Mirror) already
+//     finds every change to the state before each call: its Changes counter
+//     did not move, and its last Sync was of this very state. Only
+//     session-mode states have a mirror, so a stateless request's list
+//     function never gets this reuse (its state is new every time). What
+//     the function reads besides its state (globals, upvalues, the clock,
+//     math.random, a host module) is not tracked: reuse_lists = true is the
+//     script's word that its lists depend on the state alone.
 //
-// What the function reads besides its state (globals, upvalues, the clock,
-// math.random, a host module) is not tracked: a script whose list depends on
-// such things sets reuse_lists = false, and its lookups run the function each
-// time. The cache belongs to the vm, so a new version of the script (a new
-// vm) never sees an old list.
+// reuse_lists = false turns the reuse of function results off (a static list
+// is still indexed). The cache belongs to the vm, so a new version of the
+// script (a new vm) never sees an old list.
+
+// listReuse is the route option reuse_lists.
+type listReuse int
+
+const (
+	reuseProven listReuse = iota // unset: static lists and constant functions
+	reuseState                   // true: also any function, while its state is unchanged
+	reuseNever                   // false: static lists only
+)
+
+// listKind is how a lookup may treat one list callback of a vm.
+type listKind int
+
+const (
+	listRun      listKind = iota // run the function for every lookup
+	listStatic                   // a table, or a constant function: reuse while unwritten
+	listStateful                 // reuse while unwritten and the state is unchanged
+)
+
+// kind returns how lookups treat list callback cb.
+func (v *vm) kind(cb int) listKind {
+	switch {
+	case v.static[cb] != nil:
+		return listStatic
+	case v.s.reuseLists == reuseNever:
+		return listRun
+	case v.constant[cb]:
+		return listStatic
+	case v.s.reuseLists == reuseState:
+		return listStateful
+	}
+	return listRun
+}
+
+// constantFunction reports whether fn computes its result from constants
+// alone: a Lua function without upvalues whose code reads no argument,
+// upvalue or global and calls nothing.
+func constantFunction(fn *lua.LFunction) bool {
+	if fn.IsG || fn.Proto == nil || len(fn.Upvalues) > 0 {
+		return false
+	}
+	closed, usesArgs := fn.Proto.Closed()
+	return closed && !usesArgs
+}
 
 // isList reports whether callback cb gives a list of descriptors, which the
 // module may also give as a table.
@@ -66,7 +115,10 @@ func (v *vm) cached(cb int, state lua.LValue) *listCache {
 	if lc.list == nil {
 		return nil
 	}
-	if v.static[cb] == nil {
+	switch v.kind(cb) {
+	case listRun:
+		return nil
+	case listStateful:
 		if lc.state != state || !v.stateUnchanged(state, lc.changes) {
 			return nil
 		}
@@ -85,11 +137,11 @@ func (v *vm) cached(cb int, state lua.LValue) *listCache {
 // cacheable reports whether a lookup may keep callback cb's result for
 // state, and the mirror's Changes to keep with it.
 func (v *vm) cacheable(cb int, state lua.LValue) (uint64, bool) {
-	if v.static[cb] != nil {
-		return 0, true
-	}
-	if !v.s.reuseLists {
+	switch v.kind(cb) {
+	case listRun:
 		return 0, false
+	case listStatic:
+		return 0, true
 	}
 	if t, ok := state.(*lua.LTable); ok {
 		if v.mirror == nil || !v.mirror.Synced(t) {

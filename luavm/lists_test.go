@@ -61,6 +61,10 @@ func TestListLookups(t *testing.T) {
 	tool := func(name, want string) step { return step{"tool", name, want} }
 	read := func(uri, want string) step { return step{"read", uri, want} }
 	prompt := func(name, want string) step { return step{"prompt", name, want} }
+	// cached: the tools list the lookups hold is the one the last cached
+	// step saw ("same"), another ("new") or none ("none").
+	cached := func(want string) step { return step{"cached", "", want} }
+	constant := `function(state) local out = {} for i = 1, 3 do out[i] = { name = "t" .. i } end out[4] = { name = "runs" } return out end`
 	static := map[string]string{"TOOLS": "STATIC"}
 	fn := map[string]string{"TOOLS": "tools"}
 	tests := []struct {
@@ -84,6 +88,16 @@ func TestListLookups(t *testing.T) {
 		}},
 		{"reuse_lists = false", map[string]string{"TOOLS": "tools", "REUSE": "false"}, []step{
 			tool("runs", "1"), tool("runs", "2"), tool("runs", "3"),
+		}},
+		{"unset: a function reading an upvalue runs every time", map[string]string{"TOOLS": "tools", "REUSE": "nil"}, []step{
+			tool("runs", "1"), tool("runs", "2"), tool("bump", "bump"), tool("runs", "4"),
+		}},
+		{"unset: a constant function is reused across state changes", map[string]string{"TOOLS": constant, "REUSE": "nil"}, []step{
+			tool("t2", "t2"), cached("new"), tool("t3", "t3"), cached("same"), tool("bump", "!unknown"), cached("same"),
+			tool("runs", "0"), cached("same"), tool("t4", "!unknown"), cached("same"),
+		}},
+		{"reuse_lists = false: a constant function runs every time", map[string]string{"TOOLS": constant, "REUSE": "false"}, []step{
+			tool("t2", "t2"), cached("none"), tool("t3", "t3"), cached("none"),
 		}},
 		{"stateless: the function runs for every lookup", map[string]string{"TOOLS": "tools", "SESSIONS": "false"}, []step{
 			tool("runs", "1"), tool("runs", "2"), tool("unlock", "unlock"), tool("secret", "secret"), tool("runs", "5"),
@@ -134,7 +148,23 @@ func TestListLookups(t *testing.T) {
 			}
 			ss, _ := open(t, s, id)
 			ctx := context.Background()
+			var seen any
 			for i, st := range tt.steps {
+				if st.kind == "cached" {
+					list := ss.(*session).v.lists[cbTools].list
+					got := "new"
+					switch {
+					case list == nil:
+						got = "none"
+					case list == seen:
+						got = "same"
+					}
+					seen = list
+					if got != st.want {
+						t.Fatalf("step %d: the cached list is %s, want %s", i, got, st.want)
+					}
+					continue
+				}
 				var res json.RawMessage
 				var err error
 				var got string

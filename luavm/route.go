@@ -20,9 +20,7 @@ type routeOptions struct {
 	// memoryLimit is how many bytes each of the script's Lua states may hold
 	// (memory_limit_mb).
 	memoryLimit int64
-	// reuseLists (reuse_lists) lets lookups reuse a list function's last
-	// result while its state is unchanged (lists.go).
-	reuseLists bool
+	reuseLists listReuse // reuse_lists (lists.go)
 }
 
 // DefaultStateMemoryLimit is the default of the route option memory_limit_mb,
@@ -33,7 +31,7 @@ const DefaultStateMemoryLimit = 64 << 20
 // options"). Unset transport options stay zero, which mcp.Options reads as
 // their defaults; Path defaults to /mcp/<name>.
 func parseRoute(v lua.LValue, name string) (routeOptions, error) {
-	opts := routeOptions{Options: mcp.Options{Path: "/mcp/" + name}, memoryLimit: DefaultStateMemoryLimit, reuseLists: true}
+	opts := routeOptions{Options: mcp.Options{Path: "/mcp/" + name}, memoryLimit: DefaultStateMemoryLimit}
 	if v == lua.LNil {
 		return opts, nil
 	}
@@ -73,7 +71,13 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 	case "allow_remote_access":
 		o.AllowRemoteAccess, err = boolOption(key, v)
 	case "reuse_lists":
-		o.reuseLists, err = boolOption(key, v)
+		var b bool
+		if b, err = boolOption(key, v); err == nil {
+			o.reuseLists = reuseNever
+			if b {
+				o.reuseLists = reuseState
+			}
+		}
 	case "origins":
 		o.Origins, err = stringList(key, v)
 	case "concurrent_tools":

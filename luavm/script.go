@@ -102,7 +102,7 @@ type Version struct {
 
 	callTimeout timeoutError  // the bound of one callback: call_timeout_ms or Config.CallTimeout
 	slotWait    time.Duration // the longest wait for a scheduler slot: request_timeout_ms
-	reuseLists  bool          // reuse_lists (lists.go)
+	reuseLists  listReuse     // reuse_lists (lists.go)
 }
 
 var _ mcp.Server = (*Script)(nil)

@@ -57,6 +57,9 @@ type vm struct {
 	// static holds the lists the module gives as tables (lists.go); fns
 	// holds a function returning each.
 	static [numCallbacks]*lua.LTable
+	// constant marks the list functions proven to build their result from
+	// constants alone (lists.go).
+	constant [numCallbacks]bool
 	// lists caches the lookups' list results (lists.go).
 	lists [numCallbacks]listCache
 
@@ -108,6 +111,8 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 		fn, _ := module.RawGetString(name).(*lua.LFunction)
 		if t, ok := module.RawGetString(name).(*lua.LTable); ok && isList(i) {
 			fn = v.staticList(i, t)
+		} else if fn != nil && isList(i) {
+			v.constant[i] = constantFunction(fn)
 		}
 		if fn == nil && required(i) {
 			v.close()
