@@ -20,7 +20,7 @@ type routeOptions struct {
 	// memoryLimit is how many bytes each of the script's Lua states may hold
 	// (memory_limit_mb).
 	memoryLimit int64
-	reuseLists listReuse // reuse_lists (lists.go)
+	reuseLists  listReuse // reuse_lists (lists.go)
 }
 
 // DefaultStateMemoryLimit is the default of the route option memory_limit_mb,
