@@ -76,3 +76,19 @@ func TestDirtyIndependent(t *testing.T) {
 		t.Fatalf("hint %d after clearing both flags, want 4", tb.hint())
 	}
 }
+
+// BenchmarkTableWrite is a plain table write from Lua (t.x = i, t[i] = i in
+// the array part): what the write flags cost, one OR per write.
+func BenchmarkTableWrite(b *testing.B) {
+	L := NewState()
+	defer L.Close()
+	if err := L.DoString(`t = {x = 0, 1, 2, 3, 4}
+function w(n) for i = 1, n do t.x = i; t[(i % 4) + 1] = i end end`); err != nil {
+		b.Fatal(err)
+	}
+	w := L.GetGlobal("w")
+	b.ResetTimer()
+	if err := L.CallByParam(P{Fn: w, Protect: true}, LNumber(b.N)); err != nil {
+		b.Fatal(err)
+	}
+}
