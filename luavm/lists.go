@@ -101,16 +101,17 @@ type listCache struct {
 	entries []*lua.LTable          // the list's table entries, in order
 	index   map[string]*lua.LTable // key field -> the first entry with it
 	key     string                 // the key field index is built on
-	state   lua.LValue             // the state the function was given
-	changes uint64                 // the mirror's Changes when it ran
+	state   lua.LValue             // listStateful: the state the function was given
+	changes uint64                 // listStateful: the mirror's Changes when it ran
 }
 
 // reset forgets the cached list.
 func (lc *listCache) reset() { *lc = listCache{} }
 
 // cached returns the list of callback cb cached for state, or nil when there
-// is none or it may have changed.
-func (v *vm) cached(cb int, state lua.LValue) *listCache {
+// is none or it may have changed. moved reports that Lua ran on the state
+// since the mirror last synced it (another list callback of the same call).
+func (v *vm) cached(cb int, state lua.LValue, moved bool) *listCache {
 	lc := &v.lists[cb]
 	if lc.list == nil {
 		return nil
@@ -119,7 +120,7 @@ func (v *vm) cached(cb int, state lua.LValue) *listCache {
 	case listRun:
 		return nil
 	case listStateful:
-		if lc.state != state || !v.stateUnchanged(state, lc.changes) {
+		if moved || lc.state != state || !v.stateUnchanged(state, lc.changes) {
 			return nil
 		}
 	}
@@ -171,7 +172,10 @@ func (v *vm) stateUnchanged(state lua.LValue, changes uint64) bool {
 func (v *vm) keep(cb int, list *lua.LTable, key string, state lua.LValue, changes uint64) *listCache {
 	lc := &v.lists[cb]
 	lc.reset()
-	lc.list, lc.key, lc.state, lc.changes = list, key, state, changes
+	lc.list, lc.key = list, key
+	if v.kind(cb) == listStateful {
+		lc.state, lc.changes = state, changes // kept only where checked: no old state outlives its use
+	}
 	n := list.Len()
 	lc.entries = make([]*lua.LTable, 0, n)
 	if key != "" {

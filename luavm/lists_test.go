@@ -17,10 +17,11 @@ import (
 // the runs of its tools function that the tool "runs" reports.
 const listsScript = `
 local runs = 0
+local calls = 0
 local STATIC = { { name = "runs" }, { name = "grow" }, { name = "rename" } }
 local function tools(state)
   runs = runs + 1
-  local out = { { name = "runs" }, { name = "unlock" }, { name = "lock" }, { name = "bump" }, { name = "crash" } }
+  local out = { { name = "runs" }, { name = "unlock" }, { name = "lock" }, { name = "bump" }, { name = "crash" }, { name = "touch" } }
   if state and state.unlocked then out[#out + 1] = { name = "secret" } end
   return out
 end
@@ -42,6 +43,7 @@ return {
     if name == "rename" then STATIC[1].name = "renamed" end
     if name == "crash" then state.unlocked = true error("boom") end
     if name == "rename_shared" then E.name = "moved" end
+    if name == "touch" then RES[1].name = "a" end
     return name
   end,
   resources = RESOURCES,
@@ -112,6 +114,16 @@ func TestListLookups(t *testing.T) {
 		{"an entry in two static lists", map[string]string{"TOOLS": `{ E, { name = "rename_shared" } }`, "PROMPTS": "{ E }"}, []step{
 			tool("shared", "shared"), prompt("shared", "shared"), tool("rename_shared", "rename_shared"),
 			prompt("moved", "moved"), tool("moved", "moved"), tool("shared", "!unknown"), prompt("shared", "!unknown"),
+		}},
+		{"reuse_lists = true: a list callback that changed the state in the same call", map[string]string{
+			"TOOLS": "tools", "RESOURCES": "function(s) calls = calls + 1 if calls == 2 then s.flip = true end return RES end",
+			"TEMPLATES": `function(s) return { { uri_template = s.flip and "mem://flip/{id}" or "mem://item/{id}", name = "t" } } end`,
+		}, []step{
+			// The second read reuses both lists; touch writes the resources
+			// list, so the third runs resources again, which flips the state
+			// before the templates are looked up.
+			read("mem://item/7", "read mem://item/77"), read("mem://item/8", "read mem://item/88"),
+			tool("touch", "touch"), read("mem://item/9", "!notfound"), read("mem://flip/1", "read mem://flip/11"),
 		}},
 		{"resource and prompt functions", map[string]string{
 			"TOOLS": "tools", "RESOURCES": "function() return RES end", "TEMPLATES": `function(s) return { { uri_template = "mem://item/{id}", name = "item" } } end`,

@@ -222,6 +222,10 @@ func (v *vm) decodeValue(raw json.RawMessage) (lua.LValue, error) {
 type op struct {
 	*run
 	live lua.LValue // the state the callbacks see; what a clean end commits
+	// ranList is set once a lookup ran a list callback: Lua may have
+	// changed the state since the mirror's Sync, so no list may be reused
+	// for being a function of an unchanged state (lists.go).
+	ranList bool
 }
 
 // begin starts a Session method. In session mode it backs the state up and
@@ -304,11 +308,12 @@ func (ss *session) list(c *op, cb int, key string) ([]mcp.Item, error) {
 // that list cannot have changed (lists.go); otherwise it runs the callback.
 func (ss *session) find(c *op, cb int, key, want string) (*lua.LTable, error) {
 	v := ss.v
-	if lc := v.cached(cb, c.live); lc != nil && lc.key == key {
+	if lc := v.cached(cb, c.live, c.ranList); lc != nil && lc.key == key {
 		return lc.index[want], nil
 	}
 	changes, reuse := v.cacheable(cb, c.live)
 	name := callbackNames[cb]
+	c.ranList = true
 	rets, err := c.call(name, v.fns[cb], 1, c.live)
 	if err != nil {
 		return nil, err
@@ -503,10 +508,11 @@ func (ss *session) matchTemplate(c *op, uri string) (*lua.LTable, map[string]str
 	const name = "resource_templates"
 	v := ss.v
 	var entries []*lua.LTable
-	if lc := v.cached(cbResourceTemplates, c.live); lc != nil {
+	if lc := v.cached(cbResourceTemplates, c.live, c.ranList); lc != nil {
 		entries = lc.entries
 	} else {
 		changes, reuse := v.cacheable(cbResourceTemplates, c.live)
+		c.ranList = true
 		rets, err := c.call(name, v.fns[cbResourceTemplates], 1, c.live)
 		if err != nil {
 			return nil, nil, err
