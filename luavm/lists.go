@@ -24,7 +24,9 @@ import (
 //     it was given is the same value and, for a table, nothing reachable
 //     from it changed. The session's rollback mirror (bridge.Mirror) already
 //     finds every change to the state before each call: its Changes counter
-//     did not move, and its last Sync was of this very state. Only
+//     did not move, its last Sync was of this very state, and no list
+//     callback has run on the state since (op.ranList: resources(), run
+//     before resource_templates() in one read, may write to the state). Only
 //     session-mode states have a mirror, so a stateless request's list
 //     function never gets this reuse (its state is new every time). What
 //     the function reads besides its state (globals, upvalues, the clock,
