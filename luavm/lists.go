@@ -33,8 +33,10 @@ import (
 //     math.random, a host module) is not tracked: reuse_lists = true is the
 //     script's word that its lists depend on the state alone.
 //
-// reuse_lists = false turns the reuse of function results off (a static list
-// is still indexed). The cache belongs to the vm, so a new version of the
+// Otherwise the function runs for every lookup; when it returns the table it
+// returned the time before, unchanged (`return TOOLS`), the lookup still uses
+// that table's index rather than a scan. reuse_lists = false turns the reuse
+// of function results off (a static list is still indexed). The cache belongs to the vm, so a new version of the
 // script (a new vm) never sees an old list.
 
 // listReuse is the route option reuse_lists.
@@ -103,6 +105,7 @@ type listCache struct {
 	entries []*lua.LTable          // the list's table entries, in order
 	index   map[string]*lua.LTable // key field -> the first entry with it
 	key     string                 // the key field index is built on
+	last    *lua.LTable            // listRun: the list the function returned last, not kept
 	state   lua.LValue             // listStateful: the state the function was given
 	changes uint64                 // listStateful: the mirror's Changes when it ran
 }
@@ -126,15 +129,41 @@ func (v *vm) cached(cb int, state lua.LValue, moved bool) *listCache {
 			return nil
 		}
 	}
-	if lc.list.Dirty() {
+	if !lc.unwritten() {
 		return nil
+	}
+	return lc
+}
+
+// unwritten reports whether neither the cached list nor any of its entries
+// was written to since it was kept.
+func (lc *listCache) unwritten() bool {
+	if lc.list.Dirty() {
+		return false
 	}
 	for _, e := range lc.entries {
 		if e.Dirty() {
-			return nil
+			return false
 		}
 	}
-	return lc
+	return true
+}
+
+// again returns the cache when a list function that must run for every
+// lookup returned the table it is built from, unchanged (a module-level
+// list the function hands out): its index stands. A table returned twice in
+// a row is indexed; a fresh list per call never is, as indexing it would
+// cost more than the scan it saves.
+func (v *vm) again(cb int, list *lua.LTable, key string) *listCache {
+	lc := &v.lists[cb]
+	switch {
+	case lc.list == list && lc.key == key && lc.unwritten():
+		return lc
+	case lc.last == list:
+		return v.keep(cb, list, key, nil, 0)
+	}
+	lc.last = list
+	return nil
 }
 
 // cacheable reports whether a lookup may keep callback cb's result for

@@ -98,6 +98,12 @@ func TestListLookups(t *testing.T) {
 			tool("t2", "t2"), cached("new"), tool("t3", "t3"), cached("same"), tool("bump", "!unknown"), cached("same"),
 			tool("runs", "0"), cached("same"), tool("t4", "!unknown"), cached("same"),
 		}},
+		{"unset: a function handing out a module-level table runs every time, its index reused", map[string]string{
+			"TOOLS": "function() runs = runs + 1 return STATIC end", "REUSE": "nil"}, []step{
+			tool("runs", "1"), cached("none"), tool("runs", "2"), cached("new"), tool("runs", "3"), cached("same"),
+			tool("grow", "grow"), tool("grown", "grown"), tool("grown", "grown"), tool("runs", "7"), cached("same"),
+			tool("rename", "rename"), tool("runs", "!unknown"), tool("renamed", "renamed"),
+		}},
 		{"reuse_lists = false: a constant function runs every time", map[string]string{"TOOLS": constant, "REUSE": "false"}, []step{
 			tool("t2", "t2"), cached("none"), tool("t3", "t3"), cached("none"),
 		}},

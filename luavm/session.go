@@ -328,6 +328,9 @@ func (ss *session) find(c *op, cb int, key, want string) (*lua.LTable, error) {
 	if reuse {
 		return v.keep(cb, entries, key, c.live, changes).index[want], nil
 	}
+	if lc := v.again(cb, entries, key); lc != nil {
+		return lc.index[want], nil
+	}
 	for i := 1; i <= entries.Len(); i++ {
 		if t, ok := entries.RawGetInt(i).(*lua.LTable); ok {
 			if k, ok := t.RawGetString(key).(lua.LString); ok && string(k) == want {
