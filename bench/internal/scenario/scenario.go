@@ -174,6 +174,8 @@ func All(s Scale) []Scenario {
 	return append(all,
 		Scenario{fmt.Sprintf("churn c=%d", s.Conc), spec.PathChurn, churn, H1},
 		Scenario{fmt.Sprintf("abandon %d", s.Abandon), spec.PathChurn, abandon, H1},
+		Scenario{fmt.Sprintf("tools/call, 1 tool built in tools() c=%d", s.Conc), spec.PathBuilt1, built(s.Conc, spec.PathBuilt1), H1},
+		Scenario{fmt.Sprintf("tools/call, %d tools built in tools() c=%d", spec.BuiltTools, s.Conc), spec.PathBuilt100, built(s.Conc, spec.PathBuilt100), H1},
 		Scenario{fmt.Sprintf("tools/list %d c=%d", spec.ToolCount, listConc(s)), spec.PathTools, list, H1},
 		Scenario{fmt.Sprintf("progress x%d c=%d", spec.ProgressSteps, s.Conc), spec.PathProgress, progress, H1},
 		Scenario{fmt.Sprintf("broadcast %d", s.Listeners), spec.PathBroadcast, broadcast, H1},
