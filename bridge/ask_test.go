@@ -197,3 +197,23 @@ func TestCtxEraFields(t *testing.T) {
 		t.Errorf("capabilities that are not an object: got %q", got)
 	}
 }
+
+// The table fields of ctx are built on first read, once, and then are plain
+// fields; the metatable that builds them cannot be read or replaced (a pooled
+// state serves several clients).
+func TestCtxLazyFields(t *testing.T) {
+	h := newHarness(t)
+	h.begin(CallInfo{RequestID: json.RawMessage(`1`), ClientCapabilities: json.RawMessage(`{"sampling":{}}`),
+		Auth: &CallAuth{Subject: "alice"}})
+	got := h.mustRun(t, `
+		local before = rawget(ctx, "client_capabilities")
+		local a, b = ctx.client_capabilities, ctx.client_capabilities
+		local subject = ctx.auth.subject
+		local ks = {} for k in pairs(ctx) do ks[#ks+1] = k end
+		table.sort(ks)
+		return tostring(before), tostring(a == b), subject, table.concat(ks, " "),
+			tostring(getmetatable(ctx)), tostring(pcall(setmetatable, ctx, {}))`)
+	if want := "nil, true, alice, auth client_capabilities request_id, false, false"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

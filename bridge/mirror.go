@@ -5,14 +5,26 @@ import (
 )
 
 // A Mirror keeps a deep copy of one value up to date across calls: the
-// rollback backup of a session state. Sync compares the value with the copy it
-// made last time and patches only what differs, so a state that a call left
-// mostly unchanged costs one read of it and almost no allocation, where Clone
-// rebuilds every table.
+// rollback backup of a session state. Sync patches the copy it made last
+// time where the value changed, so a call that wrote to a few tables of a
+// large state costs those tables, not a walk of the state.
 //
 // The copy has the shape Clone gives: every table reachable from the value
 // (through values and keys) is copied, shared sub-tables stay shared, cycles
 // stay cycles, and metatables and non-table values are kept by reference.
+//
+// Finding what changed relies on the write flag of the patched gopher-lua
+// (LTable.Written): every write to a table sets it, and Sync clears it on the
+// tables it copied. A Sync reads the flag of every table it knows (one load
+// each) and compares only the written ones, plus the tables they now reach
+// that it has never seen. Tables the value stopped reaching are forgotten by
+// a full Sync, which compares everything it reaches and runs when the root
+// table changes, when the known tables outnumber twice those reached at the
+// last full Sync, and every fullSyncEvery Syncs. The flag is the Mirror's:
+// nothing else may clear it on the tables of a mirrored value (luavm clears
+// it only on states lent to stateless requests, which are never mirrored),
+// and Go code that changes such a table behind the API (assigning its
+// Metatable field) must call MarkWritten.
 //
 // The copy belongs to the Mirror until Release: nothing else may write to it,
 // since the next Sync patches it in place. A Mirror belongs to one state and
@@ -20,12 +32,30 @@ import (
 type Mirror struct {
 	c     *Codec
 	nodes map[*lua.LTable]*mirrorNode // source table -> its copy
-	gen   uint32                      // the Sync in progress marks nodes with it
-	todo  []*mirrorNode               // tables still to compare
-	ents  []entry                     // scratch: the source's entries
-	keys  []lua.LValue                // scratch: keys to remove from a copy
-	free  []*mirrorNode               // nodes to reuse
+	// all holds the values of nodes and srcs their sources, at the same
+	// indexes: the scan of written tables reads srcs, one load less per
+	// table. A full Sync rebuilds both.
+	all  []*mirrorNode
+	srcs []*lua.LTable
+	root *mirrorNode // the last Sync's root; nil when there is none
+	gen  uint32      // the Sync in progress marks nodes with it
+	// full is set during a Sync that compares every table it reaches (and
+	// queues every known table it meets), clear during one that compares
+	// only written and new tables.
+	full    bool
+	partial int           // Syncs since the last full one
+	live    int           // tables the last full Sync reached
+	changes uint64        // Syncs that changed the copy, see Changes
+	changed bool          // the Sync in progress changed the copy
+	todo    []*mirrorNode // tables still to compare
+	ents    []entry       // scratch: the source's entries
+	keys    []lua.LValue  // scratch: keys to remove from a copy
+	free    []*mirrorNode // nodes to reuse
 }
+
+// fullSyncEvery bounds how long a Mirror keeps the copies of tables its value
+// no longer reaches: at most this many Syncs.
+const fullSyncEvery = 4096
 
 type mirrorNode struct {
 	src, dst *lua.LTable
@@ -44,45 +74,96 @@ func (m *Mirror) Sync(v lua.LValue) lua.LValue {
 	t, ok := v.(*lua.LTable)
 	if !ok {
 		m.Release()
+		m.changes++
 		return v
 	}
 	if m.nodes == nil {
 		m.nodes = make(map[*lua.LTable]*mirrorNode)
 	}
 	m.gen++
-	visited := 0
-	root := m.node(t)
+	m.changed = false
+	m.full = m.root == nil || m.root.src != t || m.partial >= fullSyncEvery || len(m.all) > 2*m.live+64
+	if m.full {
+		m.root = m.node(t)
+	} else {
+		m.partial++
+		for i, src := range m.srcs {
+			if src.Written() {
+				nd := m.all[i]
+				nd.gen = m.gen
+				m.todo = append(m.todo, nd)
+			}
+		}
+	}
 	for len(m.todo) > 0 {
 		nd := m.todo[len(m.todo)-1]
 		m.todo = m.todo[:len(m.todo)-1]
 		m.patch(nd)
-		visited++
-	}
-	if visited < len(m.nodes) {
-		// Tables the value no longer reaches: forget them, so that their
-		// copies can be collected and are never shared with a new table.
-		for src, nd := range m.nodes {
-			if nd.gen != m.gen {
-				delete(m.nodes, src)
-				m.recycle(nd)
-			}
-		}
+		nd.src.ClearWritten()
 	}
 	clear(m.todo[:cap(m.todo)])
-	return root.dst
+	if m.full {
+		m.sweep()
+	}
+	if m.changed {
+		m.changes++
+	}
+	return m.root.dst
 }
+
+// sweep ends a full Sync: the tables it did not reach are forgotten, so that
+// their copies can be collected and are never shared with a new table.
+func (m *Mirror) sweep() {
+	kept := m.all[:0]
+	for _, nd := range m.all {
+		if nd.gen == m.gen {
+			kept = append(kept, nd)
+			continue
+		}
+		delete(m.nodes, nd.src)
+		m.recycle(nd)
+		m.changed = true
+	}
+	clear(m.all[len(kept):])
+	m.all = kept
+	m.srcs = m.srcs[:0]
+	for _, nd := range kept {
+		m.srcs = append(m.srcs, nd.src)
+	}
+	clear(m.srcs[len(kept):cap(m.srcs)])
+	m.live = len(kept)
+	m.partial = 0
+}
+
+// Changes counts the Syncs that had to change the copy (a table or entry
+// added, changed or removed, a metatable set, a table forgotten), and every
+// Sync of a non-table. Two Syncs of the same table with the same Changes
+// after both saw the same value: nothing reachable from it changed between
+// them, even if tables were written (to the values they held).
+func (m *Mirror) Changes() uint64 { return m.changes }
+
+// Synced reports whether the last Sync was of t and the Mirror still holds
+// its copy.
+func (m *Mirror) Synced(t *lua.LTable) bool { return m.root != nil && m.root.src == t }
 
 // Release forgets the copy: the caller now owns it (a rollback made it the
 // live state), and the next Sync builds a new one.
 func (m *Mirror) Release() {
+	m.root = nil
 	if len(m.nodes) == 0 {
 		return
 	}
-	for _, nd := range m.nodes {
+	m.changes++
+	for _, nd := range m.all {
 		m.recycle(nd)
 	}
+	clear(m.all)
+	m.all = m.all[:0]
+	clear(m.srcs)
+	m.srcs = m.srcs[:0]
 	if len(m.nodes) > maxKeptClones {
 		m.nodes = nil
+		m.all, m.srcs = nil, nil
 	} else {
 		clear(m.nodes)
 	}
@@ -97,9 +178,9 @@ func (m *Mirror) recycle(nd *mirrorNode) {
 	m.free = append(m.free, nd)
 }
 
-// node returns the copy's node of src, marked for this Sync and queued for
-// comparison on first sight; a table seen for the first time gets a new,
-// empty copy.
+// node returns the copy's node of src. A table seen for the first time gets
+// a new, empty copy, queued to be filled; during a full Sync, a known table
+// is queued for comparison on its first sight in this Sync.
 func (m *Mirror) node(src *lua.LTable) *mirrorNode {
 	nd := m.nodes[src]
 	if nd == nil {
@@ -118,6 +199,11 @@ func (m *Mirror) node(src *lua.LTable) *mirrorNode {
 		m.ents = m.ents[:start]
 		*nd = mirrorNode{src: src, dst: m.c.l.CreateTable(n, hash)}
 		m.nodes[src] = nd
+		m.all = append(m.all, nd)
+		m.srcs = append(m.srcs, src)
+		m.changed = true
+	} else if !m.full {
+		return nd
 	}
 	if nd.gen != m.gen {
 		nd.gen = m.gen
@@ -139,6 +225,7 @@ func (m *Mirror) patch(nd *mirrorNode) {
 	src, dst := nd.src, nd.dst
 	if dst.Metatable != src.Metatable {
 		dst.Metatable = src.Metatable
+		m.changed = true
 	}
 	count := 0
 	n := src.MaxN()
@@ -154,6 +241,7 @@ func (m *Mirror) patch(nd *mirrorNode) {
 				nd.n++
 			}
 			dst.RawSetInt(i, want)
+			m.changed = true
 		}
 	}
 	m.ents = appendHash(m.ents[:0], src, n)
@@ -166,6 +254,7 @@ func (m *Mirror) patch(nd *mirrorNode) {
 				nd.n++
 			}
 			dst.RawSet(k, want)
+			m.changed = true
 		}
 	}
 	clear(m.ents)
@@ -199,6 +288,7 @@ func (m *Mirror) prune(nd *mirrorNode) {
 	for _, k := range m.keys {
 		nd.dst.RawSet(k, lua.LNil)
 		nd.n--
+		m.changed = true
 	}
 	clear(m.keys)
 }

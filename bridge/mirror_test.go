@@ -176,10 +176,16 @@ func TestMirrorIndependent(t *testing.T) {
 	}
 }
 
-// BenchmarkMirrorSync is the per-call backup of a 10,000-entry state that a
-// call changed in one place, against a full Clone.
+// BenchmarkMirrorSync is the per-call backup of a state that a call changed
+// in one place (one key of the root table), against a full Clone: a small
+// state like the echo script's, 10,000 tables (the Sync reads their write
+// flags, compares the root), and one table of 10,000 keys (the Sync compares
+// the written table whole). Every fullSyncEvery-th Sync is a full one, so the
+// mean includes its share. "unchanged" syncs a state no call touched: the
+// scan of the write flags alone.
 func BenchmarkMirrorSync(b *testing.B) {
 	for _, bc := range []struct{ name, code string }{
+		{"small", `s = {count = 0, items = {}} return s`},
 		{"flat10k", `s = {} for i = 1, 10000 do s["k" .. i] = i end return s`},
 		{"tables10k", `s = {count = 0, items = {}} for i = 1, 10000 do s.items["k" .. i] = {id = i, name = "item " .. i} end return s`},
 	} {
@@ -193,6 +199,16 @@ func BenchmarkMirrorSync(b *testing.B) {
 			for b.Loop() {
 				L.Push(bump)
 				L.Call(0, 0)
+				m.Sync(s)
+			}
+		})
+		b.Run(bc.name+"/unchanged", func(b *testing.B) {
+			L, c, _ := newState(b)
+			s := eval(b, L, bc.code)
+			m := c.NewMirror()
+			m.Sync(s)
+			b.ReportAllocs()
+			for b.Loop() {
 				m.Sync(s)
 			}
 		})

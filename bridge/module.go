@@ -87,7 +87,12 @@ type Module struct {
 	logger *slog.Logger
 	table  *lua.LTable
 	calls  map[*lua.LTable]*CallInfo // live ctx tables
-	buf    []byte                    // scratch for notification params
+	// ctxMeta is the metatable of ctx tables with lazy fields: {__index =
+	// ctxIndex}. Shared by every call of the state, so it is protected
+	// (__metatable): a script could otherwise rewrite it for the state's
+	// next client (a pooled state serves several).
+	ctxMeta *lua.LTable
+	buf     []byte // scratch for notification params
 }
 
 // NewModule builds the `mcp` module for c's state. pushes may be nil (pushes
@@ -105,6 +110,9 @@ func NewModule(c *Codec, pushes Pushes, logger *slog.Logger) *Module {
 		t.RawSetString(f.name, L.NewFunction(func(L *lua.LState) int { return fn(m, L) }))
 	}
 	m.table = t
+	m.ctxMeta = L.CreateTable(0, 2)
+	m.ctxMeta.RawSetString("__index", L.NewFunction(m.ctxIndex))
+	m.ctxMeta.RawSetString("__metatable", lua.LFalse)
 	return m
 }
 
@@ -140,10 +148,15 @@ func (m *Module) Loader(L *lua.LState) int {
 func (m *Module) Table() *lua.LTable { return m.table }
 
 // BeginCall returns a fresh ctx table {session_id, request_id,
-// progress_token, protocol_version, client_capabilities} for the call info
-// describes; it stays live until EndCall.
+// progress_token, protocol_version, client_capabilities, auth} for the call
+// info describes; it stays live until EndCall.
+//
+// The table fields (client_capabilities, auth) are built when the script
+// first reads them, through ctx's metatable (see [Module.ctxIndex]): most
+// calls never look at them, and decoding them on every call cost as much as
+// the rest of the call's set-up.
 func (m *Module) BeginCall(info *CallInfo) *lua.LTable {
-	ctx := m.c.l.CreateTable(0, 5)
+	ctx := m.c.l.CreateTable(0, 4)
 	if info.SessionID != "" {
 		ctx.RawSetString("session_id", lua.LString(info.SessionID))
 	}
@@ -156,20 +169,43 @@ func (m *Module) BeginCall(info *CallInfo) *lua.LTable {
 	if info.ProtocolVersion != "" {
 		ctx.RawSetString("protocol_version", lua.LString(info.ProtocolVersion))
 	}
-	if len(info.ClientCapabilities) > 0 {
-		// The transport checked the object; one that does not decode (too
-		// deep) is left out rather than failing the call.
-		if v, err := m.c.Decode(info.ClientCapabilities); err == nil {
-			if t, ok := v.(*lua.LTable); ok {
-				ctx.RawSetString("client_capabilities", t)
-			}
-		}
-	}
-	if info.Auth != nil {
-		ctx.RawSetString("auth", m.c.AuthTable(info.Auth))
+	if len(info.ClientCapabilities) > 0 || info.Auth != nil {
+		ctx.Metatable = m.ctxMeta
 	}
 	m.calls[ctx] = info
 	return ctx
+}
+
+// ctxIndex is the __index of ctx tables: it builds a lazy field on its first
+// read, from the call's info, and stores it in ctx, so that later reads (and
+// pairs) see it as a plain field. Read after EndCall, a field never read
+// during the call is nil: the call is over.
+func (m *Module) ctxIndex(L *lua.LState) int {
+	ctx := L.CheckTable(1)
+	key := L.Get(2)
+	info := m.calls[ctx]
+	var v lua.LValue = lua.LNil
+	if k, ok := key.(lua.LString); ok && info != nil {
+		switch k {
+		case "client_capabilities":
+			// The transport checked the object; one that does not decode
+			// (too deep) is left out rather than failing the call.
+			if dv, err := m.c.Decode(info.ClientCapabilities); err == nil {
+				if t, ok := dv.(*lua.LTable); ok {
+					v = t
+				}
+			}
+		case "auth":
+			if info.Auth != nil {
+				v = m.c.AuthTable(info.Auth)
+			}
+		}
+		if v != lua.LNil {
+			ctx.RawSetString(string(k), v)
+		}
+	}
+	L.Push(v)
+	return 1
 }
 
 // decodeID decodes a request id or progress token (a string or a number);

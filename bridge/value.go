@@ -93,6 +93,7 @@ func (c *Codec) IsNull(v lua.LValue) bool { return v == lua.LValue(c.null) }
 // array even when empty, and returns t.
 func (c *Codec) MarkArray(t *lua.LTable) *lua.LTable {
 	t.Metatable = c.arrayMeta
+	t.MarkWritten() // the change must show to a Mirror (mcp.array on a state table)
 	return t
 }
 
@@ -100,6 +101,7 @@ func (c *Codec) MarkArray(t *lua.LTable) *lua.LTable {
 // object even when empty (integer keys become strings), and returns t.
 func (c *Codec) MarkObject(t *lua.LTable) *lua.LTable {
 	t.Metatable = c.objectMeta
+	t.MarkWritten() // the change must show to a Mirror (mcp.object on a state table)
 	return t
 }
 

@@ -137,7 +137,7 @@ type Host struct {
 	vmCfg   luavm.Config
 	hub     *mcp.Hub
 	handler http.Handler
-	router  atomic.Pointer[mux.Router]
+	routes  atomic.Pointer[routeTable] // swapped whole by publish
 	watcher *watcher
 	ctx     context.Context // bounds loads and Describe runs; Shutdown cancels it
 	stop    context.CancelFunc
@@ -244,9 +244,9 @@ func New(cfg Config) (*Host, error) {
 	case cfg.MaxSessions < 0:
 		h.hub.SetMaxSessions(0)
 	}
-	h.router.Store(mux.NewRouter())
+	h.routes.Store(&routeTable{router: mux.NewRouter()})
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.router.Load().ServeHTTP(w, r)
+		h.routes.Load().ServeHTTP(w, r)
 	})
 	if cfg.Watch {
 		// Watch first: an edit made while the folder loads is not missed.
@@ -599,19 +599,19 @@ func (m *mount) close() {
 // metadata document, and the root document when it is the only such route
 // (clients that try the root form find it). It runs with h.mu held.
 func (h *Host) publish() {
-	r := mux.NewRouter()
+	t := &routeTable{router: mux.NewRouter(), exact: make(map[string]http.Handler)}
 	var protected []*mount
 	for _, m := range h.sorted() {
-		r.Handle(m.opts.Path, m.handler)
+		t.handle(m.opts.Path, m.handler)
 		if m.opts.OAuth != nil {
 			protected = append(protected, m)
-			r.Handle(mcp.MetadataPath(m.opts.Path), http.HandlerFunc(m.handler.ServeMetadata))
+			t.handle(mcp.MetadataPath(m.opts.Path), http.HandlerFunc(m.handler.ServeMetadata))
 		}
 	}
 	if len(protected) == 1 && protected[0].opts.Path != "/" {
-		r.Handle(mcp.WellKnownProtectedResource, http.HandlerFunc(protected[0].handler.ServeMetadata))
+		t.handle(mcp.WellKnownProtectedResource, http.HandlerFunc(protected[0].handler.ServeMetadata))
 	}
-	h.router.Store(r)
+	h.routes.Store(t)
 }
 
 // sorted returns the mounts sorted by path.

@@ -3,6 +3,9 @@ package luavm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
@@ -110,4 +113,65 @@ func echoSession(b *testing.B, params string) mcp.Session {
 	}
 	b.Cleanup(func() { ss.Close("") })
 	return ss
+}
+
+// toolsScript builds its n tools inside tools(), the natural way to write
+// it; reuse is the route option reuse_lists.
+func toolsScript(n int, reuse bool) string {
+	return fmt.Sprintf(`return {
+  route = { sessions = true, reuse_lists = %s },
+  init = function() return { name = "t", version = "1" }, { tools = {} }, { count = 0 } end,
+  tools = function(state)
+    local out = {}
+    for i = 1, %d do
+      out[i] = { name = "tool" .. i, description = "Tool number " .. i,
+                 input_schema = { type = "object", properties = { text = { type = "string" } }, required = { "text" } } }
+    end
+    return out
+  end,
+  handle_tool = function(name, args, ctx, state)
+    state.count = state.count + 1
+    return args.text
+  end,
+}`, map[bool]string{true: "nil", false: "false"}[reuse], n)
+}
+
+// BenchmarkCallToolList is a warm tools/call of the last tool of a script
+// that builds its list of 1 or 100 tools inside tools() (a constant
+// function, so reused by default), each call writing to the state; with
+// reuse_lists = false every lookup runs tools() again, as before lists were
+// reused.
+func BenchmarkCallToolList(b *testing.B) {
+	for _, n := range []int{1, 100} {
+		for _, reuse := range []bool{true, false} {
+			b.Run(fmt.Sprintf("tools=%d/reuse=%v", n, reuse), func(b *testing.B) {
+				dir := b.TempDir()
+				file := filepath.Join(dir, "t.lua")
+				if err := os.WriteFile(file, []byte(toolsScript(n, reuse)), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				logger, _ := newLogger()
+				s, err := Load(file, Config{Dir: dir, Logger: logger, PoolSize: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				ss, _, err := s.Init(context.Background(), nil, "sid")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer ss.Close("")
+				ctx := context.Background()
+				c := testCall("sid")
+				name := fmt.Sprintf("tool%d", n)
+				args := json.RawMessage(`{"text":"hello"}`)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := ss.CallTool(ctx, c, name, args); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -20,6 +20,7 @@ type routeOptions struct {
 	// memoryLimit is how many bytes each of the script's Lua states may hold
 	// (memory_limit_mb).
 	memoryLimit int64
+	reuseLists  listReuse // reuse_lists (lists.go)
 }
 
 // DefaultStateMemoryLimit is the default of the route option memory_limit_mb,
@@ -69,6 +70,14 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 		o.Sessions, err = boolOption(key, v)
 	case "allow_remote_access":
 		o.AllowRemoteAccess, err = boolOption(key, v)
+	case "reuse_lists":
+		var b bool
+		if b, err = boolOption(key, v); err == nil {
+			o.reuseLists = reuseNever
+			if b {
+				o.reuseLists = reuseState
+			}
+		}
 	case "origins":
 		o.Origins, err = stringList(key, v)
 	case "concurrent_tools":

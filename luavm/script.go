@@ -102,6 +102,7 @@ type Version struct {
 
 	callTimeout timeoutError  // the bound of one callback: call_timeout_ms or Config.CallTimeout
 	slotWait    time.Duration // the longest wait for a scheduler slot: request_timeout_ms
+	reuseLists  listReuse     // reuse_lists (lists.go)
 }
 
 var _ mcp.Server = (*Script)(nil)
@@ -214,8 +215,15 @@ func (s *Version) validate(v *vm) error {
 	mod := v.module
 	for i, name := range callbackNames {
 		if val := mod.RawGetString(name); val != lua.LNil && !required(i) {
+			if _, ok := val.(*lua.LTable); ok && isList(i) {
+				continue // a static list (lists.go)
+			}
 			if _, ok := val.(*lua.LFunction); !ok {
-				return s.moduleError("%s must be a function, got %s", name, describe(val))
+				what := "a function"
+				if isList(i) {
+					what = "a function or a table (a static list)"
+				}
+				return s.moduleError("%s must be %s, got %s", name, what, describe(val))
 			}
 		}
 	}
@@ -238,7 +246,7 @@ func (s *Version) validate(v *vm) error {
 	if err != nil {
 		return s.moduleError("%v", err)
 	}
-	s.opts, s.memory = opts.Options, opts.memoryLimit
+	s.opts, s.memory, s.reuseLists = opts.Options, opts.memoryLimit, opts.reuseLists
 	s.callTimeout = timeoutError{what: "call timeout", limit: cmp.Or(opts.callTimeout, s.cfg.CallTimeout)}
 	s.slotWait = opts.Defaults().RequestTimeout
 	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir})

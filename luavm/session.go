@@ -222,6 +222,10 @@ func (v *vm) decodeValue(raw json.RawMessage) (lua.LValue, error) {
 type op struct {
 	*run
 	live lua.LValue // the state the callbacks see; what a clean end commits
+	// ranList is set once a lookup ran a list callback: Lua may have
+	// changed the state since the mirror's Sync, so no list may be reused
+	// for being a function of an unchanged state (lists.go).
+	ranList bool
 }
 
 // begin starts a Session method. In session mode it backs the state up and
@@ -299,10 +303,18 @@ func (ss *session) list(c *op, cb int, key string) ([]mcp.Item, error) {
 	return items, err
 }
 
-// find runs a list callback and returns the entry whose key field is want.
+// find returns the entry of list callback cb whose key field is want (the
+// first, if several), or nil. It reuses the list the last lookup found while
+// that list cannot have changed (lists.go); otherwise it runs the callback.
 func (ss *session) find(c *op, cb int, key, want string) (*lua.LTable, error) {
+	v := ss.v
+	if lc := v.cached(cb, c.live, c.ranList); lc != nil && lc.key == key {
+		return lc.index[want], nil
+	}
+	changes, reuse := v.cacheable(cb, c.live)
 	name := callbackNames[cb]
-	rets, err := c.call(name, ss.v.fns[cb], 1, c.live)
+	c.ranList = true
+	rets, err := c.call(name, v.fns[cb], 1, c.live)
 	if err != nil {
 		return nil, err
 	}
@@ -312,6 +324,12 @@ func (ss *session) find(c *op, cb int, key, want string) (*lua.LTable, error) {
 			return nil, c.crashf(name, "%v", err)
 		}
 		return nil, nil
+	}
+	if reuse {
+		return v.keep(cb, entries, key, c.live, changes).index[want], nil
+	}
+	if lc := v.again(cb, entries, key); lc != nil {
+		return lc.index[want], nil
 	}
 	for i := 1; i <= entries.Len(); i++ {
 		if t, ok := entries.RawGetInt(i).(*lua.LTable); ok {
@@ -487,22 +505,36 @@ func (ss *session) readResource(c *op, call *mcp.Call, uri string) (json.RawMess
 }
 
 // matchTemplate returns the first template that matches uri, and its
-// variables.
+// variables. Like find, it reuses the list of templates while it cannot have
+// changed.
 func (ss *session) matchTemplate(c *op, uri string) (*lua.LTable, map[string]string, error) {
 	const name = "resource_templates"
-	rets, err := c.call(name, ss.v.fns[cbResourceTemplates], 1, c.live)
-	if err != nil {
-		return nil, nil, err
-	}
-	entries, err := list(rets[0], name)
-	if err != nil {
-		return nil, nil, c.crashf(name, "%v", err)
-	}
-	for _, e := range entries {
-		t, ok := e.(*lua.LTable)
-		if !ok {
-			continue
+	v := ss.v
+	var entries []*lua.LTable
+	if lc := v.cached(cbResourceTemplates, c.live, c.ranList); lc != nil {
+		entries = lc.entries
+	} else {
+		changes, reuse := v.cacheable(cbResourceTemplates, c.live)
+		c.ranList = true
+		rets, err := c.call(name, v.fns[cbResourceTemplates], 1, c.live)
+		if err != nil {
+			return nil, nil, err
 		}
+		items, err := list(rets[0], name)
+		if err != nil {
+			return nil, nil, c.crashf(name, "%v", err)
+		}
+		if t, ok := rets[0].(*lua.LTable); ok && reuse {
+			entries = v.keep(cbResourceTemplates, t, "", c.live, changes).entries
+		} else {
+			for _, e := range items {
+				if t, ok := e.(*lua.LTable); ok {
+					entries = append(entries, t)
+				}
+			}
+		}
+	}
+	for _, t := range entries {
 		tpl, ok := t.RawGetString("uri_template").(lua.LString)
 		if !ok {
 			continue

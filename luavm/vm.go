@@ -54,6 +54,15 @@ type vm struct {
 	loaded  *lua.LTable     // package.loaded
 	loading map[string]bool // modules being required, for loop detection
 
+	// static holds the lists the module gives as tables (lists.go); fns
+	// holds a function returning each.
+	static [numCallbacks]*lua.LTable
+	// constant marks the list functions proven to build their result from
+	// constants alone (lists.go).
+	constant [numCallbacks]bool
+	// lists caches the lookups' list results (lists.go).
+	lists [numCallbacks]listCache
+
 	buf     []byte         // scratch for encoded results
 	mirror  *bridge.Mirror // the rollback backup of the owning session's state; nil until needed
 	globals *globals       // the snapshot a spare state is put back to (isolate.go); nil until lent as one
@@ -100,6 +109,11 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 	}
 	for i, name := range callbackNames {
 		fn, _ := module.RawGetString(name).(*lua.LFunction)
+		if t, ok := module.RawGetString(name).(*lua.LTable); ok && isList(i) {
+			fn = v.staticList(i, t)
+		} else if fn != nil && isList(i) {
+			v.constant[i] = constantFunction(fn)
+		}
 		if fn == nil && required(i) {
 			v.close()
 			return nil, s.moduleError("the server module has no %s function", name)

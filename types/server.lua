@@ -22,6 +22,7 @@
 ---@field session_keepalive_ms integer? GET-channel keep-alive comment period (default 30000; 0 off)
 ---@field session_buffer_max integer? GET-channel events kept for Last-Event-ID replay (default 256)
 ---@field memory_limit_mb integer? memory each Lua state of the script may hold, in MiB (default 64, >= 1)
+---@field reuse_lists boolean? lookups (tools/call, resources/read, prompts/get) reuse a list function's last result while the session state it was given is unchanged (default true); false: they run the function every time, for lists that read globals, upvalues, the clock, math.random or a host module
 ---@field concurrent_tools string[]? tools whose calls run on a copy of the session state, in parallel with its other calls; their state changes are dropped (default {}: every call runs in order on the state)
 ---@field allow luamcp.Allow? what the script may reach through http, fs, env and exec (default {}: nothing)
 ---@field cache_ttl_ms integer? 2026-07-28 era: the ttlMs on lists, reads and server/discover, how long a client may reuse them (default 0, >= 0)
@@ -127,12 +128,12 @@
 ---@field route luamcp.Route?
 ---@field auth (fun(request: luamcp.AuthRequest): boolean|integer|nil)? true passes; false/nil 401; a number is the status
 ---@field init fun(params: luamcp.InitParams): luamcp.ServerInfo, luamcp.Capabilities?, any returns server info, capabilities, state
----@field tools fun(state: table): luamcp.Tool[]
+---@field tools (fun(state: table): luamcp.Tool[])|luamcp.Tool[] a function, or a table: a static list
 ---@field handle_tool fun(name: string, args: table, ctx: mcp.Context, state: table): (string|luamcp.ToolResult|nil), any?, table?
----@field resources (fun(state: table): luamcp.Resource[])?
----@field resource_templates (fun(state: table): luamcp.ResourceTemplate[])?
+---@field resources (fun(state: table): luamcp.Resource[])|luamcp.Resource[]|nil
+---@field resource_templates (fun(state: table): luamcp.ResourceTemplate[])|luamcp.ResourceTemplate[]|nil
 ---@field read_resource (fun(uri: string, state: table, vars: table<string, string>, ctx: mcp.Context): (string|{contents: table[]}|nil), any?, table?)?
----@field prompts (fun(state: table): luamcp.Prompt[])?
+---@field prompts (fun(state: table): luamcp.Prompt[])|luamcp.Prompt[]|nil
 ---@field get_prompt (fun(name: string, args: table, state: table, ctx: mcp.Context): ({messages: table[], description: string?}|nil), any?, table?)?
 ---@field complete (fun(ref: table, argument: {name: string, value: string}, state: table, context: table): string[], table?)?
 ---@field channels (fun(state: table): string[])?

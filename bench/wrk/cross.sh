@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
-# Cross-checks the harness's echo figures with wrk, an independent load
-# generator (Debian package wrk): session and stateless tools/call, c=16, on
-# luamcp and mcp-go, with the same pinning as the harness (server on CPU 0,
-# wrk on CPU 1). Run `go run ./cmd/bench -smoke` first: it builds bin/.
+# Cross-checks the harness's echo figures with independent load generators
+# from Debian: wrk (HTTP/1.1; package wrk) for session and stateless
+# tools/call, and h2load (HTTP/2 over TLS; package nghttp2-client) for
+# stateless calls, c=16, on every server, with the harness's pinning (server
+# on CPU 0, generator on CPU 1). Beside each rate: the server's own CPU per
+# call (user + system, from /proc), which does not depend on how fast the
+# generator is. Run `go run ./cmd/bench -smoke` first: it builds bin/.
 #
-#   cd bench && ./wrk/cross.sh [seconds]
+#   cd bench && ./wrk/cross.sh [seconds] [servers...]
+#   e.g. ./wrk/cross.sh 8 luamcp mcp-go go-sdk
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
+shift || true
+servers=("$@")
+[ ${#servers[@]} -gt 0 ] || servers=(luamcp mcp-go go-sdk)
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install -y wrk" >&2; exit 1; }
-for b in bin/luamcp bin/mcp-go; do [ -x "$b" ] || { echo "$b missing: run go run ./cmd/bench -smoke first" >&2; exit 1; }; done
+command -v h2load >/dev/null || { echo "h2load not found: apt-get install -y nghttp2-client" >&2; exit 1; }
+for s in "${servers[@]}"; do [ -x "bin/$s" ] || { echo "bin/$s missing: run go run ./cmd/bench -smoke first" >&2; exit 1; }; done
 
 . "wrk/lib.sh"
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null || true' EXIT
 
-# start NAME ARGS...: runs the server pinned to CPU 0 and sets addr.
+# start ARGS...: runs the server pinned to CPU 0; sets pid, addr and tls
+# (its HTTPS address, empty when it has none).
 start() {
   local log; log=$(mktemp)
   taskset -c 0 "$@" > "$log" 2>/dev/null &
@@ -23,30 +34,69 @@ start() {
     sleep 0.1
   done
   addr=$(sed -n 's/^BENCH-READY .*"addr":"\([^"]*\)".*/\1/p' "$log")
+  tls=$(sed -n 's/^BENCH-READY .*"tls_addr":"\([^"]*\)".*/\1/p' "$log")
   rm -f "$log"
   [ -n "$addr" ] || { echo "$1 did not start" >&2; exit 1; }
 }
 
-# run MODE URL SERVER: wrk with 16 connections, one thread each (so that in
-# session mode each has its own session, as the harness's clients do).
-run() {
-  local lua; lua=$(mktemp --suffix=.lua)
-  wrk_script "$lua" "$2" "$1"
-  local out; out=$(taskset -c 1 wrk -t16 -c16 -d"${secs}s" --latency -s "$lua" "$2")
-  rm -f "$lua"
-  local rate p99 bad
-  rate=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-  bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-  printf '%-10s %-10s c=16 %10s req/s  p99 %s%s\n' "$3" "$1" "$rate" "$p99" "${bad:+  NON-2xx: $bad}"
+# cpu_ticks: the server's user + system CPU so far, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+
+# report SERVER GEN MODE RATE LATENCY CALLS TICKS [BAD]
+report() {
+  local per; per=$(awk -v t="$7" -v n="$6" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.1fµs", t / hz / n * 1e6; else print "-" }')
+  printf '%-8s %-7s %-10s c=16 %10s req/s  %-15s srv cpu/call %s%s\n' "$1" "$2" "$3" "$4" "$5" "$per" "${8:+  NON-2xx: $8}"
 }
 
-for server in luamcp mcp-go; do
+# run_wrk MODE URL SERVER: wrk with 16 connections, one thread each (so that
+# in session mode each has its own session, as the harness's clients do).
+run_wrk() {
+  local lua; lua=$(mktemp --suffix=.lua)
+  wrk_script "$lua" "$2" "$1"
+  local t0; t0=$(cpu_ticks)
+  local out; out=$(taskset -c 1 wrk -t16 -c16 -d"${secs}s" --latency -s "$lua" "$2")
+  local t1; t1=$(cpu_ticks)
+  rm -f "$lua"
+  local rate p99 bad n
+  rate=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {print "p99 " $2}' <<<"$out")
+  bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  report "$3" wrk "$1" "$rate" "$p99" "$n" "$((t1 - t0))" "$bad"
+}
+
+# run_h2load URL SERVER: h2load, 16 connections of one stream each, stateless
+# calls for secs seconds over HTTP/2 with TLS.
+run_h2load() {
+  local body; body=$(mktemp)
+  printf '%s' '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}' > "$body"
+  local t0; t0=$(cpu_ticks)
+  local out; out=$(taskset -c 1 h2load -c16 -m1 -t1 -D"$secs" -d "$body" \
+    -H "$ctype" -H "$accept" -H 'MCP-Protocol-Version: 2025-11-25' "$1" 2>&1)
+  local t1; t1=$(cpu_ticks)
+  rm -f "$body"
+  local rate n bad p99
+  rate=$(awk '/^finished in/ {gsub(",", "", $4); print $4}' <<<"$out")
+  n=$(awk '/^status codes:/ {print $3}' <<<"$out")
+  bad=$(awk '/^status codes:/ {print $5 + $7 + $9}' <<<"$out")
+  [ "$bad" = 0 ] && bad=
+  # h2load reports no percentiles: the column shows its mean request time.
+  p99=$(awk '/^time for request:/ {print "mean " $6}' <<<"$out")
+  report "$2" h2load stateless "$rate" "$p99" "$n" "$((t1 - t0))" "$bad"
+}
+
+for server in "${servers[@]}"; do
   args=(-ttl 30s)
   [ "$server" = luamcp ] && args+=(-scripts scripts)
   start "bin/$server" "${args[@]}"
   base="http://$addr"
-  run session "$base/mcp/echo" "$server"
-  run stateless "$base/mcp/echo_stateless" "$server"
+  run_wrk session "$base/mcp/echo" "$server"
+  run_wrk stateless "$base/mcp/echo_stateless" "$server"
+  if [ -n "$tls" ]; then
+    run_h2load "https://$tls/mcp/echo_stateless" "$server"
+  else
+    echo "$server: no TLS listener, no h2load row"
+  fi
   kill "$pid"; wait "$pid" 2>/dev/null || true
+  pid=
 done

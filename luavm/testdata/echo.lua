@@ -1,7 +1,8 @@
 -- The smallest useful server: one tool that echoes its text. Used by the
 -- benchmarks; `size` entries of state make the rollback backup's cost visible.
--- Built once: tools() runs on every tools/call (to check the name), so a
--- constant list costs nothing there.
+-- Built once, in a module-level table: tools() reads an upvalue, so it is
+-- not a constant function and, without reuse_lists = true, runs on every
+-- tools/call (to check the name); handing out the same table costs nothing.
 local TOOLS = {
   {
     name = "echo", description = "Echo the text back",

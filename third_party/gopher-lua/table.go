@@ -212,23 +212,19 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 		tb.strdict = make(map[string]LValue, defaultHashCap)
 		tb.addHint(defaultHashCap) // patched for luamcp
 	}
-	if tb.keys == nil {
-		tb.keys = []LValue{}
-		tb.k2i = map[LValue]int{}
-	}
-
-	if value == LNil {
-		// TODO tb.keys and tb.k2i should also be removed
-		delete(tb.strdict, key)
-	} else {
-		tb.strdict[key] = value
-		lkey := LString(key)
-		if _, ok := tb.k2i[lkey]; !ok {
-			var boxed LValue = lkey // patched for luamcp: boxed once, for both uses
-			tb.k2i[boxed] = len(tb.keys)
-			tb.keys = append(tb.keys, boxed)
+	// patched for luamcp: keys.go. A removed key stays in strdict as nil (it
+	// stays in keys too, as upstream), so a key is new exactly when strdict
+	// lacks it, and k2i is made only when Next needs it.
+	old, ok := tb.strdict[key]
+	if !ok {
+		if value == LNil {
+			return
 		}
+		tb.appendKey(LString(key))
+	} else if old == LNil && value == LNil {
+		return
 	}
+	tb.strdict[key] = value
 }
 
 // RawSetH sets a given LValue to a given index without the __newindex metamethod.
@@ -242,21 +238,17 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 		tb.dict = make(map[LValue]LValue, len(tb.strdict))
 		tb.addHint(len(tb.strdict)) // patched for luamcp
 	}
-	if tb.keys == nil {
-		tb.keys = []LValue{}
-		tb.k2i = map[LValue]int{}
-	}
-
-	if value == LNil {
-		// TODO tb.keys and tb.k2i should also be removed
-		delete(tb.dict, key)
-	} else {
-		tb.dict[key] = value
-		if _, ok := tb.k2i[key]; !ok {
-			tb.k2i[key] = len(tb.keys)
-			tb.keys = append(tb.keys, key)
+	// patched for luamcp: as in RawSetString.
+	old, ok := tb.dict[key]
+	if !ok {
+		if value == LNil {
+			return
 		}
+		tb.appendKey(key)
+	} else if old == LNil && value == LNil {
+		return
 	}
+	tb.dict[key] = value
 }
 
 // RawGet returns an LValue associated with a given key without __index metamethod.
@@ -389,7 +381,7 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 		}
 	}
 
-	for i := tb.k2i[key] + 1; i < len(tb.keys); i++ {
+	for i := tb.keyIndex(key) + 1; i < len(tb.keys); i++ { // patched for luamcp: keys.go
 		key := tb.keys[i]
 		if v := tb.RawGetH(key); v != LNil {
 			return key, v

@@ -9,7 +9,13 @@ package lua
 // now sets a flag the host can test and clear, so the comparison runs only
 // for the tables a borrower wrote to.
 //
-// The flag lives in the top bits of LTable.hcap, whose low bits keep the
+// There are two flags, set together by every write and cleared apart, for
+// two observers of one state that must not clear each other's records:
+// Written for the rollback backup and the stateless isolation (one of them
+// per state), Dirty for caches of values derived from tables (luamcp's tool
+// list index).
+//
+// The flags live in the top bits of LTable.hcap, whose low bits keep the
 // capacity hint of the table's maps (budget.go), so no table grows.
 
 const (
@@ -17,12 +23,14 @@ const (
 	// or removed, an element inserted, removed or moved by table.sort, its
 	// metatable set through the API.
 	tableWritten = 1 << 30
+	// tableDirty is set with tableWritten and cleared on its own.
+	tableDirty = 1 << 29
 	// hcapMask keeps the capacity hint.
-	hcapMask = tableWritten - 1
+	hcapMask = tableDirty - 1
 )
 
 // written records a change to tb.
-func (tb *LTable) written() { tb.hcap |= tableWritten }
+func (tb *LTable) written() { tb.hcap |= tableWritten | tableDirty }
 
 // hint returns the capacity hint tb's maps were made with.
 func (tb *LTable) hint() int { return int(tb.hcap & hcapMask) }
@@ -41,3 +49,14 @@ func (tb *LTable) Written() bool { return tb.hcap&tableWritten != 0 }
 
 // ClearWritten clears the flag Written reports.
 func (tb *LTable) ClearWritten() { tb.hcap &^= tableWritten }
+
+// MarkWritten sets both flags, for Go code that changes a table without the
+// API, such as assigning its Metatable field.
+func (tb *LTable) MarkWritten() { tb.written() }
+
+// Dirty is Written's twin: set by the same writes, cleared only by
+// ClearDirty, so that two observers can each track the table's writes.
+func (tb *LTable) Dirty() bool { return tb.hcap&tableDirty != 0 }
+
+// ClearDirty clears the flag Dirty reports; Written is untouched.
+func (tb *LTable) ClearDirty() { tb.hcap &^= tableDirty }

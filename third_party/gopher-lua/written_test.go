@@ -37,17 +37,58 @@ func TestWritten(t *testing.T) {
 			t.Fatal("setting up the table did not flag it")
 		}
 		tb.ClearWritten()
+		tb.ClearDirty()
 		L.SetGlobal("t", tb)
 		tb.ClearWritten()
+		tb.ClearDirty()
 		if err := L.DoString(c.code); err != nil {
 			t.Fatalf("%s: %v", c.code, err)
 		}
-		if tb.Written() != c.written {
-			t.Errorf("%s: Written() = %v, want %v", c.code, tb.Written(), c.written)
+		if tb.Written() != c.written || tb.Dirty() != c.written {
+			t.Errorf("%s: Written() = %v, Dirty() = %v, want %v", c.code, tb.Written(), tb.Dirty(), c.written)
 		}
-		if tb.ClearWritten(); tb.hcap != int32(tb.hint()) || tb.hint() < defaultHashCap {
+		if tb.ClearWritten(); tb.Dirty() != c.written {
+			t.Errorf("%s: ClearWritten cleared Dirty", c.code)
+		}
+		if tb.ClearDirty(); tb.hcap != int32(tb.hint()) || tb.hint() < defaultHashCap {
 			t.Errorf("%s: hcap %#x mixes the flag and the capacity hint", c.code, tb.hcap)
 		}
 		L.Close()
+	}
+}
+
+// The two flags are set together and cleared apart; MarkWritten sets both.
+func TestDirtyIndependent(t *testing.T) {
+	tb := newLTable(0, 4)
+	tb.RawSetString("a", LTrue)
+	tb.ClearDirty()
+	if !tb.Written() || tb.Dirty() {
+		t.Fatalf("after ClearDirty: Written %v Dirty %v, want true false", tb.Written(), tb.Dirty())
+	}
+	tb.ClearWritten()
+	tb.MarkWritten()
+	if !tb.Written() || !tb.Dirty() {
+		t.Fatalf("after MarkWritten: Written %v Dirty %v, want both", tb.Written(), tb.Dirty())
+	}
+	tb.ClearWritten()
+	tb.ClearDirty()
+	if tb.hint() != 4 {
+		t.Fatalf("hint %d after clearing both flags, want 4", tb.hint())
+	}
+}
+
+// BenchmarkTableWrite is a plain table write from Lua (t.x = i, t[i] = i in
+// the array part): what the write flags cost, one OR per write.
+func BenchmarkTableWrite(b *testing.B) {
+	L := NewState()
+	defer L.Close()
+	if err := L.DoString(`t = {x = 0, 1, 2, 3, 4}
+function w(n) for i = 1, n do t.x = i; t[(i % 4) + 1] = i end end`); err != nil {
+		b.Fatal(err)
+	}
+	w := L.GetGlobal("w")
+	b.ResetTimer()
+	if err := L.CallByParam(P{Fn: w, Protect: true}, LNumber(b.N)); err != nil {
+		b.Fatal(err)
 	}
 }

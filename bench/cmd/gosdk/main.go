@@ -9,6 +9,7 @@ import (
 	"flag"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,6 +37,17 @@ func newServer(opts *mcp.ServerOptions) *mcp.Server {
 
 func echoServer() *mcp.Server {
 	s := newServer(nil)
+	mcp.AddTool(s, &mcp.Tool{Name: spec.EchoTool, Description: "Echo the text back"}, echo)
+	return s
+}
+
+// builtServer serves n tools, each echoing its text: spec.BuiltToolName(1)
+// to (n-1), then spec.EchoTool.
+func builtServer(n int) *mcp.Server {
+	s := newServer(nil)
+	for i := 1; i < n; i++ {
+		mcp.AddTool(s, &mcp.Tool{Name: spec.BuiltToolName(i), Description: "Tool number " + strconv.Itoa(i)}, echo)
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: spec.EchoTool, Description: "Echo the text back"}, echo)
 	return s
 }
@@ -115,6 +127,7 @@ func main() {
 	churn := echoServer()
 	serve.Main(serve.Server{
 		Name: "go-sdk",
+		TLS:  true, // h2 and h3 rows through the same TLS front as luamcp
 		Routes: map[string]http.Handler{
 			spec.PathEcho:      handler(echoServer(), mcp.StreamableHTTPOptions{JSONResponse: true}),
 			spec.PathStateless: handler(echoServer(), mcp.StreamableHTTPOptions{JSONResponse: true, Stateless: true}),
@@ -125,6 +138,8 @@ func main() {
 			spec.PathProgress:  handler(progressServer(), mcp.StreamableHTTPOptions{}),
 			spec.PathBroadcast: handler(broadcastServer(), mcp.StreamableHTTPOptions{JSONResponse: true}),
 			spec.PathFetch:     handler(fetchServer(f.Upstream), mcp.StreamableHTTPOptions{JSONResponse: true}),
+			spec.PathBuilt1:    handler(builtServer(1), mcp.StreamableHTTPOptions{JSONResponse: true}),
+			spec.PathBuilt100:  handler(builtServer(spec.BuiltTools), mcp.StreamableHTTPOptions{JSONResponse: true}),
 		},
 		ChurnSessions: func() int {
 			n := 0

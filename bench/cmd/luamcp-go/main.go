@@ -38,6 +38,8 @@ func main() {
 	mount(toolsServer(), mcp.Options{Path: spec.PathTools, Sessions: true, PageSize: spec.PageSize})
 	mount(progressServer(), mcp.Options{Path: spec.PathProgress, Sessions: true})
 	mount(broadcastServer(hub), mcp.Options{Path: spec.PathBroadcast, Sessions: true})
+	mount(builtServer(1), mcp.Options{Path: spec.PathBuilt1, Sessions: true})
+	mount(builtServer(spec.BuiltTools), mcp.Options{Path: spec.PathBuilt100, Sessions: true})
 
 	serve.Main(serve.Server{
 		Name:          "luamcp-go",
@@ -101,6 +103,20 @@ func echoServer() *server {
 		}
 		return text(in.Text), nil
 	}
+	return s
+}
+
+// builtServer serves n tools, each echoing its text: spec.BuiltToolName(1)
+// to (n-1), then spec.EchoTool.
+func builtServer(n int) *server {
+	s := echoServer()
+	echo := s.tools[0]
+	s.tools = s.tools[:0]
+	for i := 1; i < n; i++ {
+		s.tools = append(s.tools, tool(spec.BuiltToolName(i), "Tool number "+strconv.Itoa(i),
+			`{"type":"object","properties":{"text":{"type":"string"}}}`))
+	}
+	s.tools = append(s.tools, echo)
 	return s
 }
 

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,21 @@ func echoServer() *server.MCPServer {
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(req.GetString("text", "")), nil
 		})
+	return s
+}
+
+// builtServer serves n tools, each echoing its text: spec.BuiltToolName(1)
+// to (n-1), then spec.EchoTool.
+func builtServer(n int) *server.MCPServer {
+	s := newServer()
+	echo := func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(req.GetString("text", "")), nil
+	}
+	for i := 1; i < n; i++ {
+		s.AddTool(mcp.NewTool(spec.BuiltToolName(i), mcp.WithDescription("Tool number "+strconv.Itoa(i)), mcp.WithString("text")), echo)
+	}
+	s.AddTool(mcp.NewTool(spec.EchoTool, mcp.WithDescription("Echo the text back"),
+		mcp.WithString("text", mcp.Required(), mcp.Description("the text to echo"))), echo)
 	return s
 }
 
@@ -127,6 +143,7 @@ func main() {
 	churnIDs := &counting{}
 	serve.Main(serve.Server{
 		Name: "mcp-go",
+		TLS:  true, // h2 and h3 rows through the same TLS front as luamcp
 		Routes: map[string]http.Handler{
 			spec.PathEcho:      server.NewStreamableHTTPServer(echoServer(), logger, stateful),
 			spec.PathStateless: server.NewStreamableHTTPServer(echoServer(), logger, server.WithStateLess(true)),
@@ -136,6 +153,8 @@ func main() {
 			spec.PathProgress:  server.NewStreamableHTTPServer(progressServer(), logger, stateful),
 			spec.PathBroadcast: server.NewStreamableHTTPServer(broadcastServer(), logger, stateful),
 			spec.PathFetch:     server.NewStreamableHTTPServer(fetchServer(f.Upstream), logger, stateful),
+			spec.PathBuilt1:    server.NewStreamableHTTPServer(builtServer(1), logger, stateful),
+			spec.PathBuilt100:  server.NewStreamableHTTPServer(builtServer(spec.BuiltTools), logger, stateful),
 		},
 		ChurnSessions: func() int { return int(churnIDs.n.Load()) },
 	}, f.Addr)

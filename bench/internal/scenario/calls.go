@@ -69,6 +69,12 @@ func fetch(conc int) func(context.Context, *Target, Scale, *Result) {
 	return textCalls(conc, spec.PathFetch, true, "f", H1, (*client.Client).Fetch)
 }
 
+// built is the echo scenario on a route whose script builds its tool list
+// (1 or spec.BuiltTools tools) inside tools(): conc sessions calling echo.
+func built(conc int, route string) func(context.Context, *Target, Scale, *Result) {
+	return textCalls(conc, route, true, "b", H1, (*client.Client).Echo)
+}
+
 // textCalls runs conc clients on route, each calling a tool whose answer is
 // its text argument (call), with a text unique to the client and the call.
 func textCalls(conc int, route string, session bool, tag string, p Proto, call func(*client.Client, []byte) error) func(context.Context, *Target, Scale, *Result) {

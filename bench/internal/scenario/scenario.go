@@ -181,6 +181,8 @@ func All(s Scale) []Scenario {
 	return append(all,
 		Scenario{Name: fmt.Sprintf("churn c=%d", s.Conc), Route: spec.PathChurn, Run: churn, Proto: H1},
 		Scenario{Name: fmt.Sprintf("abandon %d", s.Abandon), Route: spec.PathChurn, Run: abandon, Proto: H1},
+		Scenario{Name: fmt.Sprintf("tools/call, 1 tool built in tools() c=%d", s.Conc), Route: spec.PathBuilt1, Run: built(s.Conc, spec.PathBuilt1), Proto: H1},
+		Scenario{Name: fmt.Sprintf("tools/call, %d tools built in tools() c=%d", spec.BuiltTools, s.Conc), Route: spec.PathBuilt100, Run: built(s.Conc, spec.PathBuilt100), Proto: H1},
 		Scenario{Name: fmt.Sprintf("tools/list %d c=%d", spec.ToolCount, listConc(s)), Route: spec.PathTools, Run: list, Proto: H1},
 		Scenario{Name: fmt.Sprintf("progress x%d c=%d", spec.ProgressSteps, s.Conc), Route: spec.PathProgress, Run: progress, Proto: H1},
 		Scenario{Name: fmt.Sprintf("broadcast %d", s.Listeners), Route: spec.PathBroadcast, Run: broadcast, Proto: H1},

@@ -82,8 +82,8 @@ func TestAllNamesAndFindings(t *testing.T) {
 		}
 		seen[sc.Name] = true
 	}
-	if len(all) != 19 { // five call scenarios per level (h1, h2, h3 sessions, stateless, 2026), seven, two of a cluster
-		t.Errorf("%d scenarios, want 19", len(all))
+	if len(all) != 21 { // five call scenarios per level (h1, h2, h3 sessions, stateless, 2026), nine, two of a cluster
+		t.Errorf("%d scenarios, want 21", len(all))
 	}
 	var r Result
 	r.finding(&Target{Strict: false}, "leak %d", 1)

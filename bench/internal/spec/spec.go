@@ -32,12 +32,19 @@ const (
 	// PathSpin serves the spin tool (session mode). Only luamcp mounts it:
 	// the spin scenario checks its scheduler's fairness across routes.
 	PathSpin = "/mcp/spin"
+	// PathBuilt1 and PathBuilt100 serve the echo tool in session mode, alone
+	// and as the last of BuiltTools tools. luamcp's scripts build the list
+	// inside tools(), the natural way to write it, so that a tools/call
+	// costs the list unless luamcp reuses it; the Go servers register the
+	// same tools once.
+	PathBuilt1   = "/mcp/built1"
+	PathBuilt100 = "/mcp/built100"
 	// PathStats is the debug endpoint answering a Stats document.
 	PathStats = "/debug/stats"
 )
 
 // Routes lists every route, in the order scenarios use them.
-var Routes = []string{PathEcho, PathStateless, PathModern, PathChurn, PathTools, PathProgress, PathBroadcast, PathFetch, PathSpin}
+var Routes = []string{PathEcho, PathStateless, PathModern, PathChurn, PathTools, PathProgress, PathBroadcast, PathFetch, PathSpin, PathBuilt1, PathBuilt100}
 
 // Tool shapes shared by every server.
 const (
@@ -78,6 +85,13 @@ const (
 
 // ToolName is the name of tool i (1-based) on PathTools: tool0001..tool1000.
 func ToolName(i int) string { return fmt.Sprintf("tool%04d", i) }
+
+// BuiltTools is the number of tools on PathBuilt100: BuiltToolName(1) to
+// BuiltToolName(BuiltTools-1), which echo like EchoTool, then EchoTool.
+const BuiltTools = 100
+
+// BuiltToolName is the name of tool i (1-based) on PathBuilt100: tool1..tool99.
+func BuiltToolName(i int) string { return fmt.Sprintf("tool%d", i) }
 
 // ReadyPrefix starts the one line a server prints on stdout once it listens;
 // the rest of the line is a JSON Ready document.

@@ -2,5 +2,5 @@ return {
   init = function() return { name = "m", version = "1" }, {}, {} end,
   tools = function() return {} end,
   handle_tool = function() end,
-  resources = {},
+  channels = {},
 }

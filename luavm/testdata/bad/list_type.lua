@@ -1,0 +1,6 @@
+return {
+  init = function() return { name = "m", version = "1" }, {}, {} end,
+  tools = function() return {} end,
+  handle_tool = function() end,
+  resources = "none",
+}

@@ -1,0 +1,55 @@
+package lua
+
+// patched for luamcp: the iteration order of a table's hash part.
+//
+// Upstream keeps, for every table with a hash part, the keys in insertion
+// order (keys, what Next walks) and their positions (k2i, a map keyed by
+// interface values), both made on the first string key and both updated on
+// every new key. Most tables are never walked with next/pairs after they are
+// built, or only have a few keys: the k2i map cost a third of a small table's
+// allocations. Here k2i is made only when Next is asked for the key after one
+// of a table with more than keyScanMax keys, and kept up to date from then
+// on; smaller tables find the key by scanning keys.
+//
+// A removed key stays in strdict or dict with the value nil, as it stays in
+// keys (upstream left it in keys and k2i), so that a key set again is not
+// listed twice: "strdict/dict has the key" and "keys lists it" are one fact.
+
+// keyScanMax is the largest number of keys Next finds by scanning.
+const keyScanMax = 8
+
+// firstKeysCap bounds the capacity of a table's first keys slice: the
+// table's capacity hint, up to this. Upstream grew it from nothing (three
+// allocations for four keys).
+const firstKeysCap = 4
+
+// appendKey lists a new key of the hash part.
+func (tb *LTable) appendKey(key LValue) {
+	if tb.keys == nil {
+		tb.keys = make([]LValue, 0, max(min(tb.hint(), firstKeysCap), 1))
+	}
+	if tb.k2i != nil {
+		tb.k2i[key] = len(tb.keys)
+	}
+	tb.keys = append(tb.keys, key)
+}
+
+// keyIndex returns the position of key in keys; 0 for a key it does not
+// list, as upstream's k2i lookup gave.
+func (tb *LTable) keyIndex(key LValue) int {
+	if tb.k2i == nil {
+		if len(tb.keys) <= keyScanMax {
+			for i, k := range tb.keys {
+				if k == key {
+					return i
+				}
+			}
+			return 0
+		}
+		tb.k2i = make(map[LValue]int, len(tb.keys))
+		for i, k := range tb.keys {
+			tb.k2i[k] = i
+		}
+	}
+	return tb.k2i[key]
+}
