@@ -153,6 +153,8 @@ func Value(m scenario.Metric) string {
 		return strconv.FormatFloat(v, 'f', 1, 64) + m.Unit
 	case "%", "B":
 		return strconv.FormatFloat(v, 'f', 0, 64) + m.Unit
+	case "x": // a ratio of two figures of the same server
+		return ratio(v)
 	case "":
 		if v == math.Trunc(v) {
 			return strconv.FormatFloat(v, 'f', 0, 64)

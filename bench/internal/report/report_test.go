@@ -26,6 +26,7 @@ func TestValue(t *testing.T) {
 		{scenario.Metric{Unit: "B", Value: -17.2}, "-17B"},
 		{scenario.Metric{Unit: "", Value: 20}, "20"},
 		{scenario.Metric{Unit: "", Value: 0.25}, "0.25"},
+		{scenario.Metric{Unit: "x", Value: 3.126}, "3.13x"},
 		{scenario.Metric{Unit: "ms", Missing: true}, "-"},
 	}
 	for _, tt := range tests {
