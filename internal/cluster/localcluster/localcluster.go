@@ -122,6 +122,10 @@ func (n *Node) Stop(ctx context.Context) error {
 		if err := n.Member.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node %s: leaving the cluster: %w", n.ID, err))
 		}
+		// As serve does: the last pushes and the leaving notice go out.
+		if err := n.Conn.FlushTimeout(2 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, fmt.Errorf("node %s: flushing NATS: %w", n.ID, err))
+		}
 		n.Conn.Close()
 		n.CloseListener()
 		n.stopErr = errors.Join(errs...)
