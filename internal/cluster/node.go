@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -68,6 +69,7 @@ type Node struct {
 	kv            jetstream.KeyValue
 	ps            *PubSub
 	log           *slog.Logger
+	errLog        *log.Logger // the proxies' ErrorLog: n.log at warning level
 	transport     *http.Transport
 	sub           *nats.Subscription
 	count         pushCounts // Send and receive; the PubSub counts its own
@@ -77,9 +79,10 @@ type Node struct {
 	deliver atomic.Pointer[func([]byte)]
 
 	mu sync.Mutex
-	// known holds the last address the bucket gave for each node, and
-	// when: trusted for addrCacheTTL, and used after that
-	// while NATS is unreachable; a node the bucket says is gone is removed.
+	// known holds the last address the bucket gave for each node, when,
+	// and the proxy to it: trusted for addrCacheTTL, and used after that
+	// while NATS is unreachable; a node the bucket says is gone, that
+	// left or that could not be reached is removed.
 	known map[string]knownAddr
 	left  *nats.Subscription // leftSubject
 
@@ -114,8 +117,8 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger,
-		transport: forwardTransport(),
-		known:     make(map[string]knownAddr), stop: make(chan struct{}),
+		transport: forwardTransport(), errLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		known: make(map[string]knownAddr), stop: make(chan struct{}),
 	}
 	if err := n.register(ctx); err != nil {
 		return nil, err
@@ -252,14 +255,15 @@ func (n *Node) renew() error {
 	return err
 }
 
-// address returns the advertised URL of node, "" when the cluster says it
-// is gone. While NATS is unreachable it uses the last address it knew.
-func (n *Node) address(ctx context.Context, node string) (string, error) {
+// proxyTo returns the reverse proxy to node's advertised address, nil when
+// the cluster says it is gone. While NATS is unreachable it uses the last
+// address it knew.
+func (n *Node) proxyTo(ctx context.Context, node string) (*httputil.ReverseProxy, error) {
 	n.mu.Lock()
 	k, ok := n.known[node]
 	n.mu.Unlock()
 	if ok && time.Since(k.at) < addrCacheTTL {
-		return k.url, nil
+		return k.proxy, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
 	defer cancel()
@@ -268,22 +272,63 @@ func (n *Node) address(ctx context.Context, node string) (string, error) {
 	defer n.mu.Unlock()
 	switch {
 	case err == nil:
-		n.known[node] = knownAddr{url: string(e.Value()), at: time.Now()}
-		return string(e.Value()), nil
+		k := n.known[node]
+		if k.proxy == nil || k.url != string(e.Value()) {
+			p, err := n.newProxy(node, string(e.Value()))
+			if err != nil {
+				n.log.Warn("cluster: node has a bad address", "node", node, "addr", string(e.Value()), "err", err)
+				delete(n.known, node)
+				return nil, nil
+			}
+			k = knownAddr{url: string(e.Value()), proxy: p}
+		}
+		k.at = time.Now()
+		n.known[node] = k
+		return k.proxy, nil
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		delete(n.known, node)
-		return "", nil
+		return nil, nil
 	}
 	if k, ok := n.known[node]; ok {
-		return k.url, nil
+		return k.proxy, nil
 	}
-	return "", fmt.Errorf("cluster: looking up node %s: %w", node, err)
+	return nil, fmt.Errorf("cluster: looking up node %s: %w", node, err)
 }
 
-// knownAddr is an address the bucket gave, and when.
+// knownAddr is an address the bucket gave, when, and the proxy to it.
 type knownAddr struct {
-	url string
-	at  time.Time
+	url   string
+	at    time.Time
+	proxy *httputil.ReverseProxy
+}
+
+// newProxy returns the reverse proxy to node at addr: the request goes as
+// it is (Host and headers included), event streams are flushed through,
+// and an owner that cannot be reached is gone (404).
+func (n *Node) newProxy(node, addr string) (*httputil.ReverseProxy, error) {
+	target, err := url.Parse(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // the owner's auth hook and oauth challenge see what the client sent
+		},
+		Transport: n.transport,
+		// FlushInterval 0: ReverseProxy flushes event streams (and answers of
+		// unknown length) at every write anyway; a JSON answer is written
+		// once, without a flush per write.
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client left
+			}
+			n.forget(node)
+			n.log.Warn("cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
+			w.WriteHeader(http.StatusNotFound)
+		},
+		ErrorLog: n.errLog,
+	}, nil
 }
 
 // forget drops the address of node: it left, or could not be reached; the
@@ -299,41 +344,15 @@ func (n *Node) forget(node string) {
 // lists, or that cannot be reached, is gone: 404, and the client
 // initializes a new session, as the spec says.
 func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
-	addr, err := n.address(r.Context(), node)
+	p, err := n.proxyTo(r.Context(), node)
 	if err != nil {
 		n.log.Warn("cluster: request not forwarded", "err", err)
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
-	if addr == "" {
+	if p == nil {
 		w.WriteHeader(http.StatusNotFound)
 		return
-	}
-	target, err := url.Parse(addr)
-	if err != nil {
-		n.log.Warn("cluster: node has a bad address", "node", node, "addr", addr, "err", err)
-		w.WriteHeader(http.StatusNotFound)
-		return
-	}
-	p := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Host = pr.In.Host // the owner's auth hook and oauth challenge see what the client sent
-		},
-		Transport: n.transport,
-		// FlushInterval 0: ReverseProxy flushes event streams (and answers of
-		// unknown length) at every write anyway; a JSON answer is written once,
-		// without a flush per write.
-		FlushInterval: 0,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if r.Context().Err() != nil {
-				return // the client left
-			}
-			n.forget(node)
-			n.log.Warn("cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
-			w.WriteHeader(http.StatusNotFound)
-		},
-		ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
 	}
 	p.ServeHTTP(w, r)
 }
