@@ -1,0 +1,185 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/luamcp/luamcp/internal/cluster"
+	"github.com/luamcp/luamcp/internal/cluster/localcluster"
+)
+
+// serveProcess is a `luamcp serve` process of a test cluster.
+type serveProcess struct {
+	id, base string // node id, http://127.0.0.1:PORT
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	logs     *lockedBuffer // its stderr
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServeProcess runs bin as `serve --nats natsURL --node-id id` over
+// dir and waits for its route table.
+func startServeProcess(t *testing.T, bin, natsURL, id, dir, keyFile string) *serveProcess {
+	t.Helper()
+	p := &serveProcess{id: id, exited: make(chan struct{}), logs: new(lockedBuffer)}
+	p.cmd = exec.Command(bin, "serve", "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch",
+		"--nats", natsURL, "--node-id", id, "--state-key-file", keyFile)
+	p.cmd.Stderr = p.logs
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(waitLong):
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("node %s log:\n%s", id, p.logs.String())
+		}
+	})
+	lines := bufio.NewScanner(out)
+	first := make(chan string, 1)
+	go func() {
+		if lines.Scan() {
+			first <- lines.Text()
+		}
+		close(first)
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case line := <-first:
+		m := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+)/mcp/session `).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("node %s printed %q, want its route table", id, line)
+		}
+		p.base = m[1]
+	case <-time.After(waitLong):
+		t.Fatalf("node %s did not start within %v:\n%s", id, waitLong, p.logs.String())
+	}
+	return p
+}
+
+// buildLuamcp builds the luamcp binary into a temporary folder.
+func buildLuamcp(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "luamcp")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestClusterProcessKill: three `luamcp serve --nats` processes behind a
+// round-robin proxy keep a session's state across them; the session's
+// owner is killed (SIGKILL: its address stays in the bucket until it
+// expires), every survivor answers 404 for the session, and a new session
+// works on a survivor (issue 13: the client re-initializes).
+func TestClusterProcessKill(t *testing.T) {
+	bin := buildLuamcp(t)
+	e, err := cluster.StartEmbedded("127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
+	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
+	key := filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(key, clusterStateKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var procs []*serveProcess
+	var urls []string
+	for _, id := range []string{"p1", "p2", "p3"} {
+		p := startServeProcess(t, bin, e.URL(), id, dir, key)
+		procs = append(procs, p)
+		urls = append(urls, p.base)
+	}
+	rr, err := localcluster.NewRoundRobin(urls...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(rr)
+	t.Cleanup(front.Close)
+	proxy := front.URL
+
+	c := connectGo(t, proxy+"/mcp/session", nil, latestVersion)
+	for i := 1; i <= 4; i++ { // round robin: the calls land on every process
+		c.wantText(t, "count", nil, string(rune('0'+i)))
+	}
+	var dead *serveProcess
+	for _, p := range procs {
+		if strings.HasPrefix(c.ID(), p.id+".") {
+			dead = p
+		}
+	}
+	if dead == nil {
+		t.Fatalf("session %q names no process", c.ID())
+	}
+	rr.Remove(dead.base)
+	if err := dead.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-dead.exited
+
+	s := nodesClient(t)
+	for _, p := range procs {
+		if p == dead {
+			continue
+		}
+		r, err := s.send(t, p.base+"/mcp/session", call{Session: c.ID(), Body: request(1, "ping", nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != http.StatusNotFound {
+			t.Errorf("node %s answers %d for a killed node's session, want 404", p.id, r.Status)
+		}
+	}
+	f := connectGo(t, proxy+"/mcp/session", nil, latestVersion)
+	if strings.HasPrefix(f.ID(), dead.id+".") {
+		t.Fatal("a new session on the killed node")
+	}
+	f.wantText(t, "count", nil, "1")
+}
