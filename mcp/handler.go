@@ -617,11 +617,17 @@ func (h *Handler) serveNotification(w http.ResponseWriter, r *http.Request, m *m
 func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *message, acc accept) {
 	start := time.Now()
 	errType := ""
-	defer func() {
-		if obs := h.hub.obs; obs != nil {
+	// report runs once: before a successful answer is written (a client
+	// that scrapes the metrics after its answer finds its initialize
+	// counted), or when the handler returns.
+	reported := false
+	report := func() {
+		if obs := h.hub.obs; obs != nil && !reported {
 			h.report(obs, start, m, nil, errType)
 		}
-	}()
+		reported = true
+	}
+	defer report()
 	params := m.params
 	if params == nil {
 		params = emptyObject
@@ -635,6 +641,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 			return
 		}
 		defer sess.Close("")
+		report()
 		h.writeInitResult(w, acc, m, version, ir)
 		return
 	}
@@ -686,6 +693,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	}
 	s.join(channels) // the hub's slot now belongs to the session
 	errType = ""
+	report()
 	w.Header()["Mcp-Session-Id"] = []string{id}
 	h.writeInitResult(w, acc, m, version, ir)
 }
