@@ -59,13 +59,13 @@ var errCorrupt = errors.New("bridge: thaw: corrupt frozen state")
 // freezer carries one Freeze. It remembers where it met every table, so that
 // an error can name its path although the walk is iterative.
 type freezer struct {
-	c       *Codec
-	ids     map[*lua.LTable]int
-	nodes   []freezeNode
-	strs    map[string]int // short strings written, by number
-	nstr    int            // strings written (each new one gets the next number)
-	ents    []entry
-	body    []byte
+	c     *Codec
+	ids   map[*lua.LTable]int
+	nodes []freezeNode
+	strs  map[string]int // short strings written, by number
+	nstr  int            // strings written (each new one gets the next number)
+	ents  []entry
+	body  []byte
 }
 
 type freezeNode struct {
