@@ -95,6 +95,9 @@ type Version struct {
 	opts    mcp.Options
 	pushes  bridge.Pushes // where this version's pushes go: its route's sessions; nil drops them
 	memory  int64         // bytes each state may hold (memory_limit_mb); 0 until validated
+	// hibernate is how long a session of this version stays idle before it
+	// hibernates (session_hibernate_ms); 0: never.
+	hibernate time.Duration
 	modules *modules
 	pool    *pool
 	retLine int          // line of the chunk's final return, for module errors
@@ -238,7 +241,7 @@ func (s *Version) validate(v *vm) error {
 	if err != nil {
 		return s.moduleError("%v", err)
 	}
-	s.opts, s.memory = opts.Options, opts.memoryLimit
+	s.opts, s.memory, s.hibernate = opts.Options, opts.memoryLimit, opts.hibernate
 	s.callTimeout = timeoutError{what: "call timeout", limit: cmp.Or(opts.callTimeout, s.cfg.CallTimeout)}
 	s.slotWait = opts.Defaults().RequestTimeout
 	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir})
