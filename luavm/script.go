@@ -85,6 +85,8 @@ type Script struct {
 	mu       sync.Mutex // guards sessions and closed
 	sessions map[*session]struct{}
 	closed   bool
+
+	sweep sweeper // hibernates idle sessions (hibernate.go)
 }
 
 // Version is one compiled version of a script: its chunk, its route options,
@@ -98,6 +100,9 @@ type Version struct {
 	// hibernate is how long a session of this version stays idle before it
 	// hibernates (session_hibernate_ms); 0: never.
 	hibernate time.Duration
+	// defined says which callbacks the server module defines (as vm.has),
+	// for work without a state: closing a sleeping session.
+	defined [numCallbacks]bool
 	modules *modules
 	pool    *pool
 	retLine int          // line of the chunk's final return, for module errors
@@ -208,6 +213,9 @@ func (ver *Version) Options() mcp.Options { return ver.opts }
 // Discard releases a version that will not be committed.
 func (ver *Version) Discard() { ver.pool.close() }
 
+// defines reports whether the version's server module defines callback cb.
+func (s *Version) defines(cb int) bool { return s.defined[cb] }
+
 // current returns the current version.
 func (s *Script) current() *Version { return s.cur.Load() }
 
@@ -242,6 +250,9 @@ func (s *Version) validate(v *vm) error {
 		return s.moduleError("%v", err)
 	}
 	s.opts, s.memory, s.hibernate = opts.Options, opts.memoryLimit, opts.hibernate
+	for i, fn := range v.fns {
+		s.defined[i] = fn != nil
+	}
 	s.callTimeout = timeoutError{what: "call timeout", limit: cmp.Or(opts.callTimeout, s.cfg.CallTimeout)}
 	s.slotWait = opts.Defaults().RequestTimeout
 	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir})
@@ -364,6 +375,7 @@ func (s *Script) Close() {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopSweeper()
 	s.current().pool.close()
 }
 
