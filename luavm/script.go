@@ -93,10 +93,10 @@ type Script struct {
 // its required modules and its pool of warm states.
 type Version struct {
 	*Script
-	proto   *lua.FunctionProto
-	opts    mcp.Options
-	pushes  bridge.Pushes // where this version's pushes go: its route's sessions; nil drops them
-	memory  int64         // bytes each state may hold (memory_limit_mb); 0 until validated
+	proto  *lua.FunctionProto
+	opts   mcp.Options
+	pushes bridge.Pushes // where this version's pushes go: its route's sessions; nil drops them
+	memory int64         // bytes each state may hold (memory_limit_mb); 0 until validated
 	// hibernate is how long a session of this version stays idle before it
 	// hibernates (session_hibernate_ms); 0: never.
 	hibernate time.Duration
