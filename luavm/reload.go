@@ -105,6 +105,9 @@ func (s *Script) track(ss *session) bool {
 func (s *Script) untrack(ss *session) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
+	if len(s.sessions) == 0 {
+		s.sessions = make(map[*session]struct{}) // a map never shrinks: give back a peak's buckets
+	}
 	s.mu.Unlock()
 }
 
