@@ -58,13 +58,13 @@ return {
 `
 
 // loadSleeper writes sleeper (hibernating after ms, reporting version) to a
-// temporary folder and loads it; pushes go to rec.
-func loadSleeper(t *testing.T, ms int, version string, rec *recorder) (*Script, string) {
+// temporary folder and loads it with a pool of poolSize; pushes go to rec.
+func loadSleeper(t *testing.T, ms int, version string, rec *recorder, poolSize int) (*Script, string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "h.lua")
 	writeSleeper(t, file, ms, version)
 	logger, _ := newLogger()
-	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: 2, Pushes: everywhere(rec)})
+	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: poolSize, Pushes: everywhere(rec)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func hasState(ss mcp.Session) bool {
 
 func TestHibernateAndWake(t *testing.T) {
 	rec := &recorder{}
-	s, _ := loadSleeper(t, 20, "v1", rec)
+	s, _ := loadSleeper(t, 20, "v1", rec, 2)
 	sess, _ := open(t, s, "a")
 	mustCall(t, sess, "bump", `{}`)
 	if got := text(t, mustCall(t, sess, "bump", `{}`)); got != "v1 2" {
@@ -106,9 +106,15 @@ func TestHibernateAndWake(t *testing.T) {
 		t.Fatal("a sleeping session holds a Lua state")
 	}
 
-	// The next call wakes it, on its state.
+	// The next call wakes it, on its state, on a state from the warm pool.
+	p := s.current().pool
+	eventually(t, "the pool to refill", func() bool { return len(p.fresh) == int(p.depth.Load()) })
+	inline := p.inline.Load()
 	if got := text(t, mustCall(t, sess, "bump", `{}`)); got != "v1 3" {
 		t.Errorf("bump after waking = %q, want v1 3", got)
+	}
+	if p.inline.Load() != inline {
+		t.Error("waking built a state inline with a full pool")
 	}
 	if got := text(t, mustCall(t, sess, "check", `{}`)); got != "true" {
 		t.Errorf("sharing, cycle, null or array marker lost: check = %s", got)
@@ -161,7 +167,7 @@ func TestHibernateAndWake(t *testing.T) {
 // state; its client is told its lists may have changed.
 func TestHibernateReload(t *testing.T) {
 	rec := &recorder{}
-	s, file := loadSleeper(t, 20, "v1", rec)
+	s, file := loadSleeper(t, 20, "v1", rec, 2)
 	sess, _ := open(t, s, "a")
 	mustCall(t, sess, "bump", `{}`)
 	eventually(t, "hibernation", func() bool { return isAsleep(sess) })
@@ -181,7 +187,7 @@ func TestHibernateReload(t *testing.T) {
 }
 
 func TestHibernateNever(t *testing.T) {
-	s, _ := loadSleeper(t, 0, "v1", &recorder{})
+	s, _ := loadSleeper(t, 0, "v1", &recorder{}, 2)
 	sess, _ := open(t, s, "a")
 	mustCall(t, sess, "bump", `{}`)
 	if s.sweep.stop != nil {
@@ -196,7 +202,7 @@ func TestHibernateNever(t *testing.T) {
 // every call sees the state the one before left, and nothing leaks.
 func TestHibernateRace(t *testing.T) {
 	rec := &recorder{}
-	s, file := loadSleeper(t, 1, "v", rec)
+	s, file := loadSleeper(t, 1, "v", rec, 2)
 	var wg sync.WaitGroup
 	for i := range 4 {
 		sess, _, err := s.Init(context.Background(), nil, fmt.Sprint("s", i))
@@ -248,6 +254,49 @@ func TestHibernateRace(t *testing.T) {
 			return slices.Contains(rec.list(), id+" notifications/terminated/normal/1")
 		})
 	}
+	// A wake (a call, a snapshot) racing a DELETE or a TTL reap of a
+	// sleeping session: the call runs before the close or is refused, and
+	// terminate runs once, on the state the call left.
+	for i := range 20 {
+		id := fmt.Sprint("w", i)
+		sess, _, err := s.Init(context.Background(), nil, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCall(t, sess, "bump", `{}`)
+		eventually(t, "hibernation", func() bool { return isAsleep(sess) })
+		var calls sync.WaitGroup
+		bumped := make(chan bool, 1)
+		calls.Go(func() {
+			_, err := call(t, sess, "bump", `{}`)
+			bumped <- err == nil
+		})
+		calls.Go(func() {
+			if snap, err := sess.Snapshot(context.Background()); err == nil {
+				mustCall(t, snap, "check", `{}`)
+				snap.Close("")
+			}
+		})
+		calls.Go(func() { sess.Close("normal") })
+		calls.Wait()
+		n := 1
+		if <-bumped {
+			n = 2
+		}
+		want := fmt.Sprintf("%s notifications/terminated/normal/%d", id, n)
+		count := 0
+		for _, p := range rec.list() {
+			if strings.HasPrefix(p, id+" notifications/terminated/") {
+				count++
+				if p != want {
+					t.Errorf("%s, want %s", p, want)
+				}
+			}
+		}
+		if count != 1 {
+			t.Errorf("terminate of %s ran %d times", id, count)
+		}
+	}
 }
 
 // heapAlloc returns the live heap after collections settle.
@@ -263,7 +312,7 @@ func heapAlloc() int64 {
 // host's test measure a whole idle session, the transport's part included.)
 func TestHibernateMemory(t *testing.T) {
 	const n = 1000
-	s, _ := loadSleeper(t, 1, "v1", &recorder{})
+	s, _ := loadSleeper(t, 1, "v1", &recorder{}, -1) // no pool: its depth follows the test's pace
 	ctx := context.Background()
 	base := heapAlloc()
 	sessions := make([]mcp.Session, n)
@@ -283,6 +332,9 @@ func TestHibernateMemory(t *testing.T) {
 		}
 		return true
 	})
+	if got := s.LiveStates(); got != 0 {
+		t.Errorf("%d Lua states open with every session asleep", got)
+	}
 	per := float64(heapAlloc()-base) / n
 	t.Logf("%.0f bytes of heap per sleeping session", per)
 	if per > 1024 {
@@ -294,5 +346,58 @@ func TestHibernateMemory(t *testing.T) {
 	clear(sessions)
 	if grew := heapAlloc() - base; grew > 256<<10 {
 		t.Errorf("after closing every session the heap is %d KiB above where it started", grew>>10)
+	}
+}
+
+// BenchmarkHibernate measures a hibernation (freeze the state, close the Lua
+// state) and a wake-up (a warm state from the pool, thaw the state) followed
+// by an empty method, for a small state and a 10,000-entry one.
+func BenchmarkHibernate(b *testing.B) {
+	for _, bc := range []struct{ name, params string }{
+		{"state=small", `{}`},
+		{"state=10k", `{"size":10000}`},
+	} {
+		ss := echoSession(b, bc.params).(*session)
+		p := ss.script.current().pool
+		ctx := context.Background()
+		method := func() {
+			c, err := ss.begin(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ss.end(c, nil)
+		}
+		refilled := func() {
+			for len(p.fresh) < int(p.depth.Load()) {
+				runtime.Gosched()
+			}
+		}
+		b.Run("hibernate/"+bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				method() // awake
+				b.StartTimer()
+				if !ss.hibernate(clock()) {
+					b.Fatal("did not hibernate")
+				}
+			}
+			b.ReportMetric(float64(len(ss.frozen)), "frozen-bytes")
+		})
+		b.Run("wake/"+bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				if phase(ss.phase.Load()) == awake && !ss.hibernate(clock()) {
+					b.Fatal("did not hibernate")
+				}
+				refilled()
+				b.StartTimer()
+				method()
+			}
+			if n := p.inline.Load(); n != 0 {
+				b.Errorf("%d states built inline", n)
+			}
+		})
 	}
 }
