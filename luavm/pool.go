@@ -31,8 +31,8 @@ type pool struct {
 	s     *Version
 	fresh chan *vm
 	spare chan *vm
-	size  int          // the configured depth of fresh: the least it is kept at
-	depth atomic.Int32 // the fresh states the fillers keep: size..cap(fresh)
+	size  int           // the configured depth of fresh: the least it is kept at
+	depth atomic.Int32  // the fresh states the fillers keep: size..cap(fresh)
 	want  chan struct{} // wakes a filler after a fresh state was taken
 	stop  chan struct{}
 	done  chan struct{}
