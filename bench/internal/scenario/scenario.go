@@ -68,6 +68,8 @@ type Scale struct {
 	Warmup    time.Duration // unmeasured start of every timed run
 	Duration  time.Duration // measured window of every timed run
 	Abandon   int           // sessions opened and abandoned
+	Idle      int           // sessions of the "idle" scenario (0: not run): abandon at full scale
+	IdleWait  time.Duration // how long abandoned sessions sit idle before their memory is read
 	TTL       time.Duration // the idle TTL servers were started with on spec.PathChurn
 	Listeners int           // sessions with an open GET stream in the broadcast
 	Rounds    int           // measured broadcasts
@@ -171,15 +173,19 @@ func All(s Scale) []Scenario {
 	for _, c := range s.Levels {
 		all = append(all, Scenario{fmt.Sprintf("2026-07-28 c=%d", c), spec.PathModern, modernCalls(c), H1})
 	}
-	return append(all,
+	all = append(all,
 		Scenario{fmt.Sprintf("churn c=%d", s.Conc), spec.PathChurn, churn, H1},
-		Scenario{fmt.Sprintf("abandon %d", s.Abandon), spec.PathChurn, abandon, H1},
+		Scenario{fmt.Sprintf("abandon %d", s.Abandon), spec.PathChurn, abandon(s.Abandon), H1},
 		Scenario{fmt.Sprintf("tools/list %d c=%d", spec.ToolCount, listConc(s)), spec.PathTools, list, H1},
 		Scenario{fmt.Sprintf("progress x%d c=%d", spec.ProgressSteps, s.Conc), spec.PathProgress, progress, H1},
 		Scenario{fmt.Sprintf("broadcast %d", s.Listeners), spec.PathBroadcast, broadcast, H1},
 		Scenario{fmt.Sprintf("http.get c=%d", s.Conc), spec.PathFetch, fetch(s.Conc), H1},
 		Scenario{fmt.Sprintf("echo beside %d spinners", spec.Spinners), spec.PathSpin, spin, H1},
 	)
+	if s.Idle > 0 {
+		all = append(all, Scenario{fmt.Sprintf("idle %d", s.Idle), spec.PathChurn, abandon(s.Idle), H1})
+	}
+	return all
 }
 
 // RunOn runs sc against t.
