@@ -37,7 +37,9 @@ type Config struct {
 	// Pushes returns where the pushes of a script served on a route path go
 	// (mcp.Hub.Route: the sessions of that route only); nil drops pushes.
 	Pushes   func(path string) bridge.Pushes
-	PoolSize int // warm fresh states kept per script (default 4; negative: none)
+	// PoolSize is the least number of warm fresh states kept per script
+	// (default 4; negative: none); the lane deepens with demand (pool.go).
+	PoolSize int
 	// CallTimeout is the hard cap on one callback of a route that does not
 	// set call_timeout_ms (default DefaultCallTimeout).
 	CallTimeout time.Duration
