@@ -160,6 +160,7 @@ func (ss *session) hibernate(cut int64) bool {
 	ss.phase.Store(uint32(asleep))
 	ss.mu.Unlock()
 	v.close()
+	ss.script.logger.Debug("session hibernated", "session", ss.id, "bytes", len(frozen))
 	return true
 }
 
@@ -187,6 +188,7 @@ func (ss *session) wake(ctx context.Context) error {
 	ss.s, ss.v, ss.state, ss.frozen = ver, v, state, nil
 	ss.phase.Store(uint32(awake))
 	ss.mu.Unlock()
+	ss.script.logger.Debug("session woke", "session", ss.id)
 	return nil
 }
 
