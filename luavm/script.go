@@ -36,7 +36,7 @@ type Config struct {
 	Logger *slog.Logger // default: slog.Default()
 	// Pushes returns where the pushes of a script served on a route path go
 	// (mcp.Hub.Route: the sessions of that route only); nil drops pushes.
-	Pushes   func(path string) bridge.Pushes
+	Pushes func(path string) bridge.Pushes
 	// PoolSize is the least number of warm fresh states kept per script
 	// (default 4; negative: none); the lane deepens with demand (pool.go).
 	PoolSize int
