@@ -2,8 +2,10 @@ package host_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -37,9 +39,21 @@ func settledMemory() (heap, stacks int64) {
 func TestIdleSessionsHibernateAndReap(t *testing.T) {
 	const n = 500
 	dir := writeDir(t, map[string]string{
-		"idle.lua": server(`{ sessions = true, session_hibernate_ms = 1, session_ttl_ms = 5000 }`, "echo"),
+		"idle.lua": server(`{ sessions = true, session_hibernate_ms = 1, session_ttl_ms = 8000 }`, "echo"),
 	})
-	h, _ := newHost(t, dir)
+	// No pool: its depth follows demand, and its states would blur both
+	// the count of states and the memory per session.
+	h, err := host.New(host.Config{Dir: dir, Logger: slog.New(slog.DiscardHandler), PoolSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
 	handler := h.Handler()
 	post := func(sid, method string, params any) string {
 		t.Helper()
@@ -77,20 +91,27 @@ func TestIdleSessionsHibernateAndReap(t *testing.T) {
 	// One session first, so that one-time allocations are in the baseline.
 	sid := post("", "initialize", initParams)
 	post(sid, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}})
+	del := httptest.NewRequest(http.MethodDelete, "http://127.0.0.1/mcp/idle", nil)
+	del.RemoteAddr = "127.0.0.1:40000"
+	del.Header.Set("Mcp-Session-Id", sid)
+	del.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	handler.ServeHTTP(httptest.NewRecorder(), del)
 	waitFor("the first session to end", func() bool { return stats().Sessions == 0 })
-	pooled := stats().LuaStates
 	baseHeap, baseStacks := settledMemory()
 
 	for range n {
 		sid := post("", "initialize", initParams)
 		post(sid, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}})
 	}
-	waitFor("every session to hibernate", func() bool { return stats().LuaStates <= pooled })
-	if got := stats().Sessions; got != n {
-		t.Fatalf("%d sessions live before the TTL, want %d", got, n)
+	waitFor("every session to hibernate", func() bool { return stats().LuaStates == 0 })
+	// On a slow machine the TTL may reap the first sessions before the last
+	// is open: what they held is gone with them, so the cost is per live one.
+	live := stats().Sessions
+	if live < n/2 {
+		t.Fatalf("%d of %d sessions live: opening them took longer than the TTL", live, n)
 	}
 	heap, stacks := settledMemory()
-	per := float64(heap+stacks-baseHeap-baseStacks) / n
+	per := float64(heap+stacks-baseHeap-baseStacks) / float64(live)
 	t.Logf("%.0f bytes per idle session (heap and stacks)", per)
 	if per > 6<<10 {
 		t.Errorf("an idle session holds %.0f bytes, want <= 6 KiB", per)
@@ -103,7 +124,7 @@ func TestIdleSessionsHibernateAndReap(t *testing.T) {
 	if grew := heap - baseHeap; grew > 128<<10 {
 		t.Errorf("after the reap the heap holds %d KiB more than before the sessions", grew>>10)
 	}
-	if got := stats().LuaStates; got > pooled {
-		t.Errorf("%d Lua states open after the reap, want the pool's %d", got, pooled)
+	if got := stats().LuaStates; got != 0 {
+		t.Errorf("%d Lua states open after the reap", got)
 	}
 }
