@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -58,13 +59,18 @@ return {
 `
 
 // loadSleeper writes sleeper (hibernating after ms, reporting version) to a
-// temporary folder and loads it with a pool of poolSize; pushes go to rec.
-func loadSleeper(t *testing.T, ms int, version string, rec *recorder, poolSize int) (*Script, string) {
+// temporary folder and loads it (edit, if any, changes its Config); pushes
+// go to rec.
+func loadSleeper(t *testing.T, ms int, version string, rec *recorder, edit func(*Config)) (*Script, string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "h.lua")
 	writeSleeper(t, file, ms, version)
 	logger, _ := newLogger()
-	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: poolSize, Pushes: everywhere(rec)})
+	cfg := Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: 2, Pushes: everywhere(rec)}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := Load(file, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +101,7 @@ func hasState(ss mcp.Session) bool {
 
 func TestHibernateAndWake(t *testing.T) {
 	rec := &recorder{}
-	s, _ := loadSleeper(t, 20, "v1", rec, 2)
+	s, _ := loadSleeper(t, 20, "v1", rec, nil)
 	sess, _ := open(t, s, "a")
 	mustCall(t, sess, "bump", `{}`)
 	if got := text(t, mustCall(t, sess, "bump", `{}`)); got != "v1 2" {
@@ -167,7 +173,7 @@ func TestHibernateAndWake(t *testing.T) {
 // state; its client is told its lists may have changed.
 func TestHibernateReload(t *testing.T) {
 	rec := &recorder{}
-	s, file := loadSleeper(t, 20, "v1", rec, 2)
+	s, file := loadSleeper(t, 20, "v1", rec, nil)
 	sess, _ := open(t, s, "a")
 	mustCall(t, sess, "bump", `{}`)
 	eventually(t, "hibernation", func() bool { return isAsleep(sess) })
@@ -187,7 +193,7 @@ func TestHibernateReload(t *testing.T) {
 }
 
 func TestHibernateNever(t *testing.T) {
-	s, _ := loadSleeper(t, 0, "v1", &recorder{}, 2)
+	s, _ := loadSleeper(t, 0, "v1", &recorder{}, nil)
 	sess, _ := open(t, s, "a")
 	mustCall(t, sess, "bump", `{}`)
 	if s.sweep.stop != nil {
@@ -202,7 +208,7 @@ func TestHibernateNever(t *testing.T) {
 // every call sees the state the one before left, and nothing leaks.
 func TestHibernateRace(t *testing.T) {
 	rec := &recorder{}
-	s, file := loadSleeper(t, 1, "v", rec, 2)
+	s, file := loadSleeper(t, 1, "v", rec, nil)
 	var wg sync.WaitGroup
 	for i := range 4 {
 		sess, _, err := s.Init(context.Background(), nil, fmt.Sprint("s", i))
@@ -312,7 +318,12 @@ func heapAlloc() int64 {
 // host's test measure a whole idle session, the transport's part included.)
 func TestHibernateMemory(t *testing.T) {
 	const n = 1000
-	s, _ := loadSleeper(t, 1, "v1", &recorder{}, -1) // no pool: its depth follows the test's pace
+	// No pool (its depth follows the test's pace), and no log (it would
+	// grow with every hibernation).
+	s, _ := loadSleeper(t, 1, "v1", &recorder{}, func(c *Config) {
+		c.PoolSize = -1
+		c.Logger = slog.New(slog.DiscardHandler)
+	})
 	ctx := context.Background()
 	base := heapAlloc()
 	sessions := make([]mcp.Session, n)
@@ -399,5 +410,29 @@ func BenchmarkHibernate(b *testing.B) {
 				b.Errorf("%d states built inline", n)
 			}
 		})
+	}
+}
+
+// A sleeping session outlives its script: it still wakes (on a state built
+// for it) and closes what it woke on.
+func TestHibernateAfterScriptClose(t *testing.T) {
+	rec := &recorder{}
+	s, _ := loadSleeper(t, 1, "v1", rec, nil)
+	sess, _, err := s.Init(context.Background(), nil, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, sess, "bump", `{}`)
+	eventually(t, "hibernation", func() bool { return isAsleep(sess) })
+	s.Close()
+	if got := text(t, mustCall(t, sess, "bump", `{}`)); got != "v1 2" {
+		t.Errorf("bump after the script closed = %q", got)
+	}
+	sess.Close("normal")
+	if !slices.Contains(rec.list(), "a notifications/terminated/normal/2") {
+		t.Errorf("pushes %q: terminate did not run", rec.list())
+	}
+	if n := s.LiveStates(); n != 0 {
+		t.Errorf("%d states open", n)
 	}
 }
