@@ -39,7 +39,8 @@ type pool struct {
 	ctx   context.Context // cancelled by close: bounds the fillers' builds
 	quit  context.CancelFunc
 
-	inline atomic.Int64 // fresh states built on a taker's path (tests, metrics)
+	inline  atomic.Int64 // fresh states built on a taker's path (tests, metrics)
+	failing atomic.Bool  // the fillers' last build failed: takers do not wait for them
 
 	mu       sync.Mutex
 	closed   bool
@@ -129,6 +130,7 @@ func (p *pool) fill(shrinker bool) {
 				if p.ctx.Err() != nil {
 					return
 				}
+				p.failing.Store(true)
 				p.s.logger.Error("building a warm Lua state failed", "error", err)
 				select {
 				case <-p.stop:
@@ -139,6 +141,7 @@ func (p *pool) fill(shrinker bool) {
 				continue
 			}
 			backoff = 50 * time.Millisecond
+			p.failing.Store(false)
 			if !p.deliver(v) {
 				return
 			}
@@ -234,8 +237,8 @@ func (p *pool) putLocked(lane chan *vm, v *vm) bool {
 }
 
 // get returns a fresh state: a warm one, else the next one the fillers
-// build, else (they take longer than freshWait, or the pool is closed or
-// disabled) one built now.
+// build, else (they take longer than freshWait, their last build failed, or
+// the pool is closed or disabled) one built now.
 func (p *pool) get(ctx context.Context) (*vm, error) {
 	select {
 	case v := <-p.fresh:
@@ -243,7 +246,7 @@ func (p *pool) get(ctx context.Context) (*vm, error) {
 		return v, nil
 	default:
 	}
-	if cap(p.fresh) > 0 && !p.isClosed() {
+	if cap(p.fresh) > 0 && !p.failing.Load() && !p.isClosed() {
 		p.grow()
 		p.wake()
 		t := time.NewTimer(freshWait)
