@@ -20,7 +20,7 @@ import (
 // but not pristine, so only other short borrowers take them.
 //
 // The fresh lane's depth follows demand: it starts at the configured size,
-// grows by one each time a taker finds the lane empty (up to
+// grows to the size plus the takers found waiting on an empty lane (up to
 // maxFreshFactor times the size, at least minFreshCap), and halves back
 // towards the size after shrinkAfter without a take. A taker that finds it
 // empty waits for the fillers rather than building a state itself (they build
@@ -39,6 +39,7 @@ type pool struct {
 	ctx   context.Context // cancelled by close: bounds the fillers' builds
 	quit  context.CancelFunc
 
+	waiting atomic.Int32 // takers waiting for the fillers
 	inline  atomic.Int64 // fresh states built on a taker's path (tests, metrics)
 	failing atomic.Bool  // the fillers' last build failed: takers do not wait for them
 
@@ -177,12 +178,15 @@ func (p *pool) unclaim() {
 	p.mu.Unlock()
 }
 
-// grow deepens the fresh lane by one, up to its capacity: a taker found it
-// empty.
-func (p *pool) grow() {
+// grow deepens the fresh lane, up to its capacity, when a taker finds it
+// empty: to size + the takers waiting for the fillers, so that as many find
+// a state next time. Under load that outruns the fillers the depth follows
+// the takers' concurrency, not the count of misses.
+func (p *pool) grow(waiting int32) {
+	want := min(int32(p.size)+waiting, int32(cap(p.fresh)))
 	for {
 		d := p.depth.Load()
-		if int(d) >= cap(p.fresh) || p.depth.CompareAndSwap(d, d+1) {
+		if d >= want || p.depth.CompareAndSwap(d, want) {
 			return
 		}
 	}
@@ -247,7 +251,8 @@ func (p *pool) get(ctx context.Context) (*vm, error) {
 	default:
 	}
 	if cap(p.fresh) > 0 && !p.failing.Load() && !p.isClosed() {
-		p.grow()
+		p.grow(p.waiting.Add(1))
+		defer p.waiting.Add(-1)
 		p.wake()
 		t := time.NewTimer(freshWait)
 		select {

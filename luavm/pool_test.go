@@ -172,8 +172,8 @@ func TestPoolChurnBuildsNoneInline(t *testing.T) {
 		wg.Wait()
 	}
 	churn(20)
-	if d := int(p.depth.Load()); d <= 2 {
-		t.Errorf("depth %d after a burst of 8 concurrent starts, want it grown past the size 2", d)
+	if d := int(p.depth.Load()); d <= 2 || d > 2+8 {
+		t.Errorf("depth %d after bursts of 8 concurrent starts, want it grown past the size 2, to at most 2 + 8", d)
 	}
 	inline := p.inline.Load()
 	churn(50)
