@@ -10,35 +10,47 @@ import (
 )
 
 // BenchmarkIdleSessionMemory reports the live heap one idle session-mode
-// session holds (its Lua state included), after init and one call, as
-// bytes/session.
+// session holds after init and one call, as bytes/session: awake (its Lua
+// state included) and asleep (hibernated: its state frozen, its Lua state
+// closed).
 func BenchmarkIdleSessionMemory(b *testing.B) {
-	s, _ := load(b, "echo.lua", func(c *Config) { c.PoolSize = 1 })
-	ctx := context.Background()
-	const n = 200
-	sessions := make([]mcp.Session, 0, n)
-	var before, after runtime.MemStats
-	for b.Loop() {
-		settle()
-		runtime.ReadMemStats(&before)
-		for range n {
-			ss, _, err := s.Init(ctx, json.RawMessage(initParams), "sid")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := ss.CallTool(ctx, testCall("sid"), "echo", json.RawMessage(`{"text":"hi"}`)); err != nil {
-				b.Fatal(err)
-			}
-			sessions = append(sessions, ss)
+	for _, asleep := range []bool{false, true} {
+		name := "awake"
+		if asleep {
+			name = "asleep"
 		}
-		settle()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "bytes/session")
-		for _, ss := range sessions {
-			ss.Close("")
-		}
-		clear(sessions)
-		sessions = sessions[:0]
+		b.Run(name, func(b *testing.B) {
+			s, _ := load(b, "echo.lua", func(c *Config) { c.PoolSize = -1 })
+			ctx := context.Background()
+			const n = 200
+			sessions := make([]mcp.Session, 0, n)
+			var before, after runtime.MemStats
+			for b.Loop() {
+				settle()
+				runtime.ReadMemStats(&before)
+				for range n {
+					ss, _, err := s.Init(ctx, json.RawMessage(initParams), "sid")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := ss.CallTool(ctx, testCall("sid"), "echo", json.RawMessage(`{"text":"hi"}`)); err != nil {
+						b.Fatal(err)
+					}
+					if asleep && !ss.(*session).hibernate(clock()) {
+						b.Fatal("did not hibernate")
+					}
+					sessions = append(sessions, ss)
+				}
+				settle()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "bytes/session")
+				for _, ss := range sessions {
+					ss.Close("")
+				}
+				clear(sessions)
+				sessions = sessions[:0]
+			}
+		})
 	}
 }
 

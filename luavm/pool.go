@@ -2,31 +2,50 @@ package luavm
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// A pool keeps warm states of one script, so that initialize and stateless
-// requests do not wait for a state to be built and its chunk run.
+// A pool keeps warm states of one script, so that initialize, a hibernated
+// session's wake-up, snapshots and stateless requests do not build a state
+// and run its chunk on the request's path.
 //
-// It has two lanes. fresh holds states that have only run the chunk; one
-// goroutine keeps it full. A session takes a fresh state and owns it for
-// life: it is closed afterwards, never returned. spare holds states given back
-// by short borrowers (stateless requests, snapshots, auth checks, Describe)
-// whose work ended cleanly; they are warm but not pristine, so only other short
-// borrowers take them.
+// It has two lanes. fresh holds states that have only run the chunk; filler
+// goroutines keep it at its depth. A session takes a fresh state and owns it
+// for life: it is closed afterwards (or when it hibernates), never returned.
+// spare holds states given back by short borrowers (stateless requests,
+// snapshots, auth checks, Describe) whose work ended cleanly; they are warm
+// but not pristine, so only other short borrowers take them.
+//
+// The fresh lane's depth follows demand: it starts at the configured size,
+// grows to the size plus the takers found waiting on an empty lane (up to
+// maxFreshFactor times the size, at least minFreshCap), and halves back
+// towards the size after shrinkAfter without a take. A taker that finds it
+// empty waits for the fillers rather than building a state itself (they build
+// on up to fillers goroutines at once), unless they fail to deliver within
+// freshWait: so steady churn never builds inline, and a chunk that now fails
+// to run still reports its error.
 type pool struct {
 	s     *Version
 	fresh chan *vm
 	spare chan *vm
-	want  chan struct{} // wakes the filler after a fresh state was taken
+	size  int           // the configured depth of fresh: the least it is kept at
+	depth atomic.Int32  // the fresh states the fillers keep: size..cap(fresh)
+	want  chan struct{} // wakes a filler after a fresh state was taken
 	stop  chan struct{}
 	done  chan struct{}
-	ctx   context.Context // cancelled by close: bounds the filler's builds
+	ctx   context.Context // cancelled by close: bounds the fillers' builds
 	quit  context.CancelFunc
 
-	mu     sync.Mutex
-	closed bool
+	waiting atomic.Int32 // takers waiting for the fillers
+	inline  atomic.Int64 // fresh states built on a taker's path (tests, metrics)
+	failing atomic.Bool  // the fillers' last build failed: takers do not wait for them
+
+	mu       sync.Mutex
+	closed   bool
+	building int // fresh states the fillers are building: with len(fresh), at most depth
 }
 
 // minSpares is the least number of spare states a pool keeps. Stateless
@@ -39,45 +58,80 @@ const minSpares = 64
 // closeGrace is how long close waits for a build in progress to stop.
 const closeGrace = time.Second
 
+// The fresh lane's bounds and pace (see pool).
+const (
+	maxFreshFactor = 16
+	minFreshCap    = 64
+	shrinkAfter    = 30 * time.Second
+	freshWait      = 100 * time.Millisecond
+)
+
+// fillers is how many fresh states a pool builds at once: one per processor,
+// as many as takers building their own would.
+func fillers() int { return min(runtime.GOMAXPROCS(0), 8) }
+
 func newPool(s *Version, size int) *pool {
 	ctx, quit := context.WithCancel(context.Background())
-	spares := 0
+	spares, depth := 0, 0
 	if size > 0 {
 		spares = max(size, minSpares)
+		depth = max(size*maxFreshFactor, minFreshCap)
 	}
-	return &pool{
+	p := &pool{
 		s:     s,
-		fresh: make(chan *vm, size),
+		fresh: make(chan *vm, depth),
 		spare: make(chan *vm, spares),
-		want:  make(chan struct{}, 1),
+		size:  size,
+		want:  make(chan struct{}, fillers()),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 		ctx:   ctx,
 		quit:  quit,
 	}
+	p.depth.Store(int32(size))
+	return p
 }
 
-// start launches the filler, after seeding the pool with v (may be nil).
+// start launches the fillers, after seeding the pool with v (may be nil).
 func (p *pool) start(v *vm) {
 	if v != nil {
 		p.put(p.fresh, v)
 	}
-	go p.fill()
+	if p.size <= 0 {
+		close(p.done)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range fillers() {
+		wg.Go(func() { p.fill(i == 0) })
+	}
+	go func() {
+		wg.Wait()
+		close(p.done)
+	}()
 }
 
-// fill builds fresh states until the lane is full, then waits for a taker.
-// A failing build (a chunk that fails now but loaded before) is logged and
-// retried with backoff.
-func (p *pool) fill() {
-	defer close(p.done)
+// fill builds fresh states until the lane is as deep as wanted, then waits
+// for a taker. A failing build (a chunk that fails now but loaded before) is
+// logged and retried with backoff. The first filler (shrinker) also brings
+// the depth back down after shrinkAfter without a take.
+func (p *pool) fill(shrinker bool) {
 	backoff := 50 * time.Millisecond
+	var idle <-chan time.Time
+	var t *time.Timer
+	if shrinker {
+		t = time.NewTimer(shrinkAfter)
+		defer t.Stop()
+	}
 	for {
-		for len(p.fresh) < cap(p.fresh) {
+		for p.claim() {
 			v, err := p.s.newVM(p.ctx)
 			if err != nil {
+				p.unclaim()
 				if p.ctx.Err() != nil {
 					return
 				}
+				p.failing.Store(true)
 				p.s.logger.Error("building a warm Lua state failed", "error", err)
 				select {
 				case <-p.stop:
@@ -88,23 +142,92 @@ func (p *pool) fill() {
 				continue
 			}
 			backoff = 50 * time.Millisecond
-			// Only this goroutine sends to fresh, so there is room.
-			if !p.put(p.fresh, v) {
+			p.failing.Store(false)
+			if !p.deliver(v) {
 				return
 			}
 		}
+		if shrinker {
+			t.Reset(shrinkAfter)
+			idle = t.C
+		}
 		select {
 		case <-p.want:
+		case <-idle:
+			p.shrink()
 		case <-p.stop:
 			return
 		}
 	}
 }
 
+// claim reserves the build of one fresh state, if the lane needs one.
+func (p *pool) claim() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.fresh)+p.building >= int(p.depth.Load()) {
+		return false
+	}
+	p.building++
+	return true
+}
+
+func (p *pool) unclaim() {
+	p.mu.Lock()
+	p.building--
+	p.mu.Unlock()
+}
+
+// grow deepens the fresh lane, up to its capacity, when a taker finds it
+// empty: to size + the takers waiting for the fillers, so that as many find
+// a state next time. Under load that outruns the fillers the depth follows
+// the takers' concurrency, not the count of misses.
+func (p *pool) grow(waiting int32) {
+	want := min(int32(p.size)+waiting, int32(cap(p.fresh)))
+	for {
+		d := p.depth.Load()
+		if d >= want || p.depth.CompareAndSwap(d, want) {
+			return
+		}
+	}
+}
+
+// shrink halves the lane's depth towards its size and closes the states
+// past it: no taker came for shrinkAfter.
+func (p *pool) shrink() {
+	d := max(int(p.depth.Load())/2, p.size)
+	p.depth.Store(int32(d))
+	for len(p.fresh) > d {
+		select {
+		case v := <-p.fresh:
+			v.close()
+		default:
+			return
+		}
+	}
+}
+
+// deliver ends a claimed build: v joins the fresh lane, in one step with the
+// end of the claim (so that no other filler claims the same place).
+func (p *pool) deliver(v *vm) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.building--
+	if len(p.fresh) >= int(p.depth.Load()) { // shrunk meanwhile
+		v.close()
+		return !p.closed
+	}
+	return p.putLocked(p.fresh, v)
+}
+
 // put adds v to lane, or closes it when the pool is closed or the lane full.
 func (p *pool) put(lane chan *vm, v *vm) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.putLocked(lane, v)
+}
+
+func (p *pool) putLocked(lane chan *vm, v *vm) bool {
 	if p.closed {
 		v.close()
 		return false
@@ -117,7 +240,9 @@ func (p *pool) put(lane chan *vm, v *vm) bool {
 	return true
 }
 
-// get returns a fresh state: a warm one, or one built now.
+// get returns a fresh state: a warm one, else the next one the fillers
+// build, else (they take longer than freshWait, their last build failed, or
+// the pool is closed or disabled) one built now.
 func (p *pool) get(ctx context.Context) (*vm, error) {
 	select {
 	case v := <-p.fresh:
@@ -125,8 +250,32 @@ func (p *pool) get(ctx context.Context) (*vm, error) {
 		return v, nil
 	default:
 	}
-	p.wake()
+	if cap(p.fresh) > 0 && !p.failing.Load() && !p.isClosed() {
+		p.grow(p.waiting.Add(1))
+		defer p.waiting.Add(-1)
+		p.wake()
+		t := time.NewTimer(freshWait)
+		select {
+		case v := <-p.fresh:
+			t.Stop()
+			p.wake()
+			return v, nil
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-p.stop:
+			t.Stop()
+		}
+	}
+	p.inline.Add(1)
 	return p.s.newVM(ctx)
+}
+
+func (p *pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
 }
 
 // getSpare returns a state for a short borrower: a spare one if any, else a

@@ -28,10 +28,13 @@ func TestPoolKeepsFreshStates(t *testing.T) {
 			t.Errorf("session %d: init ran %s times on its state", i, got)
 		}
 	}
-	// The filler refills the lane behind them.
-	eventually(t, "the pool to refill", func() bool { return len(s.current().pool.fresh) == 3 })
-	if n := s.LiveStates(); n != 3+5 {
-		t.Errorf("%d states open, want 8", n)
+	// The fillers refill the lane behind them (deeper if a session found
+	// it empty).
+	p := s.current().pool
+	depth := func() int { return int(p.depth.Load()) }
+	eventually(t, "the pool to refill", func() bool { return len(p.fresh) == depth() })
+	if n := s.LiveStates(); n != depth()+5 {
+		t.Errorf("%d states open, want %d fresh + 5", n, depth())
 	}
 	// A session's state is closed with it, never given back.
 	for _, ss := range sessions {
@@ -40,8 +43,8 @@ func TestPoolKeepsFreshStates(t *testing.T) {
 	if n := len(s.current().pool.spare); n != 0 {
 		t.Errorf("%d session states went back to the pool", n)
 	}
-	if n := s.LiveStates(); n != 3 {
-		t.Errorf("%d states open after closing the sessions, want 3", n)
+	if n := s.LiveStates(); n != depth() {
+		t.Errorf("%d states open after closing the sessions, want the %d fresh", n, depth())
 	}
 }
 
@@ -142,5 +145,74 @@ func TestNoLeaks(t *testing.T) {
 	ss.Close("")
 	if n := s2.LiveStates(); n != 0 {
 		t.Errorf("%d states open after the late Close", n)
+	}
+}
+
+// Under steady churn (initialize, call, close) the fillers keep the fresh
+// lane ahead: once its depth has followed the demand, no session start
+// builds a state inline. Without takers the depth goes back down.
+func TestPoolChurnBuildsNoneInline(t *testing.T) {
+	s, _ := load(t, "echo.lua", func(c *Config) { c.PoolSize = 2 })
+	p := s.current().pool
+	churn := func(lives int) {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range lives {
+					ss, _, err := s.Init(context.Background(), json.RawMessage(initParams), "sid")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mustCall(t, ss, "echo", `{"text":"x"}`)
+					ss.Close("normal")
+				}
+			})
+		}
+		wg.Wait()
+	}
+	churn(20)
+	if d := int(p.depth.Load()); d <= 2 || d > 2+8 {
+		t.Errorf("depth %d after bursts of 8 concurrent starts, want it grown past the size 2, to at most 2 + 8", d)
+	}
+	inline := p.inline.Load()
+	churn(50)
+	if n := p.inline.Load() - inline; n != 0 {
+		t.Errorf("%d of 400 session starts built their state inline under steady churn", n)
+	}
+
+	for range 8 {
+		p.shrink() // what the first filler does after shrinkAfter without a take
+	}
+	if d := int(p.depth.Load()); d != 2 {
+		t.Errorf("depth %d after the lane went unused, want the size 2", d)
+	}
+	// A build under way when the depth shrank is closed on delivery.
+	eventually(t, "the lane at its depth, and no other state open", func() bool {
+		return len(p.fresh) == 2 && s.LiveStates() == 2
+	})
+}
+
+// BenchmarkPoolGet is the hand-out of a warm fresh state (the fillers refill
+// the lane between iterations, off the clock).
+func BenchmarkPoolGet(b *testing.B) {
+	s, _ := load(b, "echo.lua", func(c *Config) { c.PoolSize = 4 })
+	p := s.current().pool
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := p.get(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		v.close()
+		for len(p.fresh) < int(p.depth.Load()) {
+			runtime.Gosched()
+		}
+		b.StartTimer()
+	}
+	if n := p.inline.Load(); n != 0 {
+		b.Errorf("%d states built inline", n)
 	}
 }

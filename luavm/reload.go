@@ -74,8 +74,16 @@ func (s *Script) Commit(ver *Version) {
 	// commit for migrateTimeout per session.
 	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
 	defer cancel()
-	for _, ss := range s.liveSessions() {
+	sessions := s.liveSessions()
+	for _, ss := range sessions {
 		ss.followIdle(ctx)
+	}
+	if ver.hibernate > 0 && len(sessions) > 0 {
+		s.mu.Lock()
+		if !s.closed {
+			s.startSweeper()
+		}
+		s.mu.Unlock()
 	}
 }
 
@@ -88,12 +96,18 @@ func (s *Script) track(ss *session) bool {
 		return false
 	}
 	s.sessions[ss] = struct{}{}
+	if s.current().hibernate > 0 {
+		s.startSweeper()
+	}
 	return true
 }
 
 func (s *Script) untrack(ss *session) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
+	if len(s.sessions) == 0 {
+		s.sessions = make(map[*session]struct{}) // a map never shrinks: give back a peak's buckets
+	}
 	s.mu.Unlock()
 }
 
@@ -141,6 +155,10 @@ func (ss *session) followIdle(ctx context.Context) {
 func (ss *session) follow(ctx context.Context) {
 	target := ss.script.current()
 	if ss.s == target || ss.stuck == target {
+		return
+	}
+	if phase(ss.phase.Load()) == asleep {
+		ss.movedAsleep(target)
 		return
 	}
 	if err := ss.migrate(ctx, target); err != nil {

@@ -21,17 +21,23 @@ type routeOptions struct {
 	// (memory_limit_mb).
 	memoryLimit int64
 	reuseLists  listReuse // reuse_lists (lists.go)
+	// hibernate is how long a session stays idle before it gives its Lua
+	// state back (session_hibernate_ms, hibernate.go); 0: never.
+	hibernate time.Duration
 }
 
 // DefaultStateMemoryLimit is the default of the route option memory_limit_mb,
 // in bytes.
 const DefaultStateMemoryLimit = 64 << 20
 
+// DefaultHibernate is the default of the route option session_hibernate_ms.
+const DefaultHibernate = 30 * time.Second
+
 // parseRoute reads the module's route table (script-api.md "Route
 // options"). Unset transport options stay zero, which mcp.Options reads as
 // their defaults; Path defaults to /mcp/<name>.
 func parseRoute(v lua.LValue, name string) (routeOptions, error) {
-	opts := routeOptions{Options: mcp.Options{Path: "/mcp/" + name}, memoryLimit: DefaultStateMemoryLimit}
+	opts := routeOptions{Options: mcp.Options{Path: "/mcp/" + name}, memoryLimit: DefaultStateMemoryLimit, hibernate: DefaultHibernate}
 	if v == lua.LNil {
 		return opts, nil
 	}
@@ -117,6 +123,8 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 		o.CacheScope = string(s)
 	case "oauth":
 		o.OAuth, err = parseOAuth(v)
+	case "session_hibernate_ms":
+		o.hibernate, err = msOption(key, v, 0) // 0: never
 	case "session_keepalive_ms":
 		o.SessionKeepAlive, err = msOption(key, v, 0)
 		if err == nil && o.SessionKeepAlive == 0 {

@@ -36,8 +36,10 @@ type Config struct {
 	Logger *slog.Logger // default: slog.Default()
 	// Pushes returns where the pushes of a script served on a route path go
 	// (mcp.Hub.Route: the sessions of that route only); nil drops pushes.
-	Pushes   func(path string) bridge.Pushes
-	PoolSize int // warm fresh states kept per script (default 4; negative: none)
+	Pushes func(path string) bridge.Pushes
+	// PoolSize is the least number of warm fresh states kept per script
+	// (default 4; negative: none); the lane deepens with demand (pool.go).
+	PoolSize int
 	// CallTimeout is the hard cap on one callback of a route that does not
 	// set call_timeout_ms (default DefaultCallTimeout).
 	CallTimeout time.Duration
@@ -85,16 +87,24 @@ type Script struct {
 	mu       sync.Mutex // guards sessions and closed
 	sessions map[*session]struct{}
 	closed   bool
+
+	sweep sweeper // hibernates idle sessions (hibernate.go)
 }
 
 // Version is one compiled version of a script: its chunk, its route options,
 // its required modules and its pool of warm states.
 type Version struct {
 	*Script
-	proto   *lua.FunctionProto
-	opts    mcp.Options
-	pushes  bridge.Pushes // where this version's pushes go: its route's sessions; nil drops them
-	memory  int64         // bytes each state may hold (memory_limit_mb); 0 until validated
+	proto  *lua.FunctionProto
+	opts   mcp.Options
+	pushes bridge.Pushes // where this version's pushes go: its route's sessions; nil drops them
+	memory int64         // bytes each state may hold (memory_limit_mb); 0 until validated
+	// hibernate is how long a session of this version stays idle before it
+	// hibernates (session_hibernate_ms); 0: never.
+	hibernate time.Duration
+	// defined says which callbacks the server module defines (as vm.has),
+	// for work without a state: closing a sleeping session.
+	defined [numCallbacks]bool
 	modules *modules
 	pool    *pool
 	retLine int          // line of the chunk's final return, for module errors
@@ -206,6 +216,9 @@ func (ver *Version) Options() mcp.Options { return ver.opts }
 // Discard releases a version that will not be committed.
 func (ver *Version) Discard() { ver.pool.close() }
 
+// defines reports whether the version's server module defines callback cb.
+func (s *Version) defines(cb int) bool { return s.defined[cb] }
+
 // current returns the current version.
 func (s *Script) current() *Version { return s.cur.Load() }
 
@@ -246,7 +259,10 @@ func (s *Version) validate(v *vm) error {
 	if err != nil {
 		return s.moduleError("%v", err)
 	}
-	s.opts, s.memory, s.reuseLists = opts.Options, opts.memoryLimit, opts.reuseLists
+	s.opts, s.memory, s.reuseLists, s.hibernate = opts.Options, opts.memoryLimit, opts.reuseLists, opts.hibernate
+	for i, fn := range v.fns {
+		s.defined[i] = fn != nil
+	}
 	s.callTimeout = timeoutError{what: "call timeout", limit: cmp.Or(opts.callTimeout, s.cfg.CallTimeout)}
 	s.slotWait = opts.Defaults().RequestTimeout
 	s.lib = hostlib.New(hostlib.Config{Grants: grants, Dir: s.cfg.Dir})
@@ -369,6 +385,7 @@ func (s *Script) Close() {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopSweeper()
 	s.current().pool.close()
 }
 

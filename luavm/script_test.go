@@ -30,6 +30,7 @@ func TestLoadErrors(t *testing.T) {
 		{"memory_limit.lua", "memory_limit.lua:1: route.memory_limit_mb must be an integer >= 1, got 0"},
 		{"memory_load.lua", "memory_load.lua:2: memory limit exceeded: the state holds 2 MiB once the script is loaded, more than memory_limit_mb (1)"},
 		{"cache_ttl.lua", "cache_ttl.lua:1: route.cache_ttl_ms must be an integer >= 0 (milliseconds), got -1"},
+		{"hibernate.lua", "hibernate.lua:1: route.session_hibernate_ms must be an integer >= 0 (milliseconds), got 0.5"},
 		{"cache_scope.lua", `cache_scope.lua:1: route.cache_scope must be "private" or "public", got "shared"`},
 		{"unknown_key.lua", `unknown_key.lua:1: route has an unknown option "sesions"`},
 		{"origins.lua", "origins.lua:1: route.origins[2] must be a string, got 3"},
@@ -82,6 +83,9 @@ func TestRouteOptions(t *testing.T) {
 	if got := s.current().memory; got != 32<<20 {
 		t.Errorf("memory_limit_mb 32: %d bytes", got)
 	}
+	if got := s.current().hibernate; got != 0 {
+		t.Errorf("session_hibernate_ms 0: %v", got)
+	}
 
 	st, _ := load(t, "stateless.lua", nil)
 	if got := st.Options(); !optionsEqual(got, mcp.Options{Path: "/mcp/stateless"}) || got.Auth != nil {
@@ -89,6 +93,9 @@ func TestRouteOptions(t *testing.T) {
 	}
 	if got := st.current().memory; got != DefaultStateMemoryLimit {
 		t.Errorf("memory_limit_mb default: %d bytes", got)
+	}
+	if got := st.current().hibernate; got != DefaultHibernate {
+		t.Errorf("session_hibernate_ms default: %v", got)
 	}
 	if st.Name() != "stateless" {
 		t.Errorf("Name() = %q", st.Name())

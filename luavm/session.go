@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/luamcp/luamcp/bridge"
 	"github.com/luamcp/luamcp/mcp"
@@ -34,11 +35,17 @@ type session struct {
 	work  sync.Mutex
 	stuck *Version // a version the session failed to move to; not retried
 
-	mu     sync.Mutex // guards s, v, state and closed against Snapshot
-	s      *Version   // the version v runs
-	v      *vm
-	state  lua.LValue // the committed state
+	mu     sync.Mutex // guards s, v, state, frozen, phase's changes and closed against Snapshot
+	s      *Version   // the version v runs (asleep: the version it wakes on, if still current)
+	v      *vm        // nil while asleep
+	state  lua.LValue // the committed state (asleep: nil)
 	closed bool
+
+	// Hibernation (hibernate.go), session mode only.
+	phase    atomic.Uint32 // a phase: awake or asleep; changes with work and mu held, read by the sweeper without them
+	frozen   []byte        // asleep: the committed state, frozen (bridge.Codec.Freeze)
+	lastRun  atomic.Int64  // clock() when the last method ended (or init did): the sweeper's idle test
+	unfrozen int64         // guarded by work: the lastRun whose state could not be frozen (not tried again)
 
 	op op // the method in progress; the transport runs one at a time
 }
@@ -82,6 +89,9 @@ func (s *Version) start(ctx context.Context, params json.RawMessage, sessionID s
 	if err != nil {
 		ss.release()
 		return nil, nil, err
+	}
+	if owned {
+		ss.lastRun.Store(clock())
 	}
 	return ss, res, nil
 }
@@ -238,6 +248,12 @@ func (ss *session) begin(ctx context.Context) (*op, error) {
 		ss.work.Unlock()
 		return nil, errClosed
 	}
+	if phase(ss.phase.Load()) == asleep {
+		if err := ss.wake(ctx); err != nil {
+			ss.work.Unlock()
+			return nil, err
+		}
+	}
 	if ss.owned {
 		ss.follow(ctx)
 	}
@@ -271,6 +287,9 @@ func (ss *session) end(c *op, err error) {
 		ss.mu.Unlock()
 	} else if ss.owned {
 		ss.v.dropBackup() // the backup stays, as the live state
+	}
+	if ss.owned {
+		ss.lastRun.Store(clock()) // before the unlock: the sweeper reads it under work
 	}
 	ss.work.Unlock()
 	if ss.owned && ss.behind() {
@@ -671,7 +690,12 @@ func (ss *session) Snapshot(ctx context.Context) (mcp.Session, error) {
 		nv.close()
 		return nil, errClosed
 	}
-	state, err := ss.v.codec.CopyTo(nv.codec, ss.state)
+	var state lua.LValue
+	if phase(ss.phase.Load()) == asleep {
+		state, err = nv.codec.Thaw(ss.frozen)
+	} else {
+		state, err = ss.v.codec.CopyTo(nv.codec, ss.state)
+	}
 	ss.mu.Unlock()
 	if err != nil {
 		nv.close()
@@ -701,7 +725,24 @@ func (ss *session) Close(reason string) {
 	if reason == "shutdown" && ss.script.retired.Load() {
 		reason = "normal" // the script leaves, the server goes on
 	}
-	if ss.owned && reason != "" && ss.v.has(cbTerminate) {
+	terminate := ss.owned && reason != ""
+	if phase(ss.phase.Load()) == asleep {
+		// terminate needs the state on a Lua state: wake the session for it
+		// if the current version has terminate.
+		if !terminate || !ss.script.current().defines(cbTerminate) {
+			ss.frozen = nil
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), terminateTimeout)
+		err := ss.wake(ctx)
+		cancel()
+		if err != nil {
+			ss.script.logger.Warn("terminate not run", "session", ss.id, "reason", reason, "error", err)
+			ss.frozen = nil
+			return
+		}
+	}
+	if terminate && ss.v.has(cbTerminate) {
 		ctx, cancel := context.WithTimeout(context.Background(), terminateTimeout)
 		if r, err := ss.v.begin(ctx); err != nil {
 			ss.script.logger.Warn("terminate not run", "session", ss.id, "reason", reason, "error", err)
@@ -720,5 +761,7 @@ func (ss *session) release() {
 		ss.s.pool.release(ss.v)
 		return
 	}
-	ss.v.close()
+	if ss.v != nil { // nil: asleep
+		ss.v.close()
+	}
 }

@@ -438,7 +438,8 @@ func TestStateless(t *testing.T) {
 		ss.Close("")
 	}
 	// A crashed borrowed state is closed, not given back.
-	eventually(t, "the pool to fill", func() bool { return len(s.current().pool.fresh) == cap(s.current().pool.fresh) })
+	p := s.current().pool
+	eventually(t, "the pool to fill", func() bool { return len(p.fresh) == int(p.depth.Load()) })
 	ss, _ := open(t, s, "") // takes the spare: the filler stays idle
 	before := s.LiveStates()
 	if _, err := call(t, ss, "hit", `{"crash":true}`); !isCrash(err) {

@@ -192,6 +192,11 @@ func (h *Hub) remove(s *session) {
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
 		h.slots--
+		if len(h.sessions) == 0 {
+			// A map never shrinks: after a peak of idle sessions, give
+			// their buckets back once the last one is gone.
+			h.sessions = make(map[string]*session)
+		}
 	}
 	h.mu.Unlock()
 }

@@ -56,6 +56,9 @@ func (r *registry) remove(s *session) {
 	r.mu.Lock()
 	if r.sessions[s.id] == s {
 		delete(r.sessions, s.id)
+		if len(r.sessions) == 0 {
+			r.sessions = make(map[string]*session) // a map never shrinks (see Hub.remove)
+		}
 	}
 	r.mu.Unlock()
 }

@@ -106,14 +106,17 @@ type session struct {
 	endedCh chan struct{} // closed when teardown starts
 	gone    chan struct{} // closed when Session.Close has returned
 	calls   sync.WaitGroup
-	wake    chan struct{} // wakes the worker
 	pending pendingTable
 
-	mu       sync.Mutex
-	state    sessionState
-	queue    []*job // queue[qhead:] are waiting
-	qhead    int
-	running  *job
+	mu      sync.Mutex
+	state   sessionState
+	queue   []*job // queue[qhead:] are waiting
+	qhead   int
+	running *job
+	// working says a worker goroutine runs the queue. It exits when the
+	// queue is empty and admit starts another: an idle session holds no
+	// goroutine (nor its stack).
+	working  bool
 	side     []*job // calls running on snapshots, beside the queue
 	resumers int    // GETs attached to resumable POST streams
 	channels []string
@@ -154,7 +157,6 @@ func newSession(h *Handler, id string, srv Session, ir *InitResult, version stri
 		clientRaw: raw,
 		endedCh:   make(chan struct{}),
 		gone:      make(chan struct{}),
-		wake:      make(chan struct{}, 1),
 		subs:      make(map[string]struct{}),
 		born:      time.Now(),
 	}
@@ -166,10 +168,8 @@ func newSession(h *Handler, id string, srv Session, ir *InitResult, version stri
 	return s
 }
 
-// start launches the worker and arms the idle timer.
+// start arms the idle timer. The worker starts with the first request.
 func (s *session) start() {
-	s.calls.Add(1)
-	go s.work()
 	s.mu.Lock()
 	s.ttlArmed = true
 	s.ttlDeadline = time.Now().Add(s.h.opts.SessionTTL)
@@ -264,10 +264,14 @@ func (s *session) admit(j *job) int {
 	}
 	j.state = jobQueued
 	s.queue = append(s.queue, j)
+	spawn := !s.working
+	if spawn {
+		s.working = true
+		s.calls.Add(1)
+	}
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if spawn {
+		go s.work()
 	}
 	return admitted
 }
@@ -307,20 +311,14 @@ func (s *session) expire(j *job) {
 	}
 }
 
-// work runs the queued requests one at a time, in arrival order.
+// work runs the queued requests one at a time, in arrival order, until the
+// queue is empty or the session ended.
 func (s *session) work() {
 	defer s.calls.Done()
 	for {
 		s.mu.Lock()
-		for s.queuedLocked() == 0 && s.state == sessionLive {
-			s.mu.Unlock()
-			select {
-			case <-s.wake:
-			case <-s.endedCh:
-			}
-			s.mu.Lock()
-		}
-		if s.state == sessionEnded {
+		if s.queuedLocked() == 0 || s.state == sessionEnded {
+			s.working = false
 			s.mu.Unlock()
 			return
 		}

@@ -19,6 +19,7 @@
 ---@field request_timeout_ms integer? how long a buffered caller waits (default 60000); also the longest wait for a free Lua slot
 ---@field call_timeout_ms integer? hard cap on one callback's run time; past it the call is a crash (default: `serve --call-timeout`, 600000)
 ---@field session_max_pending integer? calls per session waiting in its queue or running on snapshots (default 100)
+---@field session_hibernate_ms integer? an idle session's Lua state is given back after this long, its state table kept encoded, and rebuilt at its next request (default 30000; 0 never)
 ---@field session_keepalive_ms integer? GET-channel keep-alive comment period (default 30000; 0 off)
 ---@field session_buffer_max integer? GET-channel events kept for Last-Event-ID replay (default 256)
 ---@field memory_limit_mb integer? memory each Lua state of the script may hold, in MiB (default 64, >= 1)

@@ -69,6 +69,8 @@ func main() {
 	fs.DurationVar(&c.scale.Warmup, "warmup", time.Second, "unmeasured warm-up of every timed run")
 	fs.DurationVar(&c.scale.Duration, "duration", 5*time.Second, "measured window of every timed run")
 	fs.IntVar(&c.scale.Abandon, "abandon", 10000, "sessions opened and abandoned")
+	fs.IntVar(&c.scale.Idle, "idle", 0, "sessions of the idle scenario, abandon at full scale (0: not run; 200000 with -only idle -ttl 5m)")
+	fs.DurationVar(&c.scale.IdleWait, "idle-wait", 2*time.Second, "how long abandoned sessions sit idle before their memory is read (luamcp's churn route hibernates after 1 s)")
 	fs.DurationVar(&c.scale.TTL, "ttl", 30*time.Second, "idle session TTL of the churn route (must exceed the time to open -abandon sessions)")
 	fs.IntVar(&c.scale.Listeners, "listeners", 1000, "sessions with an open GET stream in the broadcast")
 	fs.IntVar(&c.scale.Rounds, "rounds", 5, "measured broadcasts")
@@ -109,6 +111,7 @@ func (c *config) smokeScale() {
 	def("warmup", func() { c.scale.Warmup = 0 })
 	def("duration", func() { c.scale.Duration = 200 * time.Millisecond })
 	def("abandon", func() { c.scale.Abandon = 100 })
+	def("idle-wait", func() { c.scale.IdleWait = 300 * time.Millisecond })
 	def("ttl", func() { c.scale.TTL = time.Second })
 	def("listeners", func() { c.scale.Listeners = 20 })
 	def("rounds", func() { c.scale.Rounds = 2 })
@@ -172,8 +175,8 @@ func run(c *config) error {
 	}
 	fmt.Printf("luamcp bench: %s, %s CPUs, servers %s, generator %s, generator GOMAXPROCS %d\n",
 		runtime.Version(), machineCPUs(), cpuText(serverCPU), cpuText(genCPU(c)), runtime.GOMAXPROCS(0))
-	fmt.Printf("scale: levels %v, conc %d, warm-up %v, window %v, abandon %d (TTL %v), listeners %d x %d rounds\n\n",
-		c.scale.Levels, c.scale.Conc, c.scale.Warmup, c.scale.Duration, c.scale.Abandon, c.scale.TTL, c.scale.Listeners, c.scale.Rounds)
+	fmt.Printf("scale: levels %v, conc %d, warm-up %v, window %v, abandon %d (idle %v, TTL %v), idle %d, listeners %d x %d rounds\n\n",
+		c.scale.Levels, c.scale.Conc, c.scale.Warmup, c.scale.Duration, c.scale.Abandon, c.scale.IdleWait, c.scale.TTL, c.scale.Idle, c.scale.Listeners, c.scale.Rounds)
 
 	// The HTTP API the fetch tools call runs in the harness (on the
 	// generator's CPU when pinned): the same for every server.

@@ -22,6 +22,7 @@ func main() {
 	flag.Parse()
 	logger := serve.Logger()
 	hub := mcp.NewHub(logger)
+	hub.SetMaxSessions(1 << 20) // the idle scenario opens 200,000
 
 	routes := map[string]http.Handler{}
 	var handlers []*mcp.Handler

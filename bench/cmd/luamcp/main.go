@@ -33,6 +33,9 @@ func main() {
 	}
 }
 
+// maxSessions caps the churn route's sessions: above the idle scenario's.
+const maxSessions = 1 << 20
+
 func run(f *serve.Flags, scripts string, pool int) error {
 	logger := serve.Logger()
 	// fetch.lua reads the upstream's URL from the environment; its route
@@ -61,6 +64,7 @@ func run(f *serve.Flags, scripts string, pool int) error {
 	}
 
 	hub := mcp.NewHub(logger)
+	hub.SetMaxSessions(maxSessions) // the idle scenario opens 200,000
 	churn, err := luavm.Load(filepath.Join(scripts, "churn.lua"), luavm.Config{Dir: scripts, Logger: logger, Pushes: func(path string) bridge.Pushes { return hub.Route(path) }, PoolSize: pool})
 	if err != nil {
 		return err

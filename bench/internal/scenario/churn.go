@@ -106,17 +106,23 @@ func settled(ctx context.Context, t *Target, s Scale, base *snapshot, heapSlack 
 	}
 }
 
-// abandon opens s.Abandon sessions and leaves them: no DELETE, connections
-// closed. It reports their cost (RSS, live heap and goroutines per session),
-// then waits for the idle TTL to reap them and checks that everything they
-// held is gone and that their ids are refused.
-func abandon(ctx context.Context, t *Target, s Scale, r *Result) {
+// abandon opens n sessions and leaves them: no DELETE, connections closed.
+// Once they have sat idle for s.IdleWait it reports their cost (RSS, live
+// heap and goroutines per session), then waits for the idle TTL to reap them
+// and checks that everything they held is gone and that their ids are
+// refused. The wait lets a server that slims its idle sessions down
+// (luamcp's hibernation, session_hibernate_ms) do so; the RSS right after
+// opening is reported too.
+func abandon(n int) func(context.Context, *Target, Scale, *Result) {
+	return func(ctx context.Context, t *Target, s Scale, r *Result) { abandonN(ctx, t, s, r, n) }
+}
+
+func abandonN(ctx context.Context, t *Target, s Scale, r *Result, n int) {
 	before, err := settled(ctx, t, s, nil, 0)
 	if err != nil {
 		r.fail(err)
 		return
 	}
-	n := s.Abandon
 	ids := make([]string, n)
 	workers := make([]*client.Client, s.Conc)
 	for i := range workers {
@@ -144,14 +150,23 @@ func abandon(ctx context.Context, t *Target, s Scale, r *Result) {
 		r.fail(err)
 		return
 	}
+	atOpen, err := stats(t, s.Timeout)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	select {
+	case <-time.After(s.IdleWait):
+	case <-ctx.Done():
+	}
 	open, err := stats(t, s.Timeout)
 	if err != nil {
 		r.fail(err)
 		return
 	}
 	openTime := opened.Sub(start)
-	if openTime > s.TTL/2 {
-		r.Notes = append(r.Notes, fmt.Sprintf("opening took %v, over half the TTL: early sessions may be reaped before the count", openTime.Round(time.Millisecond)))
+	if openTime+s.IdleWait > s.TTL/2 {
+		r.Notes = append(r.Notes, fmt.Sprintf("opening took %v (then %v idle), over half the TTL: early sessions may be reaped before the count", openTime.Round(time.Millisecond), s.IdleWait))
 	}
 	if open.ChurnSessions >= 0 && open.ChurnSessions < n {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d sessions live after opening", open.ChurnSessions, n))
@@ -159,6 +174,7 @@ func abandon(ctx context.Context, t *Target, s Scale, r *Result) {
 
 	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(n) / 1024 }
 	r.add("rss/session", "KiB", per(open.RSS, before.RSS), true)
+	r.add("rss/session at open", "KiB", per(atOpen.RSS, before.RSS), true)
 	r.add("heap/session", "KiB", per(open.HeapAlloc, before.HeapAlloc), true)
 	r.add("goroutines/session", "", float64(open.Goroutines-before.Goroutines)/float64(n), true)
 	r.add("opens/s", "/s", float64(n)/openTime.Seconds(), false)

@@ -72,6 +72,8 @@ type Scale struct {
 	Warmup    time.Duration // unmeasured start of every timed run
 	Duration  time.Duration // measured window of every timed run
 	Abandon   int           // sessions opened and abandoned
+	Idle      int           // sessions of the "idle" scenario (0: not run): abandon at full scale
+	IdleWait  time.Duration // how long abandoned sessions sit idle before their memory is read
 	TTL       time.Duration // the idle TTL servers were started with on spec.PathChurn
 	Listeners int           // sessions with an open GET stream in the broadcast
 	Rounds    int           // measured broadcasts
@@ -178,9 +180,9 @@ func All(s Scale) []Scenario {
 	for _, c := range s.Levels {
 		all = append(all, Scenario{Name: fmt.Sprintf("2026-07-28 c=%d", c), Route: spec.PathModern, Run: modernCalls(c), Proto: H1})
 	}
-	return append(all,
+	all = append(all,
 		Scenario{Name: fmt.Sprintf("churn c=%d", s.Conc), Route: spec.PathChurn, Run: churn, Proto: H1},
-		Scenario{Name: fmt.Sprintf("abandon %d", s.Abandon), Route: spec.PathChurn, Run: abandon, Proto: H1},
+		Scenario{Name: fmt.Sprintf("abandon %d", s.Abandon), Route: spec.PathChurn, Run: abandon(s.Abandon), Proto: H1},
 		Scenario{Name: fmt.Sprintf("tools/call, 1 tool built in tools() c=%d", s.Conc), Route: spec.PathBuilt1, Run: built(s.Conc, spec.PathBuilt1), Proto: H1},
 		Scenario{Name: fmt.Sprintf("tools/call, %d tools built in tools() c=%d", spec.BuiltTools, s.Conc), Route: spec.PathBuilt100, Run: built(s.Conc, spec.PathBuilt100), Proto: H1},
 		Scenario{Name: fmt.Sprintf("tools/list %d c=%d", spec.ToolCount, listConc(s)), Route: spec.PathTools, Run: list, Proto: H1},
@@ -193,6 +195,10 @@ func All(s Scale) []Scenario {
 		Scenario{Name: fmt.Sprintf("cluster broadcast %d", s.Listeners), Route: spec.PathBroadcast, Run: clusterBroadcast, Proto: H1, Cluster: true},
 		Scenario{Name: fmt.Sprintf("cluster tools/call c=%d", s.Conc), Route: spec.PathEcho, Run: clusterCalls, Proto: H1, Cluster: true},
 	)
+	if s.Idle > 0 {
+		all = append(all, Scenario{Name: fmt.Sprintf("idle %d", s.Idle), Route: spec.PathChurn, Run: abandon(s.Idle), Proto: H1})
+	}
+	return all
 }
 
 // RunOn runs sc against t.

@@ -203,6 +203,9 @@ func listenTLS() (*edge.Server, string, error) {
 }
 
 func writeStats(w http.ResponseWriter, churnSessions func() int) {
+	// Two collections: objects a sync.Pool held at the first (its victim
+	// cache) are freed only by the second, and so are the pages they pinned.
+	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -1,0 +1,392 @@
+package bridge
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Freeze and Thaw keep a session state outside any Lua state, in a few
+// bytes, while its session hibernates (luavm). The form is luamcp's own and
+// lives only in memory: it is read back by the same binary, never stored.
+//
+// Layout (integers are unsigned varints unless said otherwise):
+//
+//	version byte (1)
+//	T                          tables in the graph, numbered 0..T-1 in the order met
+//	T headers                  kind byte (0 plain, 1 array marker, 2 object marker,
+//	                           3 other metatable, followed by its table number),
+//	                           n (array part 1..n), h (other entries)
+//	root value
+//	T bodies, in number order  n values, then h key/value pairs
+//
+// A value is a tag byte and its payload: nil, false, true, an integer
+// (zigzag varint), a float (8 bytes, little endian), a new string (length,
+// bytes; it gets the next string number), a string met before (its number),
+// a table (its number), mcp.null. Numbering tables and strings keeps shared
+// sub-tables shared and cycles cycles, and writes a repeated key once. The
+// walk is iterative: no depth limit applies.
+const freezeVersion = 1
+
+const (
+	tagNil byte = iota
+	tagFalse
+	tagTrue
+	tagInt
+	tagFloat
+	tagString
+	tagStringRef
+	tagTable
+	tagNull
+)
+
+const (
+	kindPlain byte = iota
+	kindArray
+	kindObject
+	kindMeta
+)
+
+// maxInterned is the longest string Freeze numbers for reuse; longer ones
+// are rarely repeated and would only grow the index.
+const maxInterned = 128
+
+// errCorrupt is returned by Thaw for bytes Freeze did not write.
+var errCorrupt = errors.New("bridge: thaw: corrupt frozen state")
+
+// freezer carries one Freeze. It remembers where it met every table, so that
+// an error can name its path although the walk is iterative.
+type freezer struct {
+	c     *Codec
+	ids   map[*lua.LTable]int
+	nodes []freezeNode
+	strs  map[string]int // short strings written, by number
+	nstr  int            // strings written (each new one gets the next number)
+	ents  []entry
+	body  []byte
+}
+
+type freezeNode struct {
+	src      *lua.LTable
+	parent   int        // the enclosing table's number, -1 for the root
+	key      lua.LValue // key under the parent (metaSeg{} for a metatable)
+	n        int        // src's array part is 1..n
+	from, to int        // src's other entries are ents[from:to]
+	kind     byte       // kindPlain, kindArray, kindObject or kindMeta
+	meta     int        // kindMeta: the metatable's number
+}
+
+// Freeze returns the frozen form of v, a value of this state: what Thaw
+// turns back into an equal value in any state. It keeps what CopyTo keeps
+// (tables with their sharing and cycles, strings, numbers, booleans,
+// mcp.null, the array and object markers, other metatables as tables) and
+// refuses the same: a function, userdata, thread or channel anywhere inside
+// is an *EncodeError naming its path from "state".
+//
+// Freeze only reads v.
+func (c *Codec) Freeze(v lua.LValue) ([]byte, error) {
+	f := freezer{c: c}
+	f.body = make([]byte, 0, 256)
+	if err := f.value(v, -1, nil); err != nil {
+		return nil, err.finish("state")
+	}
+	for i := 0; i < len(f.nodes); i++ { // nodes grows as bodies meet new tables
+		if err := f.fill(i); err != nil {
+			return nil, err.finish("state")
+		}
+	}
+	out := make([]byte, 0, 1+binary.MaxVarintLen64+4*len(f.nodes)+len(f.body))
+	out = append(out, freezeVersion)
+	out = binary.AppendUvarint(out, uint64(len(f.nodes)))
+	for _, nd := range f.nodes {
+		out = append(out, nd.kind)
+		if nd.kind == kindMeta {
+			out = binary.AppendUvarint(out, uint64(nd.meta))
+		}
+		out = binary.AppendUvarint(out, uint64(nd.n))
+		out = binary.AppendUvarint(out, uint64(nd.to-nd.from))
+	}
+	return append(out, f.body...), nil
+}
+
+func (f *freezer) value(v lua.LValue, parent int, key lua.LValue) *pathError {
+	switch v := v.(type) {
+	case *lua.LNilType:
+		f.body = append(f.body, tagNil)
+	case lua.LBool:
+		if v {
+			f.body = append(f.body, tagTrue)
+		} else {
+			f.body = append(f.body, tagFalse)
+		}
+	case lua.LNumber:
+		x := float64(v)
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 && !(x == 0 && math.Signbit(x)) {
+			f.body = append(f.body, tagInt)
+			f.body = binary.AppendVarint(f.body, int64(x))
+		} else {
+			f.body = append(f.body, tagFloat)
+			f.body = binary.LittleEndian.AppendUint64(f.body, math.Float64bits(x))
+		}
+	case lua.LString:
+		s := string(v)
+		if id, ok := f.strs[s]; ok {
+			f.body = append(f.body, tagStringRef)
+			f.body = binary.AppendUvarint(f.body, uint64(id))
+			return nil
+		}
+		if len(s) <= maxInterned {
+			if f.strs == nil {
+				f.strs = make(map[string]int)
+			}
+			f.strs[s] = f.nstr
+		}
+		f.nstr++ // a long string is numbered too (never referred to): Thaw numbers every new string
+		f.body = append(f.body, tagString)
+		f.body = binary.AppendUvarint(f.body, uint64(len(s)))
+		f.body = append(f.body, s...)
+	case *lua.LTable:
+		f.body = append(f.body, tagTable)
+		f.body = binary.AppendUvarint(f.body, uint64(f.table(v, parent, key)))
+	case *lua.LUserData:
+		if v == f.c.null {
+			f.body = append(f.body, tagNull)
+			return nil
+		}
+		return f.fail(parent, key, "a hibernating session's state cannot hold a "+typeName(v))
+	default:
+		return f.fail(parent, key, "a hibernating session's state cannot hold a "+typeName(v))
+	}
+	return nil
+}
+
+// table returns the number of src, numbering it (and its metatable) on first
+// sight.
+func (f *freezer) table(src *lua.LTable, parent int, key lua.LValue) int {
+	if id, ok := f.ids[src]; ok {
+		return id
+	}
+	if f.ids == nil {
+		f.ids = make(map[*lua.LTable]int)
+	}
+	id := len(f.nodes)
+	f.ids[src] = id
+	n := src.MaxN()
+	from := len(f.ents)
+	f.ents = appendHash(f.ents, src, n)
+	f.nodes = append(f.nodes, freezeNode{src: src, parent: parent, key: key, n: n, from: from, to: len(f.ents)})
+	if mt, ok := src.Metatable.(*lua.LTable); ok {
+		switch {
+		case mt == f.c.arrayMeta || markOf(src) == markArray:
+			f.nodes[id].kind = kindArray
+		case mt == f.c.objectMeta || markOf(src) == markObject:
+			f.nodes[id].kind = kindObject
+		default:
+			meta := f.table(mt, id, metaSeg{})
+			f.nodes[id].kind, f.nodes[id].meta = kindMeta, meta
+		}
+	}
+	return id
+}
+
+// fill writes the body of table i.
+func (f *freezer) fill(i int) *pathError {
+	node := f.nodes[i] // f.value may grow f.nodes: copy the node out
+	for j := 1; j <= node.n; j++ {
+		if err := f.value(node.src.RawGetInt(j), i, lua.LNumber(j)); err != nil {
+			return err
+		}
+	}
+	for j := node.from; j < node.to; j++ {
+		e := f.ents[j] // f.value may grow f.ents: index it afresh
+		if err := f.value(e.k, i, e.k); err != nil {
+			return err
+		}
+		if err := f.value(e.v, i, e.k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fail builds the error for the value under key in table parent.
+func (f *freezer) fail(parent int, key lua.LValue, msg string) *pathError {
+	err := newPathError(msg)
+	if key != nil {
+		err.under(key)
+	}
+	for p := parent; p >= 0; p = f.nodes[p].parent {
+		if k := f.nodes[p].key; k != nil {
+			err.under(k)
+		}
+	}
+	return err
+}
+
+// thawer reads one frozen form.
+type thawer struct {
+	c      *Codec
+	b      []byte
+	tables []*lua.LTable
+	strs   []lua.LString
+	sizes  [][2]int // each table's n and h
+}
+
+// Thaw builds in this state the value frozen in b (by Freeze, in any state):
+// mcp.null and the markers become this state's. Bytes Freeze did not write
+// are an error, never a panic.
+func (c *Codec) Thaw(b []byte) (lua.LValue, error) {
+	t := thawer{c: c, b: b}
+	if len(t.b) == 0 || t.b[0] != freezeVersion {
+		return nil, errCorrupt
+	}
+	t.b = t.b[1:]
+	n, ok := t.uvarint()
+	if !ok || n > uint64(len(t.b)) { // every table takes 3 bytes at least
+		return nil, errCorrupt
+	}
+	t.tables = make([]*lua.LTable, n)
+	t.sizes = make([][2]int, n)
+	metas := make([]int, 0, 4) // pairs: table, its metatable
+	for i := range t.tables {
+		kind, ok := t.byte()
+		if !ok {
+			return nil, errCorrupt
+		}
+		meta := uint64(0)
+		if kind == kindMeta {
+			if meta, ok = t.uvarint(); !ok || meta >= n {
+				return nil, errCorrupt
+			}
+		}
+		na, ok1 := t.uvarint()
+		nh, ok2 := t.uvarint()
+		if !ok1 || !ok2 || na > uint64(len(t.b)) || nh > uint64(len(t.b)) {
+			return nil, errCorrupt
+		}
+		tab := c.l.CreateTable(int(na), int(nh))
+		switch kind {
+		case kindPlain:
+		case kindArray:
+			tab.Metatable = c.arrayMeta
+		case kindObject:
+			tab.Metatable = c.objectMeta
+		case kindMeta:
+			metas = append(metas, i, int(meta))
+		default:
+			return nil, errCorrupt
+		}
+		t.tables[i] = tab
+		t.sizes[i] = [2]int{int(na), int(nh)}
+	}
+	for i := 0; i < len(metas); i += 2 {
+		t.tables[metas[i]].Metatable = t.tables[metas[i+1]]
+	}
+	root, err := t.value()
+	if err != nil {
+		return nil, err
+	}
+	for i, tab := range t.tables {
+		na, nh := t.sizes[i][0], t.sizes[i][1]
+		for j := 1; j <= na; j++ {
+			v, err := t.value()
+			if err != nil {
+				return nil, err
+			}
+			if v != lua.LNil {
+				tab.RawSetInt(j, v)
+			}
+		}
+		for range nh {
+			k, err := t.value()
+			if err != nil {
+				return nil, err
+			}
+			v, err := t.value()
+			if err != nil {
+				return nil, err
+			}
+			if k == lua.LNil {
+				return nil, errCorrupt
+			}
+			tab.RawSet(k, v)
+		}
+	}
+	if len(t.b) != 0 {
+		return nil, errCorrupt
+	}
+	return root, nil
+}
+
+func (t *thawer) byte() (byte, bool) {
+	if len(t.b) == 0 {
+		return 0, false
+	}
+	x := t.b[0]
+	t.b = t.b[1:]
+	return x, true
+}
+
+func (t *thawer) uvarint() (uint64, bool) {
+	x, n := binary.Uvarint(t.b)
+	if n <= 0 {
+		return 0, false
+	}
+	t.b = t.b[n:]
+	return x, true
+}
+
+func (t *thawer) value() (lua.LValue, error) {
+	tag, ok := t.byte()
+	if !ok {
+		return nil, errCorrupt
+	}
+	switch tag {
+	case tagNil:
+		return lua.LNil, nil
+	case tagFalse:
+		return lua.LFalse, nil
+	case tagTrue:
+		return lua.LTrue, nil
+	case tagInt:
+		x, n := binary.Varint(t.b)
+		if n <= 0 {
+			return nil, errCorrupt
+		}
+		t.b = t.b[n:]
+		return boxInt(int(x)), nil
+	case tagFloat:
+		if len(t.b) < 8 {
+			return nil, errCorrupt
+		}
+		x := math.Float64frombits(binary.LittleEndian.Uint64(t.b))
+		t.b = t.b[8:]
+		return lua.LNumber(x), nil
+	case tagString:
+		n, ok := t.uvarint()
+		if !ok || n > uint64(len(t.b)) {
+			return nil, errCorrupt
+		}
+		s := lua.LString(t.b[:n])
+		t.b = t.b[n:]
+		t.strs = append(t.strs, s)
+		return s, nil
+	case tagStringRef:
+		id, ok := t.uvarint()
+		if !ok || id >= uint64(len(t.strs)) {
+			return nil, errCorrupt
+		}
+		return t.strs[id], nil
+	case tagTable:
+		id, ok := t.uvarint()
+		if !ok || id >= uint64(len(t.tables)) {
+			return nil, errCorrupt
+		}
+		return t.tables[id], nil
+	case tagNull:
+		return t.c.null, nil
+	}
+	return nil, errCorrupt
+}

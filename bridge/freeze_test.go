@@ -1,0 +1,235 @@
+package bridge
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// thawed freezes v in sc and thaws it in dc.
+func thawed(t testing.TB, sc, dc *Codec, v lua.LValue) lua.LValue {
+	t.Helper()
+	b, err := sc.Freeze(v)
+	if err != nil {
+		t.Fatalf("Freeze: %v", err)
+	}
+	out, err := dc.Thaw(b)
+	if err != nil {
+		t.Fatalf("Thaw: %v", err)
+	}
+	return out
+}
+
+func TestFreezeThawShape(t *testing.T) {
+	src, dst, sc, dc := newPair(t)
+	v := eval(t, src, `
+		local shared = {1}
+		local t = {
+			n = mcp.null,
+			list = {mcp.null, 2, "x", nil, 5},
+			arr = mcp.array(),
+			obj = mcp.object(),
+			decoded = mcp.json_decode('{"a":[],"b":{},"c":null}'),
+			s1 = shared, s2 = shared,
+			[3] = true,
+			[2.5] = "float key",
+			[shared] = "table key",
+			p = setmetatable({}, {__index = {x = 1}}),
+			rows = {},
+		}
+		for i = 1, 50 do t.rows[i] = {id = i, name = "row"} end
+		t.self = t
+		return t`)
+	c := thawed(t, sc, dc, v)
+	dst.SetGlobal("c", c)
+	if got := eval(t, dst, `
+		assert(c.n == mcp.null, "null mapped to the destination's null")
+		assert(c.list[1] == mcp.null and c.list[3] == "x" and c.list[4] == nil and c.list[5] == 5)
+		assert(getmetatable(c.arr) == getmetatable(mcp.array()), "array marker mapped")
+		assert(getmetatable(c.obj) == getmetatable(mcp.object()), "object marker mapped")
+		assert(getmetatable(c.decoded.a) == getmetatable(mcp.array()))
+		assert(getmetatable(c.decoded.b) == getmetatable(mcp.object()))
+		assert(c.decoded.c == mcp.null)
+		assert(c.s1 == c.s2, "sharing kept")
+		assert(c[c.s1] == "table key", "table keys keep their identity")
+		assert(c.self == c, "cycle kept")
+		assert(c[3] == true and c[2.5] == "float key")
+		assert(c.p.x == 1, "data metatable kept")
+		assert(#c.rows == 50 and c.rows[50].id == 50 and c.rows[7].name == "row")
+		c.self = nil
+		c[c.s1] = nil
+		c.p = nil
+		c.rows = nil
+		c[2.5] = nil
+		c.list = nil
+		return mcp.json_encode(mcp.object(c))`); got != lua.LString(
+		`{"3":true,"arr":[],"decoded":{"a":[],"b":{},"c":null},"n":null,"obj":{},"s1":[1],"s2":[1]}`) {
+		t.Errorf("thawed value encodes as %s", got)
+	}
+}
+
+func TestFreezeThawScalars(t *testing.T) {
+	_, _, sc, dc := newPair(t)
+	long := strings.Repeat("x", 1000)
+	for _, v := range []lua.LValue{
+		lua.LNil, lua.LTrue, lua.LFalse, lua.LString(""), lua.LString("s"), lua.LString(long),
+		lua.LNumber(0), lua.LNumber(-1), lua.LNumber(1 << 52), lua.LNumber(-(1 << 60)), lua.LNumber(1e300),
+		lua.LNumber(0.1), lua.LNumber(math.Inf(1)), lua.LNumber(math.Inf(-1)), lua.LNumber(math.Copysign(0, -1)),
+	} {
+		got := thawed(t, sc, dc, v)
+		if got.Type() != v.Type() || got.String() != v.String() {
+			t.Errorf("%v came back as %v", v, got)
+		}
+		if n, ok := v.(lua.LNumber); ok && math.Signbit(float64(n)) != math.Signbit(float64(got.(lua.LNumber))) {
+			t.Errorf("%v lost its sign", v)
+		}
+	}
+	if got := thawed(t, sc, dc, lua.LNumber(math.NaN())); !math.IsNaN(float64(got.(lua.LNumber))) {
+		t.Errorf("NaN came back as %v", got)
+	}
+	if got := thawed(t, sc, dc, sc.Null()); got != dc.Null() {
+		t.Errorf("null came back as %v", got)
+	}
+}
+
+// Repeated strings are written once; long ones are numbered like short ones,
+// so that later references still resolve.
+func TestFreezeStrings(t *testing.T) {
+	src, dst, sc, dc := newPair(t)
+	v := eval(t, src, `
+		local long = string.rep("L", 300)
+		local t = {}
+		for i = 1, 100 do t[i] = {name = "same", long = long, after = "x" .. (i % 3)} end
+		return t`)
+	b, err := sc.Freeze(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100 long strings and 100 "name"/"same" written in full would be > 30 KB.
+	if len(b) > 2000+100*300 || len(b) > 32000 {
+		t.Errorf("frozen form is %d bytes", len(b))
+	}
+	c, err := dc.Thaw(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst.SetGlobal("c", c)
+	if got := eval(t, dst, `
+		for i = 1, 100 do
+			local r = c[i]
+			assert(r.name == "same" and #r.long == 300 and r.after == "x" .. (i % 3), i)
+		end
+		return "ok"`); got != lua.LString("ok") {
+		t.Fatal(got)
+	}
+}
+
+func TestFreezeDeepList(t *testing.T) {
+	src, dst, sc, dc := newPair(t)
+	v := eval(t, src, `
+		local head = {}
+		local p = head
+		for i = 1, 20000 do p.next = {}; p = p.next end
+		return head`)
+	dst.SetGlobal("c", thawed(t, sc, dc, v))
+	if got := eval(t, dst, `
+		local n, p = 0, c
+		while p.next do n = n + 1; p = p.next end
+		return n`); got != lua.LNumber(20000) {
+		t.Errorf("thawed list has %v nodes", got)
+	}
+}
+
+func TestFreezeRejects(t *testing.T) {
+	const cannot = "a hibernating session's state cannot hold a "
+	tests := []struct {
+		name, lua, want string
+	}{
+		{"function", `return {cb = function() end}`, `state.cb: ` + cannot + `function`},
+		{"nested function", `return {list = {1, {f = print}}}`, `state.list[2].f: ` + cannot + `function`},
+		{"root function", `return print`, `state: ` + cannot + `function`},
+		{"thread", `return {co = coroutine.create(print)}`, `state.co: ` + cannot + `thread (coroutine)`},
+		{"channel", `return {ch = channel.make()}`, `state.ch: ` + cannot + `channel`},
+		{"function key", `return {[print] = 1}`, `state[<function>]: ` + cannot + `function`},
+		{"metatable with a method", `return {obj = setmetatable({}, {__index = function() end})}`,
+			`state.obj<metatable>.__index: ` + cannot + `function`},
+		{"path through shared table", `local s = {f = print}; return {a = {b = s}}`,
+			`state.a.b.f: ` + cannot + `function`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, sc, _ := newState(t)
+			v := eval(t, src, tt.lua)
+			b, err := sc.Freeze(v)
+			if err == nil {
+				t.Fatalf("Freeze = %d bytes, want error", len(b))
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n got %s\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// Bytes Freeze did not write are an error, never a panic nor a hang.
+func TestThawCorrupt(t *testing.T) {
+	src, _, sc, dc := newPair(t)
+	v := eval(t, src, `
+		local t = {a = {1, 2.5, "s", mcp.null}, b = mcp.array(), c = setmetatable({}, {x = true})}
+		t.self = t
+		t.again = "s"
+		return t`)
+	b, err := sc.Freeze(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(b) {
+		if _, err := dc.Thaw(b[:n]); err == nil {
+			t.Errorf("Thaw of the first %d of %d bytes succeeded", n, len(b))
+		}
+	}
+	if _, err := dc.Thaw(append(b[:len(b):len(b)], 0)); err == nil {
+		t.Error("Thaw with a trailing byte succeeded")
+	}
+	for i := range b {
+		for _, x := range []byte{0, 1, 7, 0x7f, 0x80, 0xff} {
+			m := append([]byte(nil), b...)
+			m[i] = x
+			_, _ = dc.Thaw(m) // must not panic
+		}
+	}
+}
+
+func BenchmarkFreeze(b *testing.B) {
+	for _, bc := range []struct{ name, lua string }{
+		{"small", `return {count = 3, user = {name = "ada", tags = {"a", "b"}}}`},
+		{"10k", `local t = {items = {}}; for i = 1, 10000 do t.items["k" .. i] = {id = i, name = "item " .. i} end; return t`},
+	} {
+		src, sc, _ := newState(b)
+		_, dc, _ := newState(b)
+		v := eval(b, src, bc.lua)
+		frozen, err := sc.Freeze(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("freeze/"+bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.ReportMetric(float64(len(frozen)), "bytes")
+			for b.Loop() {
+				if _, err := sc.Freeze(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("thaw/"+bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := dc.Thaw(frozen); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
