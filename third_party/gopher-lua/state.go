@@ -241,6 +241,7 @@ func newCallFrameStackSegment() *callFrameStackSegment {
 }
 
 func freeCallFrameStackSegment(seg *callFrameStackSegment) {
+	*seg = callFrameStackSegment{} // patched for luamcp: a pooled segment must not keep a closed state's functions alive
 	segmentPool.Put(seg)
 }
 
