@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,13 +98,27 @@ func TestIdleSessionsHibernateAndReap(t *testing.T) {
 	del.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	handler.ServeHTTP(httptest.NewRecorder(), del)
 	waitFor("the first session to end", func() bool { return stats().Sessions == 0 })
+	// The runtime keeps the descriptor of every goroutine that ended for
+	// reuse, never freeing it: the n workers that run at once below leave n
+	// of them behind. Have them in the baseline.
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); <-release }()
+	}
+	close(release)
+	wg.Wait()
 	baseHeap, baseStacks := settledMemory()
+	baseGoroutines := runtime.NumGoroutine()
 
 	for range n {
 		sid := post("", "initialize", initParams)
 		post(sid, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}})
 	}
 	waitFor("every session to hibernate", func() bool { return stats().LuaStates == 0 })
+	// A session's worker goroutine lingers a second after its last call.
+	waitFor("the idle workers to exit", func() bool { return runtime.NumGoroutine() <= baseGoroutines+10 })
 	// On a slow machine the TTL may reap the first sessions before the last
 	// is open: what they held is gone with them, so the cost is per live one.
 	live := stats().Sessions

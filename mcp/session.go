@@ -113,10 +113,11 @@ type session struct {
 	queue   []*job // queue[qhead:] are waiting
 	qhead   int
 	running *job
-	// working says a worker goroutine runs the queue. It exits when the
-	// queue is empty and admit starts another: an idle session holds no
-	// goroutine (nor its stack).
-	working  bool
+	// work is the session's worker: it runs the queue (see [session.work]).
+	work workerState
+	// wake is sent to (never blocking: capacity 1) when a job is queued for
+	// a parked worker.
+	wake     chan struct{}
 	side     []*job // calls running on snapshots, beside the queue
 	resumers int    // GETs attached to resumable POST streams
 	channels []string
@@ -156,6 +157,7 @@ func newSession(h *Handler, id string, srv Session, ir *InitResult, version stri
 		client:    clientCapsOf(initParams),
 		clientRaw: raw,
 		endedCh:   make(chan struct{}),
+		wake:      make(chan struct{}, 1),
 		gone:      make(chan struct{}),
 		subs:      make(map[string]struct{}),
 		born:      time.Now(),
@@ -264,14 +266,20 @@ func (s *session) admit(j *job) int {
 	}
 	j.state = jobQueued
 	s.queue = append(s.queue, j)
-	spawn := !s.working
-	if spawn {
-		s.working = true
+	prev := s.work
+	s.work = workerRunning
+	if prev == workerNone {
 		s.calls.Add(1)
 	}
 	s.mu.Unlock()
-	if spawn {
-		go s.work()
+	switch prev {
+	case workerNone:
+		go s.runQueue()
+	case workerParked:
+		select {
+		case s.wake <- struct{}{}:
+		default: // a wake is already pending
+		}
 	}
 	return admitted
 }
@@ -311,16 +319,69 @@ func (s *session) expire(j *job) {
 	}
 }
 
-// work runs the queued requests one at a time, in arrival order, until the
-// queue is empty or the session ended.
-func (s *session) work() {
+// A workerState is the life of a session's worker goroutine. Transitions,
+// under session.mu: workerNone -> workerRunning (admit starts one);
+// workerRunning -> workerParked (the queue is empty); workerParked ->
+// workerRunning (admit queued a job, or the worker woke); workerRunning or
+// workerParked -> workerNone (the worker exits: parked for workerLinger, or
+// the session ended).
+type workerState int
+
+const (
+	workerNone    workerState = iota // no worker: an idle session holds no goroutine
+	workerRunning                    // running or about to run the queue
+	workerParked                     // waiting for a job or its linger to end
+)
+
+// workerLinger is how long a worker waits for more work before it exits. A
+// client calls again as soon as its answer arrives: a new goroutine per call
+// started with a small stack and grew it on every call (copying it), which
+// cost a tenth of a call. An idle session gives its goroutine back after
+// this, long before it hibernates.
+const workerLinger = time.Second
+
+// runQueue runs the queued requests one at a time, in arrival order; with
+// the queue empty it parks for workerLinger, then exits. It exits at once
+// when the session ended.
+func (s *session) runQueue() {
 	defer s.calls.Done()
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
 	for {
 		s.mu.Lock()
-		if s.queuedLocked() == 0 || s.state == sessionEnded {
-			s.working = false
+		if s.state == sessionEnded {
+			s.work = workerNone
 			s.mu.Unlock()
 			return
+		}
+		if s.queuedLocked() == 0 {
+			s.work = workerParked
+			s.mu.Unlock()
+			if linger == nil {
+				linger = time.NewTimer(workerLinger)
+			} else {
+				linger.Reset(workerLinger)
+			}
+			select {
+			case <-s.wake:
+			case <-s.endedCh:
+			case <-linger.C:
+				s.mu.Lock()
+				if s.work == workerParked && s.queuedLocked() == 0 {
+					s.work = workerNone
+					s.mu.Unlock()
+					return
+				}
+				s.mu.Unlock()
+			}
+			s.mu.Lock()
+			s.work = workerRunning
+			s.mu.Unlock()
+			continue
 		}
 		j := s.queue[s.qhead]
 		s.queue[s.qhead] = nil
