@@ -19,7 +19,7 @@ serve: tools
 # (npm ci also brings node 22), vet, unit tests with the race detector, each
 # fuzz target for $(FUZZTIME), the end-to-end module, then the benchmark
 # harness's tests and smoke run. Fuzzing takes one
-# package and one target per run, so the targets are listed, then looped over.
+# package and one target per run: .ci/fuzz.sh lists the targets and loops.
 test: tools
 	@command -v npm >/dev/null || { echo "make: npm not found. Install Node.js 20 or newer with npm (https://nodejs.org, or: apt-get install -y nodejs npm)." >&2; exit 1; }
 	@command -v gcc >/dev/null || command -v cc >/dev/null || { echo "make: no C compiler: the race detector needs cgo (apt-get install -y gcc)." >&2; exit 1; }
@@ -29,14 +29,7 @@ test: tools
 	$(GO) vet ./...
 	cd tests && $(GO) vet ./...
 	$(GO) test -race -count=1 ./...
-	$(GO) test -list '^Fuzz' ./... \
-	  | awk '/^Fuzz/ { names = names " " $$1; next } /^ok/ { if (names != "") print $$2 names; names = "" }' \
-	  | while read -r pkg targets; do \
-	      for t in $$targets; do \
-	        echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
-	        $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
-	      done; \
-	    done
+	GO=$(GO) .ci/fuzz.sh $(FUZZTIME)
 	cd tests && $(GO) test -race -count=1 -timeout 30m -skip '^TestConformance$$' ./...
 	@# The hostile suites again without the race detector, whose shadow memory
 	@# hides whether RSS came back after an attack: here RSS is judged.
