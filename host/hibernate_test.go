@@ -2,7 +2,6 @@ package host_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -44,17 +43,7 @@ func TestIdleSessionsHibernateAndReap(t *testing.T) {
 	})
 	// No pool: its depth follows demand, and its states would blur both
 	// the count of states and the memory per session.
-	h, err := host.New(host.Config{Dir: dir, Logger: slog.New(slog.DiscardHandler), PoolSize: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	h := startHost(t, host.Config{Dir: dir, Logger: slog.New(slog.DiscardHandler), PoolSize: -1})
 	handler := h.Handler()
 	post := func(sid, method string, params any) string {
 		t.Helper()

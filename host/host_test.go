@@ -387,7 +387,13 @@ func newHost(t *testing.T, dir string) (*host.Host, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h, err := host.New(host.Config{Dir: dir, Logger: logger, PoolSize: 1})
+	return startHost(t, host.Config{Dir: dir, Logger: logger, PoolSize: 1}), logs
+}
+
+// startHost makes a host of cfg and shuts it down when the test ends.
+func startHost(t *testing.T, cfg host.Config) *host.Host {
+	t.Helper()
+	h, err := host.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +404,7 @@ func newHost(t *testing.T, dir string) (*host.Host, *syncBuffer) {
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
-	return h, logs
+	return h
 }
 
 func routesEqual(a, b []host.Route) bool {

@@ -31,6 +31,8 @@ func (t *routeTable) handle(p string, hd http.Handler) {
 }
 
 func (t *routeTable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A path sent percent-encoded (RawPath set) goes the router's way: the
+	// table then never has to decide what mux would make of it.
 	if hd, ok := t.exact[r.URL.Path]; ok && r.URL.RawPath == "" {
 		hd.ServeHTTP(w, r)
 		return

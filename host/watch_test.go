@@ -21,20 +21,13 @@ func watchHost(t *testing.T, dir string) (*host.Host, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h, err := host.New(host.Config{Dir: dir, Logger: logger, PoolSize: 1, Watch: true, Debounce: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Registered first, so it runs after the shutdown and shows its logs too.
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
 		if t.Failed() {
 			t.Logf("log:\n%s", logs.String())
 		}
 	})
+	h := startHost(t, host.Config{Dir: dir, Logger: logger, PoolSize: 1, Watch: true, Debounce: 20 * time.Millisecond})
 	return h, logs
 }
 

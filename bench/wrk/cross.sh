@@ -42,6 +42,14 @@ start() {
 # cpu_ticks: the server's user + system CPU so far, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 
+# measure CMD...: runs a generator on CPU 1; sets out (what it printed) and
+# ticks (the server's CPU meanwhile).
+measure() {
+  local t0; t0=$(cpu_ticks)
+  out=$(taskset -c 1 "$@" 2>&1)
+  ticks=$(( $(cpu_ticks) - t0 ))
+}
+
 # report SERVER GEN MODE RATE LATENCY CALLS TICKS [BAD]
 report() {
   local per; per=$(awk -v t="$7" -v n="$6" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.1fµs", t / hz / n * 1e6; else print "-" }')
@@ -53,16 +61,14 @@ report() {
 run_wrk() {
   local lua; lua=$(mktemp --suffix=.lua)
   wrk_script "$lua" "$2" "$1"
-  local t0; t0=$(cpu_ticks)
-  local out; out=$(taskset -c 1 wrk -t16 -c16 -d"${secs}s" --latency -s "$lua" "$2")
-  local t1; t1=$(cpu_ticks)
+  measure wrk -t16 -c16 -d"${secs}s" --latency -s "$lua" "$2"
   rm -f "$lua"
   local rate p99 bad n
   rate=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {print "p99 " $2}' <<<"$out")
   bad=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
   n=$(awk '/requests in/ {print $1}' <<<"$out")
-  report "$3" wrk "$1" "$rate" "$p99" "$n" "$((t1 - t0))" "$bad"
+  report "$3" wrk "$1" "$rate" "$p99" "$n" "$ticks" "$bad"
 }
 
 # run_h2load URL SERVER: h2load, 16 connections of one stream each, stateless
@@ -70,10 +76,8 @@ run_wrk() {
 run_h2load() {
   local body; body=$(mktemp)
   printf '%s' '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}' > "$body"
-  local t0; t0=$(cpu_ticks)
-  local out; out=$(taskset -c 1 h2load -c16 -m1 -t1 -D"$secs" -d "$body" \
-    -H "$ctype" -H "$accept" -H 'MCP-Protocol-Version: 2025-11-25' "$1" 2>&1)
-  local t1; t1=$(cpu_ticks)
+  measure h2load -c16 -m1 -t1 -D"$secs" -d "$body" \
+    -H "$ctype" -H "$accept" -H 'MCP-Protocol-Version: 2025-11-25' "$1"
   rm -f "$body"
   local rate n bad p99
   rate=$(awk '/^finished in/ {gsub(",", "", $4); print $4}' <<<"$out")
@@ -82,7 +86,7 @@ run_h2load() {
   [ "$bad" = 0 ] && bad=
   # h2load reports no percentiles: the column shows its mean request time.
   p99=$(awk '/^time for request:/ {print "mean " $6}' <<<"$out")
-  report "$2" h2load stateless "$rate" "$p99" "$n" "$((t1 - t0))" "$bad"
+  report "$2" h2load stateless "$rate" "$p99" "$n" "$ticks" "$bad"
 }
 
 for server in "${servers[@]}"; do
