@@ -104,7 +104,7 @@ func (c *checker) call(cb, nret int, args ...lua.LValue) ([3]lua.LValue, bool) {
 
 func (c *checker) run() []string {
 	v := c.v
-	rets, ok := c.call(cbInit, 3, v.codec.MarkObject(v.L.NewTable()))
+	rets, ok := c.call(cbInit, 3, v.codec.MarkObject(v.L.CreateTable(0, 0)))
 	if !ok {
 		return nil
 	}

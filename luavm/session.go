@@ -207,7 +207,7 @@ func (r *run) paramsError(callback, what string, err error) error {
 // decodeObject decodes JSON params into a table; absent or null is {}.
 func (v *vm) decodeObject(raw json.RawMessage) (*lua.LTable, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return v.codec.MarkObject(v.L.NewTable()), nil
+		return v.codec.MarkObject(v.L.CreateTable(0, 1)), nil
 	}
 	val, err := v.codec.Decode(raw)
 	if err != nil {

@@ -343,7 +343,7 @@ func tableGrowth(tb *LTable, key LValue) int {
 
 func stringKeyGrowth(tb *LTable) int {
 	if tb.strdict == nil {
-		return defaultHashCap * sizeHashSlot
+		return lazyHashCap * sizeHashSlot
 	}
 	return 0
 }

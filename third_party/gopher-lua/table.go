@@ -3,6 +3,13 @@ package lua
 const defaultArrayCap = 32
 const defaultHashCap = 32
 
+// lazyHashCap is the capacity of a string-key map made on a table's first
+// string key when the table was created without a hash hint (patched for
+// luamcp: upstream made it with defaultHashCap, about 1.2 KiB, for tables
+// such as `local t = {}; t.x = 1` that mostly hold a few keys; a Go map grows
+// itself past this).
+const lazyHashCap = 8
+
 type lValueArraySorter struct {
 	L      *LState
 	Fn     *LFunction
@@ -209,8 +216,8 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 func (tb *LTable) RawSetString(key string, value LValue) {
 	tb.written() // patched for luamcp: written.go
 	if tb.strdict == nil {
-		tb.strdict = make(map[string]LValue, defaultHashCap)
-		tb.addHint(defaultHashCap) // patched for luamcp
+		tb.strdict = make(map[string]LValue, lazyHashCap) // patched for luamcp
+		tb.addHint(lazyHashCap)                           // patched for luamcp
 	}
 	// patched for luamcp: keys.go. A removed key stays in strdict as nil (it
 	// stays in keys too, as upstream), so a key is new exactly when strdict
