@@ -38,8 +38,8 @@ func BenchmarkCallToolEcho(b *testing.B) {
 	}
 }
 
-// BenchmarkStatelessRequest is one stateless tools/call: Init on a borrowed
-// state, the call, Close.
+// BenchmarkStatelessRequest is one stateless tools/call as the transport
+// makes it: InitCall on a borrowed state, the call, Close.
 func BenchmarkStatelessRequest(b *testing.B) {
 	s, _ := load(b, "echo.lua", nil)
 	ctx := context.Background()
@@ -47,7 +47,7 @@ func BenchmarkStatelessRequest(b *testing.B) {
 	args := json.RawMessage(`{"text":"hello"}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		ss, _, err := s.Init(ctx, nil, "")
+		ss, _, err := s.InitCall(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}

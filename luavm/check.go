@@ -108,7 +108,7 @@ func (c *checker) run() []string {
 	if !ok {
 		return nil
 	}
-	res, err := v.initResult(rets[0], rets[1])
+	res, err := v.initResult(rets[0], rets[1], true)
 	if err != nil {
 		c.add(c.line(cbInit), "init: %v", err)
 		return nil

@@ -3,6 +3,7 @@ package luavm
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -162,5 +163,67 @@ func TestInitResult(t *testing.T) {
 	jsonEqual(t, string(res.Capabilities), `{"tools":{}}`)
 	if got := text(t, mustCall(t, sl, "hit", `{}`)); got != "params=0 hits=1" {
 		t.Errorf("stateless init saw %q", got)
+	}
+}
+
+// TestInitCall checks that InitCall, the stateless start that skips
+// encoding init's result, reports the same capabilities as Init and refuses
+// the same wrong shapes; only what encoding alone finds (a function inside
+// server_info) is left to Init.
+func TestInitCall(t *testing.T) {
+	for _, tc := range []struct {
+		name, init string
+		has        mcp.Capabilities
+		initErr    bool // Init fails
+		callErr    bool // InitCall fails
+	}{
+		{"tools", `return { name = "s", version = "1" }, { tools = {} }, {}`, mcp.Capabilities{Tools: true}, false, false},
+		{"no capabilities", `return { name = "s", version = "1" }, nil, {}`, mcp.Capabilities{}, false, false},
+		{"all", `return { name = "s", version = "1", instructions = "hi" }, { tools = {}, logging = {} }, {}`,
+			mcp.Capabilities{Tools: true, Logging: true}, false, false},
+		{"server_info not a table", `return "s", { tools = {} }, {}`, mcp.Capabilities{}, true, true},
+		{"instructions not a string", `return { name = "s", instructions = 1 }, { tools = {} }, {}`, mcp.Capabilities{}, true, true},
+		{"capabilities not a table", `return { name = "s" }, "tools", {}`, mcp.Capabilities{}, true, true},
+		{"missing callback", `return { name = "s" }, { prompts = {} }, {}`, mcp.Capabilities{}, true, true},
+		{"function in server_info", `return { name = "s", icon = print }, { tools = {} }, {}`, mcp.Capabilities{Tools: true}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := `return {
+  init = function() ` + tc.init + ` end,
+  tools = function() return { { name = "t" } } end,
+  handle_tool = function() return "ok" end,
+}`
+			if err := os.WriteFile(filepath.Join(dir, "s.lua"), []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			logger, _ := newLogger()
+			s, err := Load(filepath.Join(dir, "s.lua"), Config{Dir: dir, Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			ctx := context.Background()
+			ss, res, err := s.Init(ctx, nil, "")
+			if (err != nil) != tc.initErr {
+				t.Fatalf("Init: %v, want error %v", err, tc.initErr)
+			}
+			if err == nil {
+				ss.Close("")
+				if res.Has != tc.has {
+					t.Errorf("Init: Has = %+v, want %+v", res.Has, tc.has)
+				}
+			}
+			ss, has, err := s.InitCall(ctx)
+			if (err != nil) != tc.callErr {
+				t.Fatalf("InitCall: %v, want error %v", err, tc.callErr)
+			}
+			if err == nil {
+				ss.Close("")
+				if has != tc.has {
+					t.Errorf("InitCall: Has = %+v, want %+v", has, tc.has)
+				}
+			}
+		})
 	}
 }

@@ -60,7 +60,7 @@ var errClosed = errors.New("luavm: session closed")
 // life; in stateless mode it gets {} on a borrowed state, which Close gives
 // back.
 func (s *Script) Init(ctx context.Context, params json.RawMessage, sessionID string) (mcp.Session, *mcp.InitResult, error) {
-	ss, res, err := s.current().start(ctx, params, sessionID)
+	ss, res, err := s.current().start(ctx, params, sessionID, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -71,8 +71,22 @@ func (s *Script) Init(ctx context.Context, params json.RawMessage, sessionID str
 	return ss, res, nil
 }
 
-// start runs init on a state of this version.
-func (s *Version) start(ctx context.Context, params json.RawMessage, sessionID string) (*session, *mcp.InitResult, error) {
+var _ mcp.CallIniter = (*Script)(nil)
+
+// InitCall is Init(ctx, nil, "") for a stateless request that needs only the
+// capabilities: init's server_info and capabilities are checked but not
+// encoded.
+func (s *Script) InitCall(ctx context.Context) (mcp.Session, mcp.Capabilities, error) {
+	ss, res, err := s.current().start(ctx, nil, "", false)
+	if err != nil {
+		return nil, mcp.Capabilities{}, err
+	}
+	return ss, res.Has, nil
+}
+
+// start runs init on a state of this version; encode asks for the init
+// result's server_info and capabilities in wire form.
+func (s *Version) start(ctx context.Context, params json.RawMessage, sessionID string, encode bool) (*session, *mcp.InitResult, error) {
 	owned := sessionID != ""
 	var v *vm
 	var err error
@@ -85,7 +99,7 @@ func (s *Version) start(ctx context.Context, params json.RawMessage, sessionID s
 		return nil, nil, fmt.Errorf("%s: no Lua state: %w", s.name, err)
 	}
 	ss := &session{script: s.Script, id: sessionID, s: s, v: v, owned: owned, spare: !owned, state: lua.LNil}
-	res, err := ss.init(ctx, params, sessionID)
+	res, err := ss.init(ctx, params, sessionID, encode)
 	if err != nil {
 		ss.release()
 		return nil, nil, err
@@ -96,7 +110,7 @@ func (s *Version) start(ctx context.Context, params json.RawMessage, sessionID s
 	return ss, res, nil
 }
 
-func (ss *session) init(ctx context.Context, params json.RawMessage, sessionID string) (*mcp.InitResult, error) {
+func (ss *session) init(ctx context.Context, params json.RawMessage, sessionID string, encode bool) (*mcp.InitResult, error) {
 	v := ss.v
 	r, err := v.begin(ctx)
 	if err != nil {
@@ -114,7 +128,7 @@ func (ss *session) init(ctx context.Context, params json.RawMessage, sessionID s
 	if err != nil {
 		return nil, err
 	}
-	res, err := v.initResult(rets[0], rets[1])
+	res, err := v.initResult(rets[0], rets[1], encode)
 	if err != nil {
 		return nil, r.crashf("init", "%v", err)
 	}
@@ -126,8 +140,9 @@ func (ss *session) init(ctx context.Context, params json.RawMessage, sessionID s
 	return res, nil
 }
 
-// initResult encodes init's server_info and capabilities.
-func (v *vm) initResult(info, caps lua.LValue) (*mcp.InitResult, error) {
+// initResult checks init's server_info and capabilities, and encodes them
+// when encode is set (a value that cannot be encoded is found only then).
+func (v *vm) initResult(info, caps lua.LValue, encode bool) (*mcp.InitResult, error) {
 	t, ok := info.(*lua.LTable)
 	if !ok {
 		return nil, fmt.Errorf("server_info: want a table, got %s", describe(info))
@@ -141,15 +156,19 @@ func (v *vm) initResult(info, caps lua.LValue) (*mcp.InitResult, error) {
 		return nil, fmt.Errorf("server_info.instructions: want a string, got %s", describe(ins))
 	}
 	var err error
-	if res.ServerInfo, err = v.object(t, "server_info", func(k string) bool { return k == "instructions" }); err != nil {
-		return nil, err
+	if encode {
+		if res.ServerInfo, err = v.object(t, "server_info", func(k string) bool { return k == "instructions" }); err != nil {
+			return nil, err
+		}
 	}
 	switch c := caps.(type) {
 	case *lua.LNilType:
 		res.Capabilities = json.RawMessage("{}")
 	case *lua.LTable:
-		if res.Capabilities, err = v.codec.Encode(c, "capabilities"); err != nil {
-			return nil, err
+		if encode {
+			if res.Capabilities, err = v.codec.Encode(c, "capabilities"); err != nil {
+				return nil, err
+			}
 		}
 		present := func(k string) bool { return c.RawGetString(k) != lua.LNil }
 		res.Has = mcp.Capabilities{

@@ -42,6 +42,19 @@ type InitResult struct {
 	Instructions string
 }
 
+// A CallIniter is a [Server] that can start a stateless request's session
+// more cheaply when the transport needs nothing of the init result but the
+// capabilities it advertises: a stateless request other than initialize (and
+// server/discover in 2026-07-28), which the transport gates on Has alone.
+// InitCall behaves as Init(ctx, nil, "") except that it need not encode
+// ServerInfo and Capabilities (encoding them was 3% of a stateless call):
+// it fails on a result of the wrong shape, as Init does, but may miss what
+// only encoding would find. The initialize answer, which encodes them, still
+// reports that.
+type CallIniter interface {
+	InitCall(ctx context.Context) (Session, Capabilities, error)
+}
+
 // Capabilities records which server capability keys init advertised.
 type Capabilities struct {
 	Tools, Resources, Prompts, Logging, Completions bool

@@ -871,23 +871,20 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 		return
 	}
 	defer h.untrackStateless(j)
-	sess, ir, err := h.srv.Init(ctx, nil, "")
+	sess, has, err := h.initCall(ctx)
 	if err != nil {
 		h.observeInitError(j.start, m, err)
 		h.writeInitError(w, acc, m, err)
 		return
 	}
 	defer sess.Close("")
-	if ir == nil {
-		ir = &InitResult{}
-	}
 	gen, _ := j.rp.attach(w)
 	defer j.rp.detach(gen)
 	if streams(m, acc) {
 		j.rp.streaming = true
 		j.rp.startStream()
 	}
-	sc := scope{sess: sess, has: ir.Has, era: eraSession}
+	sc := scope{sess: sess, has: has, era: eraSession}
 	b := getBuf()
 	out, err := h.dispatch(ctx, &sc, m, &j.call, *b)
 	h.observe(j.start, m, &j.call, out, err)
@@ -903,6 +900,20 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 		j.rp.finish(nil)
 	}
 	j.rp.pump(gen)
+}
+
+// initCall starts the session of a stateless request that needs only the
+// capabilities of the init result: through [CallIniter] when the server is
+// one.
+func (h *Handler) initCall(ctx context.Context) (Session, Capabilities, error) {
+	if ci, ok := h.srv.(CallIniter); ok {
+		return ci.InitCall(ctx)
+	}
+	sess, ir, err := h.srv.Init(ctx, nil, "")
+	if err != nil || ir == nil {
+		return sess, Capabilities{}, err
+	}
+	return sess, ir.Has, nil
 }
 
 // trackStateless registers a stateless call for Shutdown to stop; it fails

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/luamcp/luamcp/mcp"
@@ -646,6 +647,60 @@ func testPages(t *testing.T, method, key string, pageSize, extra, wantPages, wan
 			if w != [2]int{i * pageSize, pageSize} {
 				t.Fatalf("Page call %d asked for offset %d limit %d", i, w[0], w[1])
 			}
+		}
+	}
+}
+
+// callIniter is a fakeServer that also implements mcp.CallIniter, counting
+// its calls.
+type callIniter struct {
+	*fakeServer
+	calls atomic.Int32
+}
+
+func (c *callIniter) InitCall(ctx context.Context) (mcp.Session, mcp.Capabilities, error) {
+	c.calls.Add(1)
+	sess, ir, err := c.Init(ctx, nil, "")
+	if err != nil {
+		return nil, mcp.Capabilities{}, err
+	}
+	return sess, ir.Has, nil
+}
+
+// TestCallIniter checks which stateless requests start through InitCall:
+// every one but those that answer with the init result (initialize, and
+// server/discover in 2026-07-28), and that its capabilities gate methods.
+func TestCallIniter(t *testing.T) {
+	f := newFakeServer()
+	f.has = mcp.Capabilities{Tools: true}
+	f.capsJSON = `{"tools":{}}`
+	ci := &callIniter{fakeServer: f}
+	rt := newRouteOver(t, ci, f, mcp.Options{})
+	for _, tc := range []struct {
+		name  string
+		do    func() reply
+		calls int32
+		check func(reply) bool
+	}{
+		{"tools/call", func() reply { return rt.call("", 1, "tools/call", `{"name":"count"}`) }, 1,
+			func(r reply) bool { return r.text() == "1" }},
+		{"prompts/list gated", func() reply { return rt.call("", 2, "prompts/list", `{}`) }, 1,
+			func(r reply) bool { return r.errorCode() == mcp.CodeMethodNotFound }},
+		{"initialize", func() reply {
+			return rt.post(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		}, 0, func(r reply) bool { return strings.Contains(r.body, `"serverInfo":{"name":"fake"`) }},
+		{"2026 tools/call", func() reply { return rt.modern("tools/call", `{"name":"count"}`) }, 1,
+			func(r reply) bool { return r.status == 200 && r.errorCode() == 0 }},
+		{"2026 discover", func() reply { return rt.modern("server/discover", `{}`) }, 0,
+			func(r reply) bool { return strings.Contains(r.body, `/serverInfo":{"name":"fake"`) }},
+	} {
+		before := ci.calls.Load()
+		r := tc.do()
+		if got := ci.calls.Load() - before; got != tc.calls {
+			t.Errorf("%s: %d InitCall, want %d", tc.name, got, tc.calls)
+		}
+		if !tc.check(r) {
+			t.Errorf("%s: unexpected answer %d %s", tc.name, r.status, r.body)
 		}
 	}
 }

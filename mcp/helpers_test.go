@@ -38,23 +38,29 @@ func (rt *route) push() *mcp.RoutePushes { return rt.hub.Route("/mcp") }
 // newRoute serves a fake server with opts (Path "/mcp" unless set).
 func newRoute(t *testing.T, f *fakeServer, opts mcp.Options) *route {
 	t.Helper()
+	return newRouteOver(t, f, f, opts)
+}
+
+// newRouteOver is newRoute serving srv, a server built over f.
+func newRouteOver(t *testing.T, srv mcp.Server, f *fakeServer, opts mcp.Options) *route {
+	t.Helper()
 	if opts.Path == "" {
 		opts.Path = "/mcp"
 	}
 	hub := mcp.NewHub(quietLogger())
-	h := mcp.NewHandler(f, opts, hub, quietLogger())
+	h := mcp.NewHandler(srv, opts, hub, quietLogger())
 	mux := http.NewServeMux()
 	mux.Handle(opts.Path, h)
-	srv := httptest.NewServer(mux)
-	rt := &route{t: t, f: f, h: h, hub: hub, srv: srv, url: srv.URL + opts.Path}
+	hs := httptest.NewServer(mux)
+	rt := &route{t: t, f: f, h: h, hub: hub, srv: hs, url: hs.URL + opts.Path}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), liveness)
 		defer cancel()
 		if err := h.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
-		srv.CloseClientConnections()
-		srv.Close()
+		hs.CloseClientConnections()
+		hs.Close()
 	})
 	return rt
 }

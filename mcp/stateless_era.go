@@ -59,14 +59,23 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		return
 	}
 	defer h.untrackStateless(j)
-	sess, ir, err := h.srv.Init(ctx, nil, "")
+	// Only server/discover answers with the init result; every other
+	// request is gated on its capabilities alone.
+	var sess Session
+	ir := &InitResult{}
+	var err error
+	if m.method == methodDiscover {
+		var res *InitResult
+		if sess, res, err = h.srv.Init(ctx, nil, ""); res != nil {
+			ir = res
+		}
+	} else {
+		sess, ir.Has, err = h.initCall(ctx)
+	}
 	if err != nil {
 		h.observeInitError(start, m, err)
 		h.writeInitError(w, acc, m, err)
 		return
-	}
-	if ir == nil {
-		ir = &InitResult{}
 	}
 	if m.method == methodListen {
 		sess.Close("") // the stream needs no Lua state
