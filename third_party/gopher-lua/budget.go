@@ -308,6 +308,9 @@ func newTableCost(acap, hcap int) int {
 // tableCost is the size of tb itself, not of the values it holds.
 func tableCost(tb *LTable) int {
 	n := sizeTable + cap(tb.array)*sizeValue
+	if tb.isSmall() {
+		return n + cap(tb.keys)*sizeValue
+	}
 	if tb.strdict != nil || tb.dict != nil || tb.keys != nil {
 		keys := len(tb.keys)
 		n += sizeHashBase + keys*sizeHashKey
@@ -329,16 +332,25 @@ func tableGrowth(tb *LTable, key LValue) int {
 			return arrayGrowth(tb, int(k))
 		}
 		if tb.dict == nil {
-			return len(tb.strdict) * sizeHashSlot
+			return dictGrowth(tb)
 		}
 	case LString:
 		return stringKeyGrowth(tb)
 	default:
 		if tb.dict == nil {
-			return len(tb.strdict) * sizeHashSlot
+			return dictGrowth(tb)
 		}
 	}
 	return 0
+}
+
+// dictGrowth is what a table without dict allocates for its first key that
+// is not a string: the dict, and the string map a small table switches to.
+func dictGrowth(tb *LTable) int {
+	if tb.isSmall() {
+		return 2 * (tb.smallKeys() + 1) * sizeHashSlot
+	}
+	return len(tb.strdict) * sizeHashSlot
 }
 
 func stringKeyGrowth(tb *LTable) int {
@@ -403,6 +415,17 @@ func (ls *LState) tableSetString(tb *LTable, key string, value LValue) {
 		tb.RawSetString(key, value)
 		if len(tb.keys) != n {
 			ls.charge(sizeHashKey)
+		}
+		return
+	}
+	// A small table (small.go), or one without a hash part, that will not
+	// switch to the maps: the pairs grow by appending, a small allocation
+	// charged after the fact.
+	if tb.strdict == nil && tb.dict == nil && len(tb.keys) < 2*smallMax {
+		c := cap(tb.keys)
+		tb.RawSetString(key, value)
+		if d := cap(tb.keys) - c; d > 0 {
+			ls.charge(d * sizeValue)
 		}
 		return
 	}
@@ -543,6 +566,12 @@ func (w *walker) scan(v LValue) {
 		w.value(v.Metatable)
 		for _, e := range v.array {
 			w.value(e)
+		}
+		if v.isSmall() {
+			for i := 0; i < len(v.keys); i += 2 {
+				w.size += len(v.keys[i].(LString))
+				w.value(v.keys[i+1])
+			}
 		}
 		for k, e := range v.strdict {
 			w.size += len(k)

@@ -48,8 +48,13 @@ func newLTable(acap int, hcap int) *LTable {
 	if acap != 0 {
 		tb.array = make([]LValue, 0, acap)
 	}
-	if hcap != 0 {
+	// patched for luamcp: a small hint makes a small table (small.go).
+	if hcap > smallMax {
 		tb.strdict = make(map[string]LValue, hcap)
+	} else if hcap != 0 {
+		tb.keys = make([]LValue, 0, 2*hcap)
+	}
+	if hcap != 0 {
 		tb.hcap = int32(min(hcap, hcapMask)) // patched for luamcp: budget.go, written.go
 	}
 	return tb
@@ -215,6 +220,13 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
 func (tb *LTable) RawSetString(key string, value LValue) {
 	tb.written() // patched for luamcp: written.go
+	// patched for luamcp: small.go.
+	if tb.strdict == nil && tb.dict == nil {
+		if tb.smallSet(key, value) {
+			return
+		}
+		tb.toMaps()
+	}
 	if tb.strdict == nil {
 		tb.strdict = make(map[string]LValue, lazyHashCap) // patched for luamcp
 		tb.addHint(lazyHashCap)                           // patched for luamcp
@@ -240,6 +252,9 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 	if s, ok := key.(LString); ok {
 		tb.RawSetString(string(s), value)
 		return
+	}
+	if tb.isSmall() { // patched for luamcp: small.go
+		tb.toMaps()
 	}
 	if tb.dict == nil {
 		tb.dict = make(map[LValue]LValue, len(tb.strdict))
@@ -274,6 +289,9 @@ func (tb *LTable) RawGet(key LValue) LValue {
 		}
 	case LString:
 		if tb.strdict == nil {
+			if tb.isSmall() { // patched for luamcp: small.go
+				return tb.smallGet(string(v))
+			}
 			return LNil
 		}
 		if ret, ok := tb.strdict[string(v)]; ok {
@@ -306,6 +324,9 @@ func (tb *LTable) RawGetInt(key int) LValue {
 func (tb *LTable) RawGetH(key LValue) LValue {
 	if s, sok := key.(LString); sok {
 		if tb.strdict == nil {
+			if tb.isSmall() { // patched for luamcp: small.go
+				return tb.smallGet(string(s))
+			}
 			return LNil
 		}
 		if v, vok := tb.strdict[string(s)]; vok {
@@ -325,6 +346,9 @@ func (tb *LTable) RawGetH(key LValue) LValue {
 // RawGetString returns an LValue associated with a given key without __index metamethod.
 func (tb *LTable) RawGetString(key string) LValue {
 	if tb.strdict == nil {
+		if tb.isSmall() { // patched for luamcp: small.go
+			return tb.smallGet(key)
+		}
 		return LNil
 	}
 	if v, vok := tb.strdict[string(key)]; vok {
@@ -339,6 +363,13 @@ func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 		for i, v := range tb.array {
 			if v != LNil {
 				cb(LNumber(i+1), v)
+			}
+		}
+	}
+	if tb.isSmall() { // patched for luamcp: small.go
+		for i := 0; i < len(tb.keys); i += 2 {
+			if v := tb.keys[i+1]; v != LNil {
+				cb(tb.keys[i], v)
 			}
 		}
 	}
@@ -377,6 +408,9 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 				}
 			}
 			if tb.array == nil || index == len(tb.array) {
+				if tb.isSmall() { // patched for luamcp: small.go
+					return tb.smallNext(0)
+				}
 				if (tb.dict == nil || len(tb.dict) == 0) && (tb.strdict == nil || len(tb.strdict) == 0) {
 					return LNil, LNil
 				}
@@ -388,6 +422,15 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 		}
 	}
 
+	if tb.isSmall() { // patched for luamcp: small.go
+		// A key the table does not list continues after the first, as
+		// keyIndex's 0 does below.
+		p := 0
+		if s, ok := key.(LString); ok {
+			p = max(tb.smallFind(string(s)), 0) / 2
+		}
+		return tb.smallNext(p + 1)
+	}
 	for i := tb.keyIndex(key) + 1; i < len(tb.keys); i++ { // patched for luamcp: keys.go
 		key := tb.keys[i]
 		if v := tb.RawGetH(key); v != LNil {
