@@ -42,18 +42,26 @@ start() {
 # cpu_ticks: the server's user + system CPU so far, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 
-# measure CMD...: runs a generator on CPU 1; sets out (what it printed) and
-# ticks (the server's CPU meanwhile).
+# measure CMD...: runs a generator on CPU 1; sets out (what it printed),
+# ticks (the server's CPU meanwhile) and gen (the share of its CPU the
+# generator kept busy: near 100% it is saturated, and the latencies it
+# reports include its own queueing).
 measure() {
-  local t0; t0=$(cpu_ticks)
-  out=$(taskset -c 1 "$@" 2>&1)
+  local t0 start end
+  t0=$(cpu_ticks)
+  start=$(date +%s%N)
+  out=$(TIMEFORMAT='%U %S'; { time taskset -c 1 "$@" 2>&1; } 2>&1)
+  end=$(date +%s%N)
   ticks=$(( $(cpu_ticks) - t0 ))
+  # bash's time prints the generator's user and system seconds last.
+  gen=$(tail -n1 <<<"$out" | awk -v ns=$((end - start)) '{ printf "%.0f%%", ($1 + $2) / (ns / 1e9) * 100 }')
+  out=$(sed '$d' <<<"$out")
 }
 
 # report SERVER GEN MODE RATE LATENCY CALLS TICKS [BAD]
 report() {
   local per; per=$(awk -v t="$7" -v n="$6" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.1fµs", t / hz / n * 1e6; else print "-" }')
-  printf '%-8s %-7s %-10s c=16 %10s req/s  %-15s srv cpu/call %s%s\n' "$1" "$2" "$3" "$4" "$5" "$per" "${8:+  NON-2xx: $8}"
+  printf '%-8s %-7s %-10s c=16 %10s req/s  %-15s srv cpu/call %-8s gen cpu %s%s\n' "$1" "$2" "$3" "$4" "$5" "$per" "$gen" "${8:+  NON-2xx: $8}"
 }
 
 # run_wrk MODE URL SERVER: wrk with 16 connections, one thread each (so that
