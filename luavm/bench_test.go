@@ -116,7 +116,6 @@ func BenchmarkRecycle(b *testing.B) {
 func BenchmarkRecycleSession(b *testing.B) {
 	s, _ := load(b, "echo.lua", nil)
 	ctx := context.Background()
-	p := s.current().pool
 	b.ReportAllocs()
 	for b.Loop() {
 		ss, _, err := s.Init(ctx, json.RawMessage(initParams), "sid")
@@ -129,10 +128,11 @@ func BenchmarkRecycleSession(b *testing.B) {
 		ss.Close("normal")
 	}
 	b.StopTimer()
-	if p.recycled.Load() == 0 {
+	recycled, _ := s.EndedStates()
+	if recycled == 0 {
 		b.Fatal("no state was recycled")
 	}
-	b.ReportMetric(float64(p.recycled.Load())/float64(b.N), "recycled/op")
+	b.ReportMetric(float64(recycled)/float64(b.N), "recycled/op")
 }
 
 // BenchmarkCloneState is a full deep copy (Codec.Clone) of a state of 10,000

@@ -43,8 +43,6 @@ type pool struct {
 
 	waiting   atomic.Int32 // takers waiting for the fillers
 	inline    atomic.Int64 // fresh states built on a taker's path (tests, metrics)
-	recycled  atomic.Int64 // sessions' states taken back into the fresh lane (recycle)
-	discarded atomic.Int64 // sessions' states closed at their end (recycle)
 	failing   atomic.Bool  // the fillers' last build failed: takers do not wait for them
 
 	mu       sync.Mutex
@@ -292,7 +290,7 @@ func (p *pool) build(ctx context.Context) (*vm, error) {
 // (recycle.go) and the lane has room, else it is closed. The lane's room is
 // its capacity, not its depth: while recycled states keep it at its depth
 // the fillers build nothing, and shrink closes the surplus after a quiet
-// spell.
+// spell. Script.EndedStates counts both outcomes.
 func (p *pool) recycle(v *vm) {
 	if v.closed {
 		return
@@ -314,14 +312,14 @@ func (p *pool) recycle(v *vm) {
 	}
 	select {
 	case p.fresh <- v:
-		p.recycled.Add(1)
+		p.s.ended[recycledState].Add(1)
 	default:
 		p.discard(v)
 	}
 }
 
 func (p *pool) discard(v *vm) {
-	p.discarded.Add(1)
+	p.s.ended[closedState].Add(1)
 	v.close()
 }
 

@@ -44,6 +44,15 @@ import "errors"
 // the lane has room (its capacity, the bound of its depth); the lane's
 // shrinking closes the states past its depth after a quiet spell.
 
+// An ending is what became of the state of a session that ended.
+type ending int
+
+const (
+	recycledState ending = iota // back in the fresh lane
+	closedState                 // closed
+	numEndings
+)
+
 // errNotRecorded is the refusal of a state built without a baseline (a
 // check's or Prepare's own state before the pool took it).
 var errNotRecorded = errors.New("no baseline recorded")

@@ -134,17 +134,16 @@ func TestRecycle(t *testing.T) {
 		"marker_meta", "null_meta", "rawset", "insert", "remove", "sort", "global_table", "module", "mcp_module",
 	} {
 		t.Run(what, func(t *testing.T) {
-			p := s.current().pool
 			ss, _ := open(t, s, "sid")
 			if got := text(t, mustCall(t, ss, "probe", `{}`)); got != fresh {
 				t.Fatalf("a new session sees %q, want %q", got, fresh)
 			}
 			mustCall(t, ss, "act", `{"what":"`+what+`"}`)
 			v := ss.(*session).v
-			recycled, discarded := p.recycled.Load(), p.discarded.Load()
+			recycled, discarded := recycledOf(s), closedOf(s)
 			ss.Close("normal")
 			if what != "clean" {
-				if p.recycled.Load() != recycled || p.discarded.Load() != discarded+1 {
+				if recycledOf(s) != recycled || closedOf(s) != discarded+1 {
 					t.Fatalf("the state was recycled after %s", what)
 				}
 				if !v.closed {
@@ -152,7 +151,7 @@ func TestRecycle(t *testing.T) {
 				}
 				return
 			}
-			if p.recycled.Load() != recycled+1 || p.discarded.Load() != discarded {
+			if recycledOf(s) != recycled+1 || closedOf(s) != discarded {
 				t.Fatal("a clean state was not recycled")
 			}
 			next := takeState(t, s, v)
@@ -175,12 +174,11 @@ func TestRecycleRefusesCoroutines(t *testing.T) {
 		`local co = coroutine.wrap(function() end) function KEEP() return co end`,
 	} {
 		s := loadMarker(t, co+"\n"+marker, 0)
-		p := s.current().pool
 		ss, _ := open(t, s, "sid")
 		mustCall(t, ss, "act", `{"what":"clean"}`)
 		ss.Close("normal")
-		if p.recycled.Load() != 0 || p.discarded.Load() != 1 {
-			t.Errorf("%s: recycled %d, discarded %d, want 0 and 1", co, p.recycled.Load(), p.discarded.Load())
+		if recycledOf(s) != 0 || closedOf(s) != 1 {
+			t.Errorf("%s: recycled %d, discarded %d, want 0 and 1", co, recycledOf(s), closedOf(s))
 		}
 	}
 }
@@ -190,27 +188,25 @@ func TestRecycleRefusesCoroutines(t *testing.T) {
 func TestRecycleRefusesBroken(t *testing.T) {
 	s := loadMarker(t, strings.Replace(marker, `clean = function(state)`, `crash = function() error("boom") end,
   clean = function(state)`, 1), 0)
-	p := s.current().pool
 	ss, _ := open(t, s, "sid")
 	if _, err := call(t, ss, "act", `{"what":"crash"}`); !isCrash(err) {
 		t.Fatalf("want a crash, got %v", err)
 	}
 	ss.Close("normal")
-	if p.recycled.Load() != 0 || p.discarded.Load() != 1 {
-		t.Errorf("recycled %d, discarded %d, want 0 and 1", p.recycled.Load(), p.discarded.Load())
+	if recycledOf(s) != 0 || closedOf(s) != 1 {
+		t.Errorf("recycled %d, discarded %d, want 0 and 1", recycledOf(s), closedOf(s))
 	}
 }
 
 // A hibernating session's state is recycled when pristine.
 func TestRecycleOnHibernation(t *testing.T) {
 	s := loadMarker(t, marker, 20)
-	p := s.current().pool
 	ss, _ := open(t, s, "sid")
 	defer ss.Close("normal")
 	mustCall(t, ss, "act", `{"what":"clean"}`)
 	eventually(t, "hibernation", func() bool { return isAsleep(ss) })
-	if p.recycled.Load() != 1 {
-		t.Fatalf("recycled %d states, want 1", p.recycled.Load())
+	if recycledOf(s) != 1 {
+		t.Fatalf("recycled %d states, want 1", recycledOf(s))
 	}
 	// It wakes with its state, on a fresh (maybe recycled) state.
 	if got := text(t, mustCall(t, ss, "act", `{"what":"clean"}`)); got != "xxxxxxxxxx{\"a\":1}" {
@@ -238,16 +234,16 @@ func TestRecycleAcrossReload(t *testing.T) {
 			t.Errorf("%d Lua states still open after Close", n)
 		}
 	}()
-	old := s.current()
 	ss, _ := open(t, s, "sid")
 	mustCall(t, ss, "act", `{"what":"clean"}`)
+	v := ss.(*session).v
 	writeScript(t, file, strings.Replace(src, `CONFIG = {n = 1}`, `CONFIG = {n = 2}`, 1))
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	ss.Close("normal")
-	if n := old.pool.recycled.Load(); n != 0 {
-		t.Errorf("%d states recycled into a replaced version's pool", n)
+	if !v.closed {
+		t.Error("a state of the replaced version was not closed")
 	}
 	for range cap(s.current().pool.fresh) + 2 {
 		next, _ := open(t, s, "sid")
@@ -275,7 +271,11 @@ func TestRecycleBounded(t *testing.T) {
 	}
 	// Whatever the fillers had put in the lane meanwhile, at least the 3
 	// states past its capacity found it full.
-	if len(p.fresh) != cap(p.fresh) || p.discarded.Load() < 3 {
-		t.Errorf("fresh lane %d of %d, %d discarded: want it full and the surplus closed", len(p.fresh), cap(p.fresh), p.discarded.Load())
+	if len(p.fresh) != cap(p.fresh) || closedOf(s) < 3 {
+		t.Errorf("fresh lane %d of %d, %d discarded: want it full and the surplus closed", len(p.fresh), cap(p.fresh), closedOf(s))
 	}
 }
+
+func recycledOf(s *Script) int64 { r, _ := s.EndedStates(); return r }
+
+func closedOf(s *Script) int64 { _, c := s.EndedStates(); return c }
