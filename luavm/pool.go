@@ -41,9 +41,9 @@ type pool struct {
 	ctx   context.Context // cancelled by close: bounds the fillers' builds
 	quit  context.CancelFunc
 
-	waiting   atomic.Int32 // takers waiting for the fillers
-	inline    atomic.Int64 // fresh states built on a taker's path (tests, metrics)
-	failing   atomic.Bool  // the fillers' last build failed: takers do not wait for them
+	waiting atomic.Int32 // takers waiting for the fillers
+	inline  atomic.Int64 // fresh states built on a taker's path (tests, metrics)
+	failing atomic.Bool  // the fillers' last build failed: takers do not wait for them
 
 	mu       sync.Mutex
 	closed   bool
