@@ -178,7 +178,8 @@ func BenchmarkBaseline(b *testing.B) {
 	L := baselineState(b, baselineChunk)
 	defer L.Close()
 	b.ReportAllocs()
-	for b.Loop() {
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
 		L.NewBaseline()
 	}
 }
@@ -189,7 +190,8 @@ func BenchmarkBaselinePristine(b *testing.B) {
 	defer L.Close()
 	bl := L.NewBaseline()
 	b.ReportAllocs()
-	for b.Loop() {
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
 		if bl.Pristine(L) != nil {
 			b.Fatal("not pristine")
 		}
