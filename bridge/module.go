@@ -147,6 +147,20 @@ func (m *Module) Loader(L *lua.LState) int {
 // Table returns the module table.
 func (m *Module) Table() *lua.LTable { return m.table }
 
+// Roots returns the Lua values the module and its codec keep from Go and
+// lend to Lua: the module table, the metatable of ctx tables, mcp.null and
+// the array and object markers. A host recording what Lua can reach in the
+// state (lua.LState.NewBaseline) passes them as roots: Lua reaches the
+// markers through getmetatable of a decoded value, which no Lua root
+// leads to.
+func (m *Module) Roots() []lua.LValue {
+	return []lua.LValue{m.table, m.ctxMeta, m.c.null, m.c.arrayMeta, m.c.objectMeta}
+}
+
+// Idle reports whether no call of the state is live (every BeginCall was
+// ended).
+func (m *Module) Idle() bool { return len(m.calls) == 0 }
+
 // BeginCall returns a fresh ctx table {session_id, request_id,
 // progress_token, protocol_version, client_capabilities, auth} for the call
 // info describes; it stays live until EndCall.

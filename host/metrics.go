@@ -30,6 +30,10 @@ type RouteStats struct {
 	// Running is the script's Lua calls holding a slot of the host's
 	// scheduler (--max-running); Queued those waiting for one.
 	Running, Queued int
+	// StatesRecycled and StatesClosed count the Lua states of the script's
+	// ended sessions since it was mounted: given back to its pool as
+	// pristine, or closed (luavm.Script.EndedStates).
+	StatesRecycled, StatesClosed int64
 }
 
 // Stats returns the gauges of every mounted route, sorted by path. It takes
@@ -41,9 +45,11 @@ func (h *Host) Stats() []RouteStats {
 	stats := make([]RouteStats, len(mounts))
 	for i, m := range mounts {
 		running, queued := m.script.Calls()
+		recycled, closed := m.script.EndedStates()
 		stats[i] = RouteStats{
 			Path: m.opts.Path, Sessions: m.handler.SessionCount(),
 			LuaStates: m.script.LiveStates(), Running: running, Queued: queued,
+			StatesRecycled: recycled, StatesClosed: closed,
 		}
 	}
 	return stats

@@ -73,6 +73,68 @@ func BenchmarkNewVM(b *testing.B) {
 	}
 }
 
+// BenchmarkNewVMRecorded is a build plus the baseline the pool records for
+// recycling (recycle.go): what a filler now does for every fresh state.
+func BenchmarkNewVMRecorded(b *testing.B) {
+	s, _ := load(b, "full.lua", nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := s.current().pool.build(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v.close()
+	}
+}
+
+// BenchmarkRecycle is what a session's end costs when its state goes back
+// to the fresh lane instead of being closed and rebuilt (BenchmarkNewVM):
+// the pristine check and the reset. It reads the baseline's records only, so
+// what the session did (if it left no mark) does not change its cost.
+func BenchmarkRecycle(b *testing.B) {
+	for _, name := range []string{"echo.lua", "full.lua"} {
+		b.Run(name, func(b *testing.B) {
+			s, _ := load(b, name, nil)
+			v, err := s.current().pool.build(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer v.close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := v.recycle(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRecycleSession is a whole session on a recycled state: init, one
+// tools/call, Close (which recycles); the pool never builds.
+func BenchmarkRecycleSession(b *testing.B) {
+	s, _ := load(b, "echo.lua", nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		ss, _, err := s.Init(ctx, json.RawMessage(initParams), "sid")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ss.CallTool(ctx, testCall("sid"), "echo", json.RawMessage(`{"text":"hi"}`)); err != nil {
+			b.Fatal(err)
+		}
+		ss.Close("normal")
+	}
+	b.StopTimer()
+	recycled, _ := s.EndedStates()
+	if recycled == 0 {
+		b.Fatal("no state was recycled")
+	}
+	b.ReportMetric(float64(recycled)/float64(b.N), "recycled/op")
+}
+
 // BenchmarkCloneState is a full deep copy (Codec.Clone) of a state of 10,000
 // entries: what the rollback backup cost before bridge.Mirror, which now
 // patches the previous backup instead (BenchmarkCallToolEcho/state=10k).

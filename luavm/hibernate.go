@@ -14,7 +14,8 @@ import (
 // session_hibernate_ms gives its state back:
 //
 //   - Its committed state is frozen (bridge.Codec.Freeze: a few bytes for a
-//     small state) and its Lua state closed. The session stays tracked and
+//     small state) and its Lua state closed, or given back to the pool's
+//     fresh lane when it is pristine (recycle.go). The session stays tracked and
 //     open: the transport knows nothing of it, and keeps the session's id,
 //     GET channel, subscriptions, channel membership and log level, which
 //     live in package mcp.
@@ -159,7 +160,7 @@ func (ss *session) hibernate(cut int64) bool {
 	ss.v, ss.state, ss.frozen = nil, lua.LNil, frozen
 	ss.phase.Store(uint32(asleep))
 	ss.mu.Unlock()
-	v.close()
+	v.s.pool.recycle(v) // closed unless pristine (recycle.go)
 	ss.script.logger.Debug("session hibernated", "session", ss.id, "bytes", len(frozen))
 	return true
 }

@@ -58,17 +58,24 @@ func guardWrap(create, resume lua.LGFunction) lua.LGFunction {
 		create(L)
 		th := L.Get(-1)
 		L.Pop(1)
-		rf := L.NewFunction(resumeFn)
-		L.Push(L.NewFunction(func(L *lua.LState) int {
-			top := L.GetTop()
-			L.Insert(th, 1)
-			L.Insert(rf, 1)
-			L.Call(top+1, lua.MultRet)
-			if !lua.LVAsBool(L.Get(1)) {
-				L.Error(L.Get(2), 1)
-			}
-			return L.GetTop() - 1
-		}))
+		// The thread and the resumer are the wrapper's upvalues, not values
+		// its Go closure captures: what Lua can reach must be reachable
+		// through Lua values (the budget's measure and the recycling
+		// baseline walk them, recycle.go).
+		L.Push(L.NewClosure(wrapped, th, L.NewFunction(resumeFn)))
 		return 1
 	}
+}
+
+// wrapped is the function coroutine.wrap returns: it resumes its upvalue 1
+// (the thread) with upvalue 2 (the guarded resume).
+func wrapped(L *lua.LState) int {
+	top := L.GetTop()
+	L.Insert(L.Get(lua.UpvalueIndex(1)), 1)
+	L.Insert(L.Get(lua.UpvalueIndex(2)), 1)
+	L.Call(top+1, lua.MultRet)
+	if !lua.LVAsBool(L.Get(1)) {
+		L.Error(L.Get(2), 1)
+	}
+	return L.GetTop() - 1
 }

@@ -12,9 +12,11 @@ import (
 // session's wake-up, snapshots and stateless requests do not build a state
 // and run its chunk on the request's path.
 //
-// It has two lanes. fresh holds states that have only run the chunk; filler
+// It has two lanes. fresh holds states that have only run the chunk, or are
+// provably indistinguishable from such a state (recycle.go); filler
 // goroutines keep it at its depth. A session takes a fresh state and owns it
-// for life: it is closed afterwards (or when it hibernates), never returned.
+// for life: at its end (or when it hibernates) the state comes back to the
+// fresh lane if it is pristine, and is closed otherwise.
 // spare holds states given back by short borrowers (stateless requests,
 // snapshots, auth checks, Describe) whose work ended cleanly; they are warm
 // but not pristine, so only other short borrowers take them.
@@ -95,6 +97,7 @@ func newPool(s *Version, size int) *pool {
 // start launches the fillers, after seeding the pool with v (may be nil).
 func (p *pool) start(v *vm) {
 	if v != nil {
+		v.record()
 		p.put(p.fresh, v)
 	}
 	if p.size <= 0 {
@@ -125,7 +128,7 @@ func (p *pool) fill(shrinker bool) {
 	}
 	for {
 		for p.claim() {
-			v, err := p.s.newVM(p.ctx)
+			v, err := p.build(p.ctx)
 			if err != nil {
 				p.unclaim()
 				if p.ctx.Err() != nil {
@@ -269,7 +272,55 @@ func (p *pool) get(ctx context.Context) (*vm, error) {
 		}
 	}
 	p.inline.Add(1)
-	return p.s.newVM(ctx)
+	return p.build(ctx)
+}
+
+// build builds a fresh state and records its baseline (recycle.go).
+func (p *pool) build(ctx context.Context) (*vm, error) {
+	v, err := p.s.newVM(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v.record()
+	return v, nil
+}
+
+// recycle takes back the state of a session that ended (closed, reaped,
+// hibernated, or a snapshot's): into the fresh lane if it is pristine
+// (recycle.go) and the lane has room, else it is closed. The lane's room is
+// its capacity, not its depth: while recycled states keep it at its depth
+// the fillers build nothing, and shrink closes the surplus after a quiet
+// spell. Script.EndedStates counts both outcomes.
+func (p *pool) recycle(v *vm) {
+	if v.closed {
+		return
+	}
+	if cap(p.fresh) == 0 || p.isClosed() {
+		p.discard(v)
+		return
+	}
+	if err := v.recycle(); err != nil {
+		p.s.logger.Debug("Lua state not recycled", "reason", err)
+		p.discard(v)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		p.discard(v)
+		return
+	}
+	select {
+	case p.fresh <- v:
+		p.s.ended[recycledState].Add(1)
+	default:
+		p.discard(v)
+	}
+}
+
+func (p *pool) discard(v *vm) {
+	p.s.ended[closedState].Add(1)
+	v.close()
 }
 
 func (p *pool) isClosed() bool {

@@ -36,7 +36,8 @@ func TestPoolKeepsFreshStates(t *testing.T) {
 	if n := s.LiveStates(); n != depth()+5 {
 		t.Errorf("%d states open, want %d fresh + 5", n, depth())
 	}
-	// A session's state is closed with it, never given back.
+	// A session's state is closed with it: init wrote a global, so it is not
+	// pristine (recycle.go), and it never becomes a spare.
 	for _, ss := range sessions {
 		ss.Close("normal")
 	}
@@ -45,6 +46,9 @@ func TestPoolKeepsFreshStates(t *testing.T) {
 	}
 	if n := s.LiveStates(); n != depth() {
 		t.Errorf("%d states open after closing the sessions, want the %d fresh", n, depth())
+	}
+	if recycled, closed := s.EndedStates(); recycled != 0 || closed != 5 {
+		t.Errorf("%d states recycled and %d closed, want 0 and 5", recycled, closed)
 	}
 }
 
@@ -150,9 +154,11 @@ func TestNoLeaks(t *testing.T) {
 
 // Under steady churn (initialize, call, close) the fillers keep the fresh
 // lane ahead: once its depth has followed the demand, no session start
-// builds a state inline. Without takers the depth goes back down.
+// builds a state inline. Without takers the depth goes back down. The script
+// writes a global in init, so that no state is recycled (recycle.go) and the
+// fillers build every one.
 func TestPoolChurnBuildsNoneInline(t *testing.T) {
-	s, _ := load(t, "echo.lua", func(c *Config) { c.PoolSize = 2 })
+	s, _ := load(t, "globals.lua", func(c *Config) { c.PoolSize = 2 })
 	p := s.current().pool
 	churn := func(lives int) {
 		var wg sync.WaitGroup
@@ -164,7 +170,7 @@ func TestPoolChurnBuildsNoneInline(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					mustCall(t, ss, "echo", `{"text":"x"}`)
+					mustCall(t, ss, "inits", `{}`)
 					ss.Close("normal")
 				}
 			})
@@ -191,6 +197,31 @@ func TestPoolChurnBuildsNoneInline(t *testing.T) {
 	eventually(t, "the lane at its depth, and no other state open", func() bool {
 		return len(p.fresh) == 2 && s.LiveStates() == 2
 	})
+}
+
+// Under churn of a script that leaves no mark (echo.lua), every ended
+// session's state goes back to the fresh lane: none is closed, since the
+// states in play never fill the lane's capacity.
+func TestPoolChurnRecycles(t *testing.T) {
+	s, _ := load(t, "echo.lua", func(c *Config) { c.PoolSize = 2 })
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 30 {
+				ss, _, err := s.Init(context.Background(), json.RawMessage(initParams), "sid")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mustCall(t, ss, "echo", `{"text":"x"}`)
+				ss.Close("normal")
+			}
+		})
+	}
+	wg.Wait()
+	if recycled, closed := s.EndedStates(); recycled != 8*30 || closed != 0 {
+		t.Errorf("%d states recycled and %d closed, want all 240 recycled", recycled, closed)
+	}
 }
 
 // BenchmarkPoolGet is the hand-out of a warm fresh state (the fillers refill

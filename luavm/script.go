@@ -79,6 +79,9 @@ type Script struct {
 	watch  *watchdog
 	lane   *lane        // the script's share of Config.Sched
 	live   atomic.Int64 // states open, of every version, pooled or lent out
+	// ended counts the states of sessions that ended, of every version:
+	// recycled into a fresh lane, or closed (recycle.go; metrics, tests).
+	ended [numEndings]atomic.Int64
 
 	cur     atomic.Pointer[Version]
 	retired atomic.Bool // see Retire
@@ -387,6 +390,13 @@ func (s *Script) Close() {
 	s.mu.Unlock()
 	s.stopSweeper()
 	s.current().pool.close()
+}
+
+// EndedStates reports how many states of ended sessions (closed, reaped,
+// hibernated, snapshots) went back to a pool's fresh lane as pristine, and
+// how many were closed, since the script was loaded (recycle.go).
+func (s *Script) EndedStates() (recycled, closed int64) {
+	return s.ended[recycledState].Load(), s.ended[closedState].Load()
 }
 
 // LiveStates reports the Lua states of this script that are open: pooled,

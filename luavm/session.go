@@ -774,13 +774,15 @@ func (ss *session) Close(reason string) {
 	ss.release()
 }
 
-// release disposes of the session's state.
+// release disposes of the session's state: a stateless request's goes
+// back to the spare lane (isolate.go), any other to the fresh lane of the
+// pool that built it if it is pristine (recycle.go), or is closed.
 func (ss *session) release() {
 	if ss.spare {
 		ss.s.pool.release(ss.v)
 		return
 	}
 	if ss.v != nil { // nil: asleep
-		ss.v.close()
+		ss.v.s.pool.recycle(ss.v)
 	}
 }

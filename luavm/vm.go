@@ -66,6 +66,7 @@ type vm struct {
 	buf     []byte         // scratch for encoded results
 	mirror  *bridge.Mirror // the rollback backup of the owning session's state; nil until needed
 	globals *globals       // the snapshot a spare state is put back to (isolate.go); nil until lent as one
+	base    *lua.Baseline  // what Lua could reach once the state was built (recycle.go); nil: never recycled
 	fields  []field        // scratch for top-level object keys
 	run     run            // the run in progress; a state runs one at a time
 

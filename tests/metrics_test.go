@@ -189,6 +189,16 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("luamcp_lua_states{route=/mcp/m} = %v, want >= 1: a live session owns a Lua state", mt.GetGauge().GetValue())
 		}
 	}
+	// The session that ended gave its Lua state back or closed it.
+	ended := 0.0
+	for _, mt := range family(t, families, "luamcp_lua_states_ended_total", dto.MetricType_COUNTER) {
+		if l := labels(mt); l["route"] == "/mcp/m" && (l["outcome"] == "recycled" || l["outcome"] == "closed") {
+			ended += mt.GetCounter().GetValue()
+		}
+	}
+	if ended < 1 {
+		t.Errorf("luamcp_lua_states_ended_total{route=/mcp/m} sums to %v, want >= 1: a session ended", ended)
+	}
 	if _, ok := families["go_goroutines"]; !ok {
 		t.Error("the Go runtime's metrics are missing")
 	}

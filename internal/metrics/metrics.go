@@ -72,6 +72,9 @@ var (
 		"Lua calls of the route's script holding a slot of --max-running.", []string{labelRoute}, nil)
 	queuedDesc = prometheus.NewDesc("luamcp_lua_calls_queued",
 		"Lua calls of the route's script waiting for a slot of --max-running.", []string{labelRoute}, nil)
+	// endedDesc is a counter, read from the host like the gauges.
+	endedDesc = prometheus.NewDesc("luamcp_lua_states_ended_total",
+		"Lua states of the route's ended sessions: given back to the pool as pristine (recycled) or closed.", []string{labelRoute, "outcome"}, nil)
 )
 
 // The cluster's series, read from cluster.Node.Stats at each scrape.
@@ -182,6 +185,7 @@ func (g gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- statesDesc
 	ch <- runningDesc
 	ch <- queuedDesc
+	ch <- endedDesc
 }
 
 func (g gauges) Collect(ch chan<- prometheus.Metric) {
@@ -196,6 +200,8 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 		}{{sessionsDesc, r.Sessions}, {statesDesc, r.LuaStates}, {runningDesc, r.Running}, {queuedDesc, r.Queued}} {
 			ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, float64(v.n), r.Path)
 		}
+		ch <- prometheus.MustNewConstMetric(endedDesc, prometheus.CounterValue, float64(r.StatesRecycled), r.Path, "recycled")
+		ch <- prometheus.MustNewConstMetric(endedDesc, prometheus.CounterValue, float64(r.StatesClosed), r.Path, "closed")
 	}
 }
 

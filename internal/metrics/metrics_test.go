@@ -62,7 +62,7 @@ func TestReports(t *testing.T) {
 		return cluster.Stats{PushesSent: 7, PushesReceived: 9, PushesUnsent: 4, Connected: true, Reconnects: 2}
 	})
 	m.SetStats(func() []host.RouteStats {
-		return []host.RouteStats{{Path: "/mcp/a", Sessions: 2, LuaStates: 5, Running: 1, Queued: 4}}
+		return []host.RouteStats{{Path: "/mcp/a", Sessions: 2, LuaStates: 5, Running: 1, Queued: 4, StatesRecycled: 6, StatesClosed: 3}}
 	})
 	want := []string{
 		"luamcp_cluster_forwarded_total{direction=in,route=/mcp/a} 1",
@@ -75,6 +75,8 @@ func TestReports(t *testing.T) {
 		"luamcp_lua_calls_queued{route=/mcp/a} 4",
 		"luamcp_lua_calls_running{route=/mcp/a} 1",
 		"luamcp_lua_states{route=/mcp/a} 5",
+		"luamcp_lua_states_ended_total{outcome=closed,route=/mcp/a} 3",
+		"luamcp_lua_states_ended_total{outcome=recycled,route=/mcp/a} 6",
 		"luamcp_pushes_dropped_total{reason=evicted,route=/mcp/a} 3",
 		"luamcp_refusals_total{gate=origin,route=/mcp/a} 1",
 		"luamcp_reloads_total{result=failed,route=/mcp/a} 2",

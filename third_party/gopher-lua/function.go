@@ -50,6 +50,11 @@ type Upvalue struct {
 	index  int
 	value  LValue
 	closed bool
+	// written is set by every SetValue (OP_SETUPVAL, LState.SetUpvalue, the
+	// upvalue pseudo-indices of Replace) and cleared only when a Baseline
+	// records the upvalue. Patched for luamcp: baseline.go. It fits in the
+	// struct's padding.
+	written bool
 }
 
 func (uv *Upvalue) Value() LValue {
@@ -62,6 +67,7 @@ func (uv *Upvalue) Value() LValue {
 }
 
 func (uv *Upvalue) SetValue(value LValue) {
+	uv.written = true // patched for luamcp: baseline.go
 	if uv.IsClosed() {
 		uv.value = value
 	} else {

@@ -41,23 +41,27 @@ func TestWritten(t *testing.T) {
 		L.SetGlobal("t", tb)
 		tb.ClearWritten()
 		tb.ClearDirty()
+		tb.hcap &^= tableTouched
 		if err := L.DoString(c.code); err != nil {
 			t.Fatalf("%s: %v", c.code, err)
 		}
-		if tb.Written() != c.written || tb.Dirty() != c.written {
-			t.Errorf("%s: Written() = %v, Dirty() = %v, want %v", c.code, tb.Written(), tb.Dirty(), c.written)
+		if tb.Written() != c.written || tb.Dirty() != c.written || tb.Touched() != c.written {
+			t.Errorf("%s: Written() = %v, Dirty() = %v, Touched() = %v, want %v", c.code, tb.Written(), tb.Dirty(), tb.Touched(), c.written)
 		}
 		if tb.ClearWritten(); tb.Dirty() != c.written {
 			t.Errorf("%s: ClearWritten cleared Dirty", c.code)
 		}
-		if tb.ClearDirty(); tb.hcap != int32(tb.hint()) || tb.hint() < defaultHashCap {
+		if tb.ClearDirty(); tb.Touched() != c.written {
+			t.Errorf("%s: ClearWritten or ClearDirty cleared Touched", c.code)
+		}
+		if tb.hcap&^tableTouched != int32(tb.hint()) || tb.hint() < defaultHashCap {
 			t.Errorf("%s: hcap %#x mixes the flag and the capacity hint", c.code, tb.hcap)
 		}
 		L.Close()
 	}
 }
 
-// The two flags are set together and cleared apart; MarkWritten sets both.
+// The flags are set together and cleared apart; MarkWritten sets them all.
 func TestDirtyIndependent(t *testing.T) {
 	tb := newLTable(0, 4)
 	tb.RawSetString("a", LTrue)
@@ -70,9 +74,13 @@ func TestDirtyIndependent(t *testing.T) {
 	if !tb.Written() || !tb.Dirty() {
 		t.Fatalf("after MarkWritten: Written %v Dirty %v, want both", tb.Written(), tb.Dirty())
 	}
+	if !tb.Touched() {
+		t.Fatal("MarkWritten did not set Touched")
+	}
 	tb.ClearWritten()
 	tb.ClearDirty()
-	if tb.hint() != 4 {
+	tb.hcap &^= tableTouched
+	if tb.hint() != 4 || tb.hcap != 4 {
 		t.Fatalf("hint %d after clearing both flags, want 4", tb.hint())
 	}
 }
