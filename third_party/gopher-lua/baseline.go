@@ -191,16 +191,7 @@ func (w *baselineWalker) scan(v LValue) {
 	switch v := v.(type) {
 	case *LTable:
 		w.value(v.Metatable)
-		for _, e := range v.array {
-			w.value(e)
-		}
-		for _, e := range v.strdict {
-			w.value(e)
-		}
-		for k, e := range v.dict {
-			w.value(k)
-			w.value(e)
-		}
+		v.eachStored(nil, w.value)
 	case *LFunction:
 		w.b.funcs = append(w.b.funcs, funcEnv{v, v.Env})
 		if v.Env != nil {

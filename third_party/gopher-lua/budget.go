@@ -559,28 +559,16 @@ func (w *walker) str(s string) {
 	w.size += sizeString + len(s)
 }
 
+// key counts a string key of a table (its bytes; the key's slot is in
+// tableCost).
+func (w *walker) key(k string) { w.size += len(k) }
+
 func (w *walker) scan(v LValue) {
 	switch v := v.(type) {
 	case *LTable:
 		w.size += tableCost(v)
 		w.value(v.Metatable)
-		for _, e := range v.array {
-			w.value(e)
-		}
-		if v.isSmall() {
-			for i := 0; i < len(v.keys); i += 2 {
-				w.size += len(v.keys[i].(LString))
-				w.value(v.keys[i+1])
-			}
-		}
-		for k, e := range v.strdict {
-			w.size += len(k)
-			w.value(e)
-		}
-		for k, e := range v.dict {
-			w.value(k)
-			w.value(e)
-		}
+		v.eachStored(w.key, w.value)
 	case *LFunction:
 		w.size += closureCost(len(v.Upvalues))
 		if v.Env != nil {

@@ -110,3 +110,31 @@ func (tb *LTable) smallNext(i int) (LValue, LValue) {
 // smallKeys is the number of keys a small table lists (removed ones
 // included, as len(keys) counts them in the maps).
 func (tb *LTable) smallKeys() int { return len(tb.keys) / 2 }
+
+// eachStored calls key with every string key tb stores and value with every
+// other key and every value, removed keys' nils included: the whole of
+// what the table holds, in whichever form (array, pairs, maps), for the
+// walks of the object graph (budget.go, baseline.go). key may be nil.
+func (tb *LTable) eachStored(key func(string), value func(LValue)) {
+	for _, e := range tb.array {
+		value(e)
+	}
+	if tb.isSmall() {
+		for i := 0; i < len(tb.keys); i += 2 {
+			if key != nil {
+				key(string(tb.keys[i].(LString)))
+			}
+			value(tb.keys[i+1])
+		}
+	}
+	for k, e := range tb.strdict {
+		if key != nil {
+			key(k)
+		}
+		value(e)
+	}
+	for k, e := range tb.dict {
+		value(k)
+		value(e)
+	}
+}
