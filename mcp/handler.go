@@ -299,6 +299,9 @@ func loopbackHost(host string) bool {
 type accept struct {
 	json bool // a JSON answer is acceptable
 	sse  bool // text/event-stream is acceptable: the answer may stream
+	// http1 is set when the request came over HTTP/1.x, where a JSON answer
+	// is flushed within its write deadline (see sink.json).
+	http1 bool
 }
 
 // parseAccept reads the Accept values of a POST. ok is false when neither
@@ -377,7 +380,7 @@ var msgUnsupportedVersion = "Bad Request: Unsupported protocol version (supporte
 // JSON body, or one SSE event for a client that accepts only SSE. The write
 // has the route's write deadline.
 func (h *Handler) writeAnswer(w http.ResponseWriter, acc accept, body []byte) {
-	k := newSink(w, h.opts.WriteTimeout)
+	k := newSink(w, h.opts.WriteTimeout, acc.http1)
 	if acc.json {
 		_ = k.json(body)
 	} else {
@@ -486,6 +489,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	acc, ok := parseAccept(r.Header["Accept"])
+	acc.http1 = r.ProtoMajor < 2
 	if !ok {
 		writeJSONError(w, http.StatusNotAcceptable, id, CodeInvalidRequest,
 			"Not Acceptable: Client must accept application/json or text/event-stream")
@@ -995,7 +999,7 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 	// A write that the client does not take within WriteTimeout drops the
 	// channel; the session stays, and its next GET resumes with
 	// Last-Event-ID from the replay ring.
-	k := newSink(w, h.opts.WriteTimeout)
+	k := newSink(w, h.opts.WriteTimeout, r.ProtoMajor < 2)
 	defer k.close()
 	if k.sse() != nil {
 		return
@@ -1016,13 +1020,13 @@ func (h *Handler) serveResume(w http.ResponseWriter, r *http.Request, s *session
 	rp := s.findStream(k)
 	if rp == nil {
 		// Nothing left on that stream: an empty one.
-		sk := newSink(w, h.opts.WriteTimeout)
+		sk := newSink(w, h.opts.WriteTimeout, r.ProtoMajor < 2)
 		_ = sk.sse()
 		sk.close()
 		return
 	}
 	defer s.endResume()
-	gen, wake := rp.resume(w, n)
+	gen, wake := rp.resume(w, r.ProtoMajor < 2, n)
 	defer rp.detach(gen)
 	wt := waiter{wake: wake, ended: s.endedCh, gone: r.Context().Done()}
 	for {

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -702,5 +703,63 @@ func TestCallIniter(t *testing.T) {
 		if !tc.check(r) {
 			t.Errorf("%s: unexpected answer %d %s", tc.name, r.status, r.body)
 		}
+	}
+}
+
+// TestHTTP2Answers checks the answers over HTTP/2 (TLS), where a JSON answer
+// is not flushed before its handler returns: a plain answer arrives whole,
+// with its Content-Length, on session and stateless routes, and a streamed
+// one still streams.
+func TestHTTP2Answers(t *testing.T) {
+	for _, sessions := range []bool{false, true} {
+		f := newFakeServer()
+		h := mcp.NewHandler(f, mcp.Options{Path: "/mcp", Sessions: sessions}, mcp.NewHub(quietLogger()), quietLogger())
+		srv := httptest.NewUnstartedServer(h)
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+		client := srv.Client()
+		post := func(sid, body string) (*http.Response, string) {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			if sid != "" {
+				req.Header.Set("Mcp-Session-Id", sid)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.ProtoMajor != 2 {
+				t.Fatalf("answered over HTTP/%d", resp.ProtoMajor)
+			}
+			return resp, string(b)
+		}
+		sid := ""
+		if sessions {
+			resp, _ := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			sid = resp.Header.Get("Mcp-Session-Id")
+			post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		}
+		resp, body := post(sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count"}}`)
+		if resp.Header.Get("Content-Type") != "application/json" || resp.ContentLength != int64(len(body)) ||
+			!strings.Contains(body, `"text":"1"`) {
+			t.Errorf("sessions=%v: JSON answer %q, length %d: %s", sessions, resp.Header.Get("Content-Type"), resp.ContentLength, body)
+		}
+		resp, body = post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"p"}}}`)
+		if resp.Header.Get("Content-Type") != "text/event-stream" || strings.Count(body, "notifications/progress") == 0 ||
+			!strings.Contains(body, `"id":2,"result"`) {
+			t.Errorf("sessions=%v: streamed answer %q: %s", sessions, resp.Header.Get("Content-Type"), body)
+		}
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), liveness)
+		_ = h.Shutdown(ctx)
+		cancel()
 	}
 }

@@ -180,7 +180,7 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, m *message
 		l.out.close()
 	}()
 
-	k := newSink(w, h.opts.WriteTimeout)
+	k := newSink(w, h.opts.WriteTimeout, r.ProtoMajor < 2)
 	defer k.close()
 	params := append([]byte(`{"notifications":`), nil...)
 	params = l.filter.appendJSON(params)

@@ -60,7 +60,7 @@ type job struct {
 // newJob prepares a call of request m from a client that accepts acc.
 func newJob(h *Handler, s *session, m *message, acc accept) *job {
 	j := &job{msg: *m, start: time.Now()}
-	j.rp = reply{h: h, s: s, id: m.id, acceptSSE: acc.sse, sseOnly: !acc.json}
+	j.rp = reply{h: h, s: s, id: m.id, acceptSSE: acc.sse, sseOnly: !acc.json, http1: acc.http1}
 	j.out = outbound{rp: &j.rp, h: h, s: s}
 	j.call = Call{RequestID: m.id, Out: &j.out}
 	if spec := methods[m.method]; spec != nil && spec.mayStream {

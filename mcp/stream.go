@@ -60,12 +60,13 @@ type sink struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	http1   bool // the response goes over HTTP/1.x (see json)
 	started bool // the status line and headers are written
 	dead    bool // a write failed, or the handler is done with the response
 }
 
-func newSink(w http.ResponseWriter, timeout time.Duration) *sink {
-	return &sink{w: w, rc: http.NewResponseController(w), timeout: timeout}
+func newSink(w http.ResponseWriter, timeout time.Duration, http1 bool) *sink {
+	return &sink{w: w, rc: http.NewResponseController(w), timeout: timeout, http1: http1}
 }
 
 var errSinkDead = errors.New("mcp: the response is no longer writable")
@@ -115,6 +116,17 @@ func (k *sink) json(body []byte) error {
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	k.w.WriteHeader(http.StatusOK)
 	_, err := k.w.Write(body)
+	if !k.http1 {
+		// HTTP/2 and HTTP/3: the handler returns right after its answer,
+		// and the server sends the headers, the data and the end of the
+		// stream together then. A flush here sent the end of the stream in
+		// a frame, a TLS record and a system call of its own. The deadline
+		// stays: it is the stream's, and bounds those last writes too.
+		if err != nil {
+			k.dead = true
+		}
+		return err
+	}
 	if err == nil {
 		err = k.rc.Flush()
 	}
@@ -292,6 +304,7 @@ type reply struct {
 	s         *session // nil in stateless mode
 	id        []byte   // the request id
 	acceptSSE bool     // the POST accepted text/event-stream
+	http1     bool     // the POST came over HTTP/1.x (accept.http1)
 	sseOnly   bool     // the POST did not accept JSON: even a plain answer is SSE
 	resumable bool     // events carry ids and are kept (2025-11-25 sessions)
 	streaming bool     // a progress stream: SSE from the start
@@ -337,7 +350,7 @@ const (
 func (rp *reply) attach(w http.ResponseWriter) (uint32, <-chan struct{}) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
-	rp.out = newSink(w, rp.h.opts.WriteTimeout)
+	rp.out = newSink(w, rp.h.opts.WriteTimeout, rp.http1)
 	rp.gen++
 	rp.dropped = false
 	if rp.s != nil {
@@ -700,13 +713,13 @@ func (rp *reply) closeHTTP() {
 // kept events after n are queued for it, then the live rest. A handler still
 // attached is taken over: a client that resumes has stopped reading the old
 // response.
-func (rp *reply) resume(w http.ResponseWriter, n uint64) (gen uint32, sig <-chan struct{}) {
+func (rp *reply) resume(w http.ResponseWriter, http1 bool, n uint64) (gen uint32, sig <-chan struct{}) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	if rp.out != nil {
 		rp.wake() // the old handler finds itself detached and returns
 	}
-	rp.out = newSink(w, rp.h.opts.WriteTimeout)
+	rp.out = newSink(w, rp.h.opts.WriteTimeout, http1)
 	rp.gen++
 	rp.signal = make(chan struct{}, 1)
 	rp.closing, rp.dropped = false, false
