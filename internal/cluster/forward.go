@@ -238,9 +238,11 @@ func (p *peer) idleCount() int {
 // forward sends r to the node and copies the answer to w. It returns an
 // error only when nothing was written to w: the node could not be reached,
 // the connection failed before an answer's head, or the answer's head was
-// malformed. An error once the answer's head was written aborts the
-// client's response (http.ErrAbortHandler, as httputil.ReverseProxy does), so
-// that a truncated answer does not look complete.
+// malformed. When the node fails once the answer's head was written, the
+// client's response is aborted (http.ErrAbortHandler, as
+// httputil.ReverseProxy does), so that a truncated answer does not look
+// complete. A cancelled forward (the client left, Handler.Shutdown) just
+// ends: an event stream ends as the owner's own Shutdown ends it.
 //
 // Retries. A forwarded POST is not idempotent (a tools/call runs a tool), so
 // a request is sent again, once, on a new connection only when no node can
@@ -303,8 +305,8 @@ func (p *peer) forward(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			c.nc.Close()
 		}
-		if err != nil && !errors.Is(err, errClientWrite) && ctx.Value(http.ServerContextKey) != nil {
-			panic(http.ErrAbortHandler)
+		if err != nil && !errors.Is(err, errClientWrite) && ctx.Err() == nil && ctx.Value(http.ServerContextKey) != nil {
+			panic(http.ErrAbortHandler) // the node failed mid-answer
 		}
 		return nil
 	}
