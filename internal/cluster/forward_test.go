@@ -468,21 +468,27 @@ func TestForwardStaleConnection(t *testing.T) {
 // not held.
 func TestForwardStream(t *testing.T) {
 	release := make(chan struct{})
+	wait := func(r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done(): // the test failed: end
+		}
+	}
 	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/sse":
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(200)
 			w.(http.Flusher).Flush() // the head alone first: the client must get it
-			<-release
+			wait(r)
 			io.WriteString(w, "id: "+r.Header.Get("Last-Event-Id")+"\ndata: 1\n\n")
 			w.(http.Flusher).Flush()
-			<-release
+			wait(r)
 			io.WriteString(w, "data: 2\n\n")
 		case "/big":
 			w.Header().Set("Content-Length", "8388608")
 			w.Write(bytes.Repeat([]byte("x"), 4<<20))
-			<-release
+			wait(r)
 			w.Write(bytes.Repeat([]byte("x"), 4<<20))
 		}
 	}))
@@ -542,15 +548,19 @@ func TestForwardStream(t *testing.T) {
 // to the owner is closed (the owner sees its request end), not pooled, and
 // no goroutine is left.
 func TestForwardCancel(t *testing.T) {
-	ended := make(chan struct{})
+	ended, failed := make(chan struct{}), make(chan struct{})
 	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: 1\n\n")
 		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-		close(ended)
+		select {
+		case <-r.Context().Done():
+			close(ended)
+		case <-failed: // the test failed: end
+		}
 	}))
 	defer owner.Close()
+	defer close(failed)
 	before := runtime.NumGoroutine()
 	p := mustPeer(t, owner.URL)
 	errs := make(chan error, 1)
@@ -636,5 +646,33 @@ func TestPeerIdleSweep(t *testing.T) {
 	}
 	if _, err := c.nc.Read(make([]byte, 1)); err == nil {
 		t.Error("the swept connection is still open")
+	}
+}
+
+// TestForwardTLS: an https:// node is reached over TLS (HTTP/1.1 by ALPN),
+// with the connection kept.
+func TestForwardTLS(t *testing.T) {
+	owner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Proto+" "+r.Host)
+	}))
+	owner.EnableHTTP2 = true // the node offers h2; the forwarder asks for HTTP/1.1
+	owner.StartTLS()
+	defer owner.Close()
+	p := mustPeer(t, owner.URL)
+	p.tls.RootCAs = owner.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	entry := entryFor(t, p, nil)
+	for i := 0; i < 2; i++ {
+		resp, err := http.Get(entry.URL + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := "HTTP/1.1 " + strings.TrimPrefix(entry.URL, "http://"); string(b) != want {
+			t.Errorf("answer %q, want %q", b, want)
+		}
+	}
+	if n := p.idleCount(); n != 1 {
+		t.Errorf("%d connections pooled, want 1 (kept and reused)", n)
 	}
 }
