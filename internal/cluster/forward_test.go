@@ -532,14 +532,16 @@ func TestForwardStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	half := make([]byte, 4<<20)
-	if _, err := io.ReadFull(resp.Body, half); err != nil {
+	// Most of the first half arrives before the owner writes the rest (a
+	// JSON answer is not flushed: a few KiB may wait in the entry's buffer).
+	part := make([]byte, 1<<20)
+	if _, err := io.ReadFull(resp.Body, part); err != nil {
 		t.Fatalf("the first half before the owner wrote the rest: %v", err)
 	}
 	release <- struct{}{}
 	n, err := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if err != nil || n != 4<<20 || resp.ContentLength != 8<<20 {
+	if err != nil || n != 7<<20 || resp.ContentLength != 8<<20 {
 		t.Errorf("rest %d bytes, %v; Content-Length %d", n, err, resp.ContentLength)
 	}
 }
