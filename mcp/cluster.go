@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -17,7 +19,9 @@ type Cluster interface {
 	NodeID() string
 	// Forward serves r, a request for a session owned by node, by proxying
 	// it to that node (streams flushed through, headers and Host as they
-	// are), or answers 404 when the node is gone. It runs after this node's
+	// are), or answers 404 when the node is gone. A POST's body was read
+	// already, within the route's MaxBodyBytes and BodyTimeout: r.Body
+	// holds it in memory, r.ContentLength is its length. It runs after this node's
 	// remote-access and Origin gates; r carries [ForwardedHeader] and its
 	// signature ([ForwardSignatureHeader]), so that the owner serves it
 	// rather than forwarding it again, skips those gates, and runs the
@@ -101,6 +105,17 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	if node == "" || node == c.NodeID() {
 		return false
 	}
+	// A POST's body is read here, within the route's bounds (MaxBodyBytes,
+	// BodyTimeout), as the owner would: the Cluster gets it in memory and
+	// sends it with the request's head, and a client dribbling a body ties
+	// up no connection to the owner.
+	var body []byte
+	if r.Method == http.MethodPost {
+		var ok bool
+		if body, ok = h.readPost(w, r); !ok {
+			return true
+		}
+	}
 	h.statelessMu.Lock()
 	if h.closing.Err() != nil {
 		h.statelessMu.Unlock()
@@ -116,6 +131,9 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	defer cancel()
 	defer context.AfterFunc(h.closing, cancel)()
 	fr := r.WithContext(ctx)
+	if r.Method == http.MethodPost {
+		fr.Body, fr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
 	fr.Header = r.Header.Clone()
 	signForward(fr.Header, h.hub.stateKey(), c.NodeID(), r, now())
 	h.forwarded(ForwardedOut)

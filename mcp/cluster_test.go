@@ -1,7 +1,9 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -25,12 +27,24 @@ type fakeCluster struct {
 
 	mu        sync.Mutex
 	forwarded []string
+	bodies    []string // each forwarded POST's body, as Forward got it
 	deliver   func([]byte)
 }
 
 func (c *fakeCluster) NodeID() string { return c.id }
 
 func (c *fakeCluster) Forward(w http.ResponseWriter, r *http.Request, node string) {
+	if r.Method == http.MethodPost {
+		// The handler hands the body over read, with its length.
+		b, err := io.ReadAll(r.Body)
+		if err != nil || int64(len(b)) != r.ContentLength {
+			panic(fmt.Sprintf("forwarded body: %d bytes, %v; ContentLength %d", len(b), err, r.ContentLength))
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		c.mu.Lock()
+		c.bodies = append(c.bodies, string(b))
+		c.mu.Unlock()
+	}
 	c.mu.Lock()
 	c.forwarded = append(c.forwarded, r.Method+" "+node)
 	c.mu.Unlock()
@@ -220,6 +234,58 @@ func TestClusterShutdownEndsForwardedStreams(t *testing.T) {
 	r := a.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, "Mcp-Session-Id: "+sid)
 	if r.status != http.StatusServiceUnavailable {
 		t.Errorf("a forward after Shutdown: status %d, want 503", r.status)
+	}
+}
+
+// TestClusterForwardBody: a POST for another node's session has its body
+// read on the entry node within the route's bounds, as the owner would:
+// Forward gets it in memory; one too large gets 413 and is not forwarded.
+func TestClusterForwardBody(t *testing.T) {
+	ca := &fakeCluster{id: "a", peers: map[string]*fakeCluster{}}
+	a := newClusterRouteWith(t, ca, mcp.Options{Path: "/mcp", Sessions: true, MaxBodyBytes: 64})
+	sid := "Mcp-Session-Id: b." + strings.Repeat("0", 32)
+	small := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 64) + `"}}`
+	tests := []struct {
+		name, body string
+		chunked    bool
+		wantStatus int
+		wantBody   string // as forwarded; "" when not forwarded
+	}{
+		{name: "small", body: small, wantStatus: 299, wantBody: small},
+		{name: "small chunked", body: small, chunked: true, wantStatus: 299, wantBody: small},
+		{name: "too large", body: big, wantStatus: http.StatusRequestEntityTooLarge},
+		{name: "too large chunked", body: big, chunked: true, wantStatus: http.StatusRequestEntityTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ca.mu.Lock()
+			ca.bodies = nil
+			ca.mu.Unlock()
+			var body io.Reader = strings.NewReader(tt.body)
+			if tt.chunked {
+				body = io.MultiReader(body) // no length: sent chunked
+			}
+			req, _ := http.NewRequest(http.MethodPost, a.url, body)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			k, v, _ := strings.Cut(sid, ": ")
+			req.Header.Set(k, v)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.wantStatus)
+			}
+			ca.mu.Lock()
+			bodies := ca.bodies
+			ca.mu.Unlock()
+			if tt.wantBody == "" && len(bodies) != 0 || tt.wantBody != "" && (len(bodies) != 1 || bodies[0] != tt.wantBody) {
+				t.Errorf("forwarded bodies %q, want %q", bodies, tt.wantBody)
+			}
+		})
 	}
 }
 

@@ -1,13 +1,16 @@
 package mcp
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"hash"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -42,12 +45,37 @@ var errForwardSignature = errors.New("mcp: forwarded request with a missing or b
 // the other use of the key (the 2026-07-28 era's requestState); NUL cannot
 // occur in any field (header values, a path, a node id).
 func forwardMAC(key []byte, node, method, path, session, client, proto string, unix int64) []byte {
-	m := hmac.New(sha256.New, key)
-	for _, s := range []string{"luamcp forward v1", node, method, path, session, client, proto, strconv.FormatInt(unix, 10)} {
-		m.Write([]byte(s))
-		m.Write([]byte{0})
+	m, _ := forwardMACs.Get().(*keyedMAC)
+	if m == nil || !bytes.Equal(m.key, key) {
+		m = &keyedMAC{key: bytes.Clone(key), h: hmac.New(sha256.New, key)}
+	} else {
+		m.h.Reset()
 	}
-	return m.Sum(nil)
+	b := m.buf[:0]
+	for _, s := range []string{"luamcp forward v1", node, method, path, session, client, proto} {
+		b = append(b, s...)
+		b = append(b, 0)
+	}
+	b = strconv.AppendInt(b, unix, 10)
+	b = append(b, 0)
+	m.h.Write(b)
+	sum := m.h.Sum(nil)
+	m.buf = b[:0]
+	forwardMACs.Put(m)
+	return sum
+}
+
+// forwardMACs keeps HMAC states keyed with the state key: every forward is
+// signed by one node and checked by another, and hmac.New (two hashes and
+// the key's pads) cost each of them a few microseconds.
+var forwardMACs sync.Pool
+
+// keyedMAC is an HMAC state, the key it was made with, and the buffer its
+// input is gathered in (one Write per MAC).
+type keyedMAC struct {
+	key []byte
+	h   hash.Hash
+	buf []byte
 }
 
 // signForward marks h, the headers of r as they go to the owner, as

@@ -460,10 +460,13 @@ func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 	return append([]byte(nil), buf...), nil
 }
 
-func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
+// readPost reads the body of a POST within the route's bounds; when it
+// cannot (too large: 413; failed or too slow: 400) it answers and returns
+// false.
+func (h *Handler) readPost(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		writeJSONError(w, http.StatusRequestEntityTooLarge, nil, CodeInvalidRequest, "Request body too large")
-		return
+		return nil, false
 	}
 	body, err := h.readBody(w, r)
 	if err != nil {
@@ -473,6 +476,14 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 			h.log.Debug("mcp: reading the request body failed", "err", err)
 			w.WriteHeader(http.StatusBadRequest)
 		}
+		return nil, false
+	}
+	return body, true
+}
+
+func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
+	body, ok := h.readPost(w, r)
+	if !ok {
 		return
 	}
 	// The body is decoded before the header checks, so that their errors

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"log/slog"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -59,7 +57,7 @@ type Config struct {
 
 // Node is one luamcp process's membership of a cluster. It implements
 // [mcp.Cluster]: its address is kept in the KV bucket while it lives,
-// requests for other nodes' sessions are reverse-proxied to their addresses,
+// requests for other nodes' sessions are forwarded to their addresses,
 // and pushes for them go to their subjects. Its PubSub carries broadcasts.
 type Node struct {
 	id, advertise string
@@ -69,8 +67,6 @@ type Node struct {
 	kv            jetstream.KeyValue
 	ps            *PubSub
 	log           *slog.Logger
-	errLog        *log.Logger // the proxies' ErrorLog: n.log at warning level
-	transport     *http.Transport
 	sub           *nats.Subscription
 	count         pushCounts // Send and receive; the PubSub counts its own
 
@@ -80,7 +76,7 @@ type Node struct {
 
 	mu sync.Mutex
 	// known holds the last address the bucket gave for each node, when,
-	// and the proxy to it: trusted for addrCacheTTL, and used after that
+	// and the forwarder to it: trusted for addrCacheTTL, and used after that
 	// while NATS is unreachable; a node the bucket says is gone, that
 	// left or that could not be reached is removed.
 	known map[string]knownAddr
@@ -117,7 +113,6 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger,
-		transport: forwardTransport(), errLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		known: make(map[string]knownAddr), stop: make(chan struct{}),
 	}
 	if err := n.register(ctx); err != nil {
@@ -255,15 +250,15 @@ func (n *Node) renew() error {
 	return err
 }
 
-// proxyTo returns the reverse proxy to node's advertised address, nil when
-// the cluster says it is gone. While NATS is unreachable it uses the last
+// peerTo returns the forwarder to node's advertised address, nil when the
+// cluster says it is gone. While NATS is unreachable it uses the last
 // address it knew.
-func (n *Node) proxyTo(ctx context.Context, node string) (*httputil.ReverseProxy, error) {
+func (n *Node) peerTo(ctx context.Context, node string) (*peer, error) {
 	n.mu.Lock()
 	k, ok := n.known[node]
 	n.mu.Unlock()
 	if ok && time.Since(k.at) < addrCacheTTL {
-		return k.proxy, nil
+		return k.peer, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
 	defer cancel()
@@ -273,92 +268,62 @@ func (n *Node) proxyTo(ctx context.Context, node string) (*httputil.ReverseProxy
 	switch {
 	case err == nil:
 		k := n.known[node]
-		if k.proxy == nil || k.url != string(e.Value()) {
-			p, err := n.newProxy(node, string(e.Value()))
+		if k.peer == nil || k.url != string(e.Value()) {
+			p, err := newPeer(node, string(e.Value()))
 			if err != nil {
 				n.log.Warn("cluster: node has a bad address", "node", node, "addr", string(e.Value()), "err", err)
-				delete(n.known, node)
+				n.forgetLocked(node)
 				return nil, nil
 			}
-			k = knownAddr{url: string(e.Value()), proxy: p}
+			if k.peer != nil {
+				k.peer.close() // the node moved
+			}
+			k = knownAddr{url: string(e.Value()), peer: p}
 		}
 		k.at = time.Now()
 		n.known[node] = k
-		return k.proxy, nil
+		return k.peer, nil
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		delete(n.known, node)
+		n.forgetLocked(node)
 		return nil, nil
 	}
 	if k, ok := n.known[node]; ok {
-		return k.proxy, nil
+		return k.peer, nil
 	}
 	return nil, fmt.Errorf("cluster: looking up node %s: %w", node, err)
 }
 
-// knownAddr is an address the bucket gave, when, and the proxy to it.
+// knownAddr is an address the bucket gave, when, and the forwarder to it.
 type knownAddr struct {
-	url   string
-	at    time.Time
-	proxy *httputil.ReverseProxy
+	url  string
+	at   time.Time
+	peer *peer
 }
 
-// newProxy returns the reverse proxy to node at addr: the request goes as
-// it is (Host and headers included), event streams are flushed through,
-// and an owner that cannot be reached is gone (404).
-func (n *Node) newProxy(node, addr string) (*httputil.ReverseProxy, error) {
-	target, err := url.Parse(addr)
-	if err != nil {
-		return nil, err
-	}
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Host = pr.In.Host // the owner's auth hook and oauth challenge see what the client sent
-		},
-		Transport:  n.transport,
-		BufferPool: copyBuffers,
-		// FlushInterval 0: ReverseProxy flushes event streams (and answers of
-		// unknown length) at every write anyway; a JSON answer is written
-		// once, without a flush per write.
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if r.Context().Err() != nil {
-				return // the client left
-			}
-			n.forget(node)
-			n.log.Warn("cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
-			w.WriteHeader(http.StatusNotFound)
-		},
-		ErrorLog: n.errLog,
-	}, nil
-}
-
-// copyBuffers are the buffers forwarded answers are copied through. Without
-// a pool ReverseProxy allocates 32 KiB per forward, for answers that are
-// mostly a few hundred bytes: the garbage made a forwarded call cost a third
-// more.
-var copyBuffers httputil.BufferPool = bufferPool{}
-
-type bufferPool struct{}
-
-var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-func (bufferPool) Get() []byte  { return *copyBufPool.Get().(*[]byte) }
-func (bufferPool) Put(b []byte) { copyBufPool.Put(&b) }
-
-// forget drops the address of node: it left, or could not be reached; the
-// next forward asks the bucket.
+// forget drops the address of node and closes its idle connections: it
+// left, or could not be reached; the next forward asks the bucket.
 func (n *Node) forget(node string) {
 	n.mu.Lock()
-	delete(n.known, node)
+	n.forgetLocked(node)
 	n.mu.Unlock()
 }
 
-// Forward implements [mcp.Cluster]: it reverse-proxies r to node (event
-// streams pass through as they are written). A node the bucket no longer
-// lists, or that cannot be reached, is gone: 404, and the client
-// initializes a new session, as the spec says.
+func (n *Node) forgetLocked(node string) {
+	if k, ok := n.known[node]; ok {
+		k.peer.close()
+		delete(n.known, node)
+	}
+}
+
+// Forward implements [mcp.Cluster]: it sends r to node and copies the answer
+// back as it arrives (event streams flushed at every read), over a pool of
+// kept-alive connections to that node ([peer.forward]). A node the bucket no
+// longer lists, or that cannot be reached, is gone: 404, and the client
+// initializes a new session, as the spec says. A POST's body is expected
+// read already (mcp's handler bounds it and hands it over in memory): it
+// goes in the same write as the request's head.
 func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
-	p, err := n.proxyTo(r.Context(), node)
+	p, err := n.peerTo(r.Context(), node)
 	if err != nil {
 		n.log.Warn("cluster: request not forwarded", "err", err)
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -368,7 +333,16 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
 		w.WriteHeader(http.StatusNotFound)
 		return
 	}
-	p.ServeHTTP(w, r)
+	err = p.forward(w, r)
+	switch {
+	case err == nil, r.Context().Err() != nil: // answered, or the client left
+	case errors.Is(err, errBadRequest):
+		w.WriteHeader(http.StatusBadRequest)
+	default:
+		n.forget(node)
+		n.log.Warn("cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
+		w.WriteHeader(http.StatusNotFound)
+	}
 }
 
 // Stats reports the node's pushes and its NATS connection.
@@ -380,18 +354,6 @@ func (n *Node) Stats() Stats {
 		Connected:      n.nc.IsConnected(),
 		Reconnects:     n.nc.Stats().Reconnects,
 	}
-}
-
-// forwardTransport is the HTTP client transport of forwarded requests. A
-// node forwards many concurrent requests to a few other nodes: the default
-// two idle connections per host would make most forwards dial a new
-// connection (and leave one in TIME_WAIT), which cost ten times a local
-// call in the bench's cluster tools/call scenario.
-func forwardTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 0 // no bound across hosts; MaxIdleConnsPerHost bounds each
-	t.MaxIdleConnsPerHost = 256
-	return t
 }
 
 // Close leaves the cluster: the heartbeat stops, the address is removed (the
@@ -415,7 +377,11 @@ func (n *Node) Close() error {
 			err = errors.Join(err, uerr)
 		}
 	}
-	n.transport.CloseIdleConnections()
+	n.mu.Lock()
+	for node := range n.known {
+		n.forgetLocked(node)
+	}
+	n.mu.Unlock()
 	return errors.Join(err, n.ps.Close())
 }
 
