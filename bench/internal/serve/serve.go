@@ -100,6 +100,7 @@ func Run(s Server, addr string) error {
 	// Profiles of the server under load: go tool pprof http://<addr>/debug/pprof/heap
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace) // go tool trace -pprof=sched: where goroutines waited
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 2)
