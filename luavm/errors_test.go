@@ -1,8 +1,6 @@
 package luavm
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,7 +8,6 @@ import (
 // TestCrashLogs: every crash a script author can cause is logged with the
 // script, the callback, file:line and, for Lua errors, the traceback.
 func TestCrashLogs(t *testing.T) {
-	dir := t.TempDir()
 	src := `return {
   init = function() return { name = "e", version = "1" }, {}, {} end,
   tools = function() return { { name = "raise" }, { name = "bad_result" } } end,
@@ -23,15 +20,7 @@ func TestCrashLogs(t *testing.T) {
   end,
 }
 `
-	if err := os.WriteFile(filepath.Join(dir, "e.lua"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logger, logs := newLogger()
-	s, err := Load(filepath.Join(dir, "e.lua"), Config{Dir: dir, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, logs := loadSource(t, "e.lua", src)
 	ss, _ := open(t, s, "")
 	for _, tc := range []struct {
 		tool string

@@ -85,6 +85,23 @@ func load(t testing.TB, name string, edit func(*Config)) (*Script, *logBuf) {
 	return s, logs
 }
 
+// loadSource loads src as the script name in a fresh folder; the cleanup
+// closes the script.
+func loadSource(t testing.TB, name, src string) (*Script, *logBuf) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logger, logs := newLogger()
+	s, err := Load(filepath.Join(dir, name), Config{Dir: dir, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, logs
+}
+
 const initParams = `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}`
 
 // open starts a session-mode session (id != "") or a stateless one; the

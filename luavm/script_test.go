@@ -3,7 +3,6 @@ package luavm
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -188,21 +187,12 @@ func TestInitCall(t *testing.T) {
 		{"function in server_info", `return { name = "s", icon = print }, { tools = {} }, {}`, mcp.Capabilities{Tools: true}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
 			src := `return {
   init = function() ` + tc.init + ` end,
   tools = function() return { { name = "t" } } end,
   handle_tool = function() return "ok" end,
 }`
-			if err := os.WriteFile(filepath.Join(dir, "s.lua"), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			logger, _ := newLogger()
-			s, err := Load(filepath.Join(dir, "s.lua"), Config{Dir: dir, Logger: logger})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
+			s, _ := loadSource(t, "s.lua", src)
 			ctx := context.Background()
 			ss, res, err := s.Init(ctx, nil, "")
 			if (err != nil) != tc.initErr {
