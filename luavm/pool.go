@@ -36,10 +36,13 @@ type pool struct {
 	size  int           // the configured depth of fresh: the least it is kept at
 	depth atomic.Int32  // the fresh states the fillers keep: size..cap(fresh)
 	want  chan struct{} // wakes a filler after a fresh state was taken
-	stop  chan struct{}
-	done  chan struct{}
-	ctx   context.Context // cancelled by close: bounds the fillers' builds
-	quit  context.CancelFunc
+	// surplus tells the shrinker (the first filler) that recycled states
+	// put the fresh lane past its depth.
+	surplus chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	ctx     context.Context // cancelled by close: bounds the fillers' builds
+	quit    context.CancelFunc
 
 	waiting atomic.Int32 // takers waiting for the fillers
 	inline  atomic.Int64 // fresh states built on a taker's path (tests, metrics)
@@ -66,6 +69,9 @@ const (
 	minFreshCap    = 64
 	shrinkAfter    = 30 * time.Second
 	freshWait      = 100 * time.Millisecond
+	// surplusAfter is how long recycled states past the lane's depth wait
+	// for a taker before trim closes them.
+	surplusAfter = 2 * time.Second
 )
 
 // fillers is how many fresh states a pool builds at once: one per processor,
@@ -80,15 +86,16 @@ func newPool(s *Version, size int) *pool {
 		depth = max(size*maxFreshFactor, minFreshCap)
 	}
 	p := &pool{
-		s:     s,
-		fresh: make(chan *vm, depth),
-		spare: make(chan *vm, spares),
-		size:  size,
-		want:  make(chan struct{}, fillers()),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
-		ctx:   ctx,
-		quit:  quit,
+		s:       s,
+		fresh:   make(chan *vm, depth),
+		spare:   make(chan *vm, spares),
+		size:    size,
+		want:    make(chan struct{}, fillers()),
+		surplus: make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		ctx:     ctx,
+		quit:    quit,
 	}
 	p.depth.Store(int32(size))
 	return p
@@ -120,11 +127,16 @@ func (p *pool) start(v *vm) {
 // the depth back down after shrinkAfter without a take.
 func (p *pool) fill(shrinker bool) {
 	backoff := 50 * time.Millisecond
-	var idle <-chan time.Time
-	var t *time.Timer
+	var idle, trim <-chan time.Time
+	var surplus <-chan struct{}
+	var t, st *time.Timer
 	if shrinker {
 		t = time.NewTimer(shrinkAfter)
 		defer t.Stop()
+		st = time.NewTimer(surplusAfter)
+		st.Stop()
+		defer st.Stop()
+		surplus = p.surplus
 	}
 	for {
 		for p.claim() {
@@ -156,8 +168,17 @@ func (p *pool) fill(shrinker bool) {
 		}
 		select {
 		case <-p.want:
+			if trim != nil { // a take: the surplus may be wanted after all
+				st.Reset(surplusAfter)
+			}
 		case <-idle:
 			p.shrink()
+		case <-surplus:
+			st.Reset(surplusAfter)
+			trim = st.C
+		case <-trim:
+			trim = nil
+			p.trim()
 		case <-p.stop:
 			return
 		}
@@ -287,14 +308,13 @@ func (p *pool) build(ctx context.Context) (*vm, error) {
 
 // recycle takes back the state of a session that ended (closed, reaped,
 // hibernated, or a snapshot's): into the fresh lane if it is pristine
-// (recycle.go) and the lane holds fewer than its depth plus one state per
-// filler, else it is closed. While recycled states keep the lane at its
-// depth the fillers build nothing; the slack is what fillers mid-build may
-// deliver past it anyway. The bound is not the lane's capacity: when many
-// sessions end at once (a mass expiry), recycling to the capacity kept up
-// to 64 states alive that no taker had asked for, and the heap did not come
-// back to where it was before those sessions. Script.EndedStates counts
-// both outcomes.
+// (recycle.go) and the lane has room, else it is closed. The lane's room is
+// its capacity, not its depth: while recycled states keep it at its depth
+// the fillers build nothing (under churn, a bound at the depth made fillers
+// and recycling race, and most recycled states were closed). The surplus
+// past the depth is closed after surplusAfter without a take (trim), so a
+// mass expiry of sessions leaves no more warm states behind than the
+// fillers keep. Script.EndedStates counts both outcomes.
 func (p *pool) recycle(v *vm) {
 	if v.closed {
 		return
@@ -314,15 +334,32 @@ func (p *pool) recycle(v *vm) {
 		p.discard(v)
 		return
 	}
-	if len(p.fresh) >= int(p.depth.Load())+fillers() {
-		p.discard(v)
-		return
-	}
 	select {
 	case p.fresh <- v:
 		p.s.ended[recycledState].Add(1)
 	default:
 		p.discard(v)
+		return
+	}
+	if len(p.fresh) > int(p.depth.Load()) {
+		select {
+		case p.surplus <- struct{}{}:
+		default: // the shrinker has been told already
+		}
+	}
+}
+
+// trim closes the fresh states past the lane's depth: recycled states that
+// no taker came for within surplusAfter.
+func (p *pool) trim() {
+	d := int(p.depth.Load())
+	for len(p.fresh) > d {
+		select {
+		case v := <-p.fresh:
+			v.close()
+		default:
+			return
+		}
 	}
 }
 
