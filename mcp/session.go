@@ -456,17 +456,24 @@ func (s *session) endSide(j *job) {
 // state; whatever it changes there is dropped with the snapshot.
 func (s *session) runSnapshot(ctx context.Context, j *job) {
 	defer s.calls.Done()
-	defer s.endSide(j)
-	defer j.cancel()
+	msg := s.snapshotCall(ctx, j)
+	j.cancel()
+	// The call leaves session_max_pending's count before its answer goes
+	// out: a client that sends its next call as soon as it has the answer
+	// must not find this one still counted (it was refused as overloaded).
+	s.endSide(j)
+	j.rp.finish(msg)
+}
+
+// snapshotCall runs j on a snapshot and returns its final message.
+func (s *session) snapshotCall(ctx context.Context, j *job) *[]byte {
 	snap, err := s.srv.Snapshot(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			j.rp.finish(j.interrupted(s.isEnded()))
-			return
+			return j.interrupted(s.isEnded())
 		}
 		s.h.log.Error("mcp: snapshot failed", "err", err)
-		j.rp.finish(errorAnswer(j.msg.id, msgInternalError))
-		return
+		return errorAnswer(j.msg.id, msgInternalError)
 	}
 	sc := scope{sess: snap, has: s.sc.has, era: eraSession, level: &s.level}
 	b := getBuf()
@@ -475,11 +482,10 @@ func (s *session) runSnapshot(ctx context.Context, j *job) {
 	s.h.observe(j.start, &j.msg, &j.call, out, err)
 	if err != nil {
 		putBuf(b)
-		j.rp.finish(j.interrupted(s.isEnded()))
-		return
+		return j.interrupted(s.isEnded())
 	}
 	*b = out
-	j.rp.finish(b)
+	return b
 }
 
 func (s *session) isEnded() bool {

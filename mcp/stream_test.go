@@ -716,3 +716,17 @@ func TestResumeTakesOverAnAttachedStream(t *testing.T) {
 		t.Fatalf("resumed: %+v", evs)
 	}
 }
+
+// TestConcurrentToolLeavesPendingFirst: a concurrent call leaves
+// session_max_pending's count before its answer goes out, so a client that
+// calls again as soon as it has the answer is never refused as overloaded.
+func TestConcurrentToolLeavesPendingFirst(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, SessionMaxPending: 1, ConcurrentTools: []string{"progress"}})
+	sid := rt.initialize()
+	for i := range 200 {
+		if r := rt.call(sid, i, "tools/call", `{"name":"progress"}`); r.text() != "done" {
+			t.Fatalf("call %d: %s", i, r.body)
+		}
+	}
+}
