@@ -237,7 +237,7 @@ func (p *pool) deliver(v *vm) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.building--
-	if len(p.fresh) >= int(p.depth.Load())+fillers() { // shrunk meanwhile
+	if len(p.fresh) >= int(p.depth.Load()) { // shrunk meanwhile
 		v.close()
 		return !p.closed
 	}
