@@ -219,16 +219,8 @@ func (p *pool) grow(waiting int32) {
 // shrink halves the lane's depth towards its size and closes the states
 // past it: no taker came for shrinkAfter.
 func (p *pool) shrink() {
-	d := max(int(p.depth.Load())/2, p.size)
-	p.depth.Store(int32(d))
-	for len(p.fresh) > d {
-		select {
-		case v := <-p.fresh:
-			v.close()
-		default:
-			return
-		}
-	}
+	p.depth.Store(int32(max(int(p.depth.Load())/2, p.size)))
+	p.trim()
 }
 
 // deliver ends a claimed build: v joins the fresh lane, in one step with the
@@ -350,7 +342,7 @@ func (p *pool) recycle(v *vm) {
 }
 
 // trim closes the fresh states past the lane's depth: recycled states that
-// no taker came for within surplusAfter.
+// no taker came for within surplusAfter, or all past a depth shrink lowered.
 func (p *pool) trim() {
 	d := int(p.depth.Load())
 	for len(p.fresh) > d {
