@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -330,6 +331,12 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 		return text("released", false), nil
 	case "badjson":
 		return json.RawMessage(`{"content":[`), nil
+	case "where": // not listed: which goroutine runs the call
+		buf := make([]byte, 16<<10)
+		if strings.Contains(string(buf[:runtime.Stack(buf, false)]), "serveInline") {
+			return text("inline", false), nil
+		}
+		return text("queue", false), nil
 	case "flood": // not listed, so that the list tests keep their counts
 		// Log messages of 64 KiB on the call's stream until the call ends,
 		// for clients that stop reading.

@@ -780,8 +780,10 @@ var msgTooManySubscriptions = "Too many subscriptions: a session may hold at mos
 // caller waits at most request_timeout; messages the call sends meanwhile
 // turn its answer into an SSE stream. A progress stream (a tools/call with a
 // progress token, from a client that accepts SSE) is SSE at once and has no
-// timeout. Either way the call runs in the session's queue, on its state,
-// unless it is a call of one of the route's concurrent tools.
+// timeout. Either way the call runs on the session's state, in arrival
+// order: at once on this goroutine when the session is free and the answer
+// is plain JSON (serveInline), else through the session's queue; a call of
+// one of the route's concurrent tools runs beside them on a snapshot.
 func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, m *message, acc accept) {
 	j := newJob(h, s, m, acc)
 	j.call.Auth = AuthFromContext(r.Context())
@@ -791,8 +793,12 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 	if !streaming {
 		j.out.deadline = time.Now().Add(h.opts.RequestTimeout)
 	}
+	j.mayInline = !streaming && r.ProtoMajor == 1 && r.ProtoMinor == 1
 	gen, wake := j.rp.attach(w)
 	switch s.admit(j) {
+	case admitInline:
+		h.serveInline(r, s, j, gen, wake)
+		return
 	case admitOverloaded:
 		j.rp.detach(gen)
 		h.refused(GateSessionPending)
@@ -812,6 +818,14 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 		defer timer.Stop()
 		wt.timeout = timer.C
 	}
+	h.awaitCall(s, j, gen, &wt)
+}
+
+// awaitCall serves the client of j, attached with gen, while the call runs
+// elsewhere: it writes what the call sends, answers the caller when wt's
+// timeout passes or the session ends, and returns when its part is over.
+func (h *Handler) awaitCall(s *session, j *job, gen uint32, wt *waiter) {
+	streaming := j.rp.streaming
 	for {
 		switch wt.next() {
 		case waitWoken:

@@ -752,6 +752,13 @@ func TestHTTP2Answers(t *testing.T) {
 			!strings.Contains(body, `"text":"1"`) {
 			t.Errorf("sessions=%v: JSON answer %q, length %d: %s", sessions, resp.Header.Get("Content-Type"), resp.ContentLength, body)
 		}
+		if sessions {
+			// Only HTTP/1.1 calls run inline (a response cannot end
+			// before its handler returns over HTTP/2).
+			if _, body := post(sid, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"where"}}`); !strings.Contains(body, `"text":"queue"`) {
+				t.Errorf("a session call over HTTP/2: %s", body)
+			}
+		}
 		resp, body = post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"p"}}}`)
 		if resp.Header.Get("Content-Type") != "text/event-stream" || strings.Count(body, "notifications/progress") == 0 ||
 			!strings.Contains(body, `"id":2,"result"`) {

@@ -10,10 +10,12 @@ import (
 	"time"
 )
 
-// This file is one session's state machine. Requests queue in FIFO order and
-// run one at a time on the session's worker goroutine, on the session's own
-// state, whether they are answered as plain JSON or as a progress stream;
-// calls of the route's concurrent tools run beside them on snapshots. The
+// This file is one session's state machine. Requests run one at a time, in
+// arrival order, on the session's own state: a request that finds the
+// session free and is answered as plain JSON runs at once on its handler's
+// goroutine (inline.go); the others queue and run on the session's worker
+// goroutine. Calls of the route's concurrent tools run beside them on
+// snapshots. The
 // session lives until DELETE, idle expiry or shutdown, and then tears
 // everything down before Session.Close.
 
@@ -51,9 +53,16 @@ type job struct {
 	snapshot bool
 	// start is when the request arrived (Operation.Duration).
 	start time.Time
+	// mayInline lets the handler run the call itself (admitInline): it came
+	// over HTTP/1.1 (where its response can end before the handler returns:
+	// see [sink.hangUp]) and is answered as plain JSON.
+	mayInline bool
+	// watch serves the client while the handler runs the call.
+	watch inlineWatch
 
 	// Guarded by the session's mu.
 	state  jobState
+	ctx    context.Context // the running call's; set with cancel
 	cancel context.CancelFunc
 }
 
@@ -108,12 +117,14 @@ type session struct {
 	calls   sync.WaitGroup
 	pending pendingTable
 
-	mu      sync.Mutex
-	state   sessionState
-	queue   []*job // queue[qhead:] are waiting
-	qhead   int
+	mu    sync.Mutex
+	state sessionState
+	queue []*job // queue[qhead:] are waiting
+	qhead int
+	// running is the request that holds the session's state, run by the
+	// worker or inline by its handler. The queue waits while it is set.
 	running *job
-	// work is the session's worker: it runs the queue (see [session.work]).
+	// work is the session's worker: it runs the queue (see [session.runQueue]).
 	work workerState
 	// wake is sent to (never blocking: capacity 1) when a job is queued for
 	// a parked worker.
@@ -236,14 +247,16 @@ func (s *session) ttlFired() {
 
 // Outcomes of admit.
 const (
-	admitted = iota
+	admitted    = iota // queued, or started beside the queue
+	admitInline        // j holds the session's state: its handler runs it now
 	admitOverloaded
 	admitEnded
 )
 
-// admit takes a request in: a snapshot call starts at once beside the queue,
-// any other request joins the FIFO queue. Past SessionMaxPending it is
-// refused.
+// admit takes a request in: a snapshot call starts at once beside the queue;
+// a request answered as plain JSON that finds nothing running or queued is
+// to run inline on its handler's goroutine (admitInline); any other request
+// joins the FIFO queue. Past SessionMaxPending it is refused.
 func (s *session) admit(j *job) int {
 	s.mu.Lock()
 	if s.state == sessionEnded {
@@ -264,24 +277,36 @@ func (s *session) admit(j *job) int {
 		go s.runSnapshot(ctx, j)
 		return admitted
 	}
+	if j.mayInline && s.running == nil && s.queuedLocked() == 0 {
+		j.state = jobRunning
+		s.running = j
+		j.ctx, j.cancel = context.WithCancel(s.ctx)
+		s.calls.Add(1)
+		s.mu.Unlock()
+		return admitInline
+	}
 	j.state = jobQueued
 	s.queue = append(s.queue, j)
-	prev := s.work
-	s.work = workerRunning
-	if prev == workerNone {
-		s.calls.Add(1)
-	}
+	s.kickLocked()
 	s.mu.Unlock()
-	switch prev {
+	return admitted
+}
+
+// kickLocked gets the worker going on the queue: it starts one, or wakes a
+// parked one. A running worker finds the queue itself.
+func (s *session) kickLocked() {
+	switch s.work {
 	case workerNone:
+		s.work = workerRunning
+		s.calls.Add(1)
 		go s.runQueue()
 	case workerParked:
+		s.work = workerRunning
 		select {
 		case s.wake <- struct{}{}:
 		default: // a wake is already pending
 		}
 	}
-	return admitted
 }
 
 // removeQueuedLocked takes j out of the queue; it reports false when j is
@@ -320,11 +345,11 @@ func (s *session) expire(j *job) {
 }
 
 // A workerState is the life of a session's worker goroutine. Transitions,
-// under session.mu: workerNone -> workerRunning (admit starts one);
-// workerRunning -> workerParked (the queue is empty); workerParked ->
-// workerRunning (admit queued a job, or the worker woke); workerRunning or
-// workerParked -> workerNone (the worker exits: parked for workerLinger, or
-// the session ended).
+// under session.mu: workerNone -> workerRunning (kickLocked starts one);
+// workerRunning -> workerParked (the queue is empty, or an inline call holds
+// the state); workerParked -> workerRunning (kickLocked, or the worker woke);
+// workerRunning or workerParked -> workerNone (the worker exits: parked for
+// workerLinger, or the session ended).
 type workerState int
 
 const (
@@ -341,7 +366,8 @@ const (
 const workerLinger = time.Second
 
 // runQueue runs the queued requests one at a time, in arrival order; with
-// the queue empty it parks for workerLinger, then exits. It exits at once
+// the queue empty, or while an inline call holds the state (which kicks it
+// when it ends), it parks for workerLinger, then exits. It exits at once
 // when the session ended.
 func (s *session) runQueue() {
 	defer s.calls.Done()
@@ -358,7 +384,7 @@ func (s *session) runQueue() {
 			s.mu.Unlock()
 			return
 		}
-		if s.queuedLocked() == 0 {
+		if s.queuedLocked() == 0 || s.running != nil {
 			s.work = workerParked
 			s.mu.Unlock()
 			if linger == nil {
@@ -371,7 +397,7 @@ func (s *session) runQueue() {
 			case <-s.endedCh:
 			case <-linger.C:
 				s.mu.Lock()
-				if s.work == workerParked && s.queuedLocked() == 0 {
+				if s.work == workerParked && (s.queuedLocked() == 0 || s.running != nil) {
 					s.work = workerNone
 					s.mu.Unlock()
 					return
@@ -390,30 +416,38 @@ func (s *session) runQueue() {
 		}
 		j.state = jobRunning
 		s.running = j
-		ctx, cancel := context.WithCancel(s.ctx)
-		j.cancel = cancel
+		j.ctx, j.cancel = context.WithCancel(s.ctx)
 		s.mu.Unlock()
-
-		b := getBuf()
-		out, err := s.h.dispatch(ctx, &s.sc, &j.msg, &j.call, *b)
-		cancel()
-		s.h.observe(j.start, &j.msg, &j.call, out, err)
-
-		s.mu.Lock()
-		s.running = nil
-		j.state = jobFinished
-		ended := s.state == sessionEnded
-		s.touchLocked()
-		s.mu.Unlock()
-
-		if err != nil {
-			putBuf(b)
-			j.rp.finish(j.interrupted(ended))
-			continue
-		}
-		*b = out
-		j.rp.finish(b)
+		s.runJob(j)
 	}
+}
+
+// runJob runs j, which holds the session's state (s.running), on the calling
+// goroutine, and answers it. A request that queued meanwhile behind an inline
+// call gets the worker going.
+func (s *session) runJob(j *job) {
+	b := getBuf()
+	out, err := s.h.dispatch(j.ctx, &s.sc, &j.msg, &j.call, *b)
+	j.cancel()
+	s.h.observe(j.start, &j.msg, &j.call, out, err)
+
+	s.mu.Lock()
+	s.running = nil
+	j.state = jobFinished
+	ended := s.state == sessionEnded
+	if !ended && s.queuedLocked() > 0 {
+		s.kickLocked()
+	}
+	s.touchLocked()
+	s.mu.Unlock()
+
+	if err != nil {
+		putBuf(b)
+		j.rp.finish(j.interrupted(ended))
+		return
+	}
+	*b = out
+	j.rp.finish(b)
 }
 
 // interrupted is the final message of a call whose context ended: a stream

@@ -19,6 +19,7 @@ var (
 	hdrSSE     = []string{"text/event-stream"}
 	hdrNoCache = []string{"no-cache"}
 	hdrNo      = []string{"no"}
+	hdrClose   = []string{"close"}
 )
 
 // retryMillis is the reconnection delay announced in priming events.
@@ -50,7 +51,7 @@ func setSSEHeaders(w http.ResponseWriter) {
 
 // A sink is one handler's HTTP response. Writes to it come from one goroutine
 // at a time (mu): the handler itself, or, in stateless mode, the call it runs
-// inline. Each write has its own deadline (Options.WriteTimeout), cleared
+// inline, or the watcher of a session call its handler runs. Each write has its own deadline (Options.WriteTimeout), cleared
 // once the write is through, so a client that stops reading fails that write
 // instead of holding the writer, while an idle stream stays open as long as
 // it needs (and a server WriteTimeout cannot cut it). After a failed write the
@@ -60,13 +61,52 @@ type sink struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
-	http1   bool // the response goes over HTTP/1.x (see json)
-	started bool // the status line and headers are written
-	dead    bool // a write failed, or the handler is done with the response
+	// flushJSON makes json flush its answer at once. It is set over
+	// HTTP/1.x, and when the handler does not return right after the answer
+	// (an inline call's watcher writes it: see [inlineWatch]); otherwise the
+	// server sends the answer when the handler returns.
+	flushJSON bool
+	// hangable is set when the response may have to end before its handler
+	// returns (an inline call's watcher writes it): its headers ask for the
+	// connection to close, so that hangUp can end it (HTTP/1.1 only).
+	hangable bool
+	chunked  bool // the body is an SSE stream in chunked encoding
+	started  bool // the status line and headers are written
+	dead     bool // a write failed, or the handler is done with the response
 }
 
 func newSink(w http.ResponseWriter, timeout time.Duration, http1 bool) *sink {
-	return &sink{w: w, rc: http.NewResponseController(w), timeout: timeout, http1: http1}
+	return &sink{w: w, rc: http.NewResponseController(w), timeout: timeout, flushJSON: http1}
+}
+
+// makeHangable prepares the response of an inline call's watcher (see
+// hangable). Called before anything is written.
+func (k *sink) makeHangable() {
+	k.mu.Lock()
+	k.flushJSON, k.hangable = true, true
+	k.mu.Unlock()
+}
+
+// hangUp ends a hangable response while its handler still runs the call: it
+// takes the HTTP/1.1 connection over, ends a chunked body, and closes the
+// connection, which the response's headers said it would. Later writes fail.
+func (k *sink) hangUp() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.hangable {
+		return
+	}
+	k.hangable, k.dead = false, true
+	conn, bw, err := k.rc.Hijack()
+	if err != nil {
+		return
+	}
+	if k.chunked {
+		_ = conn.SetWriteDeadline(time.Now().Add(k.timeout))
+		_, _ = bw.WriteString("0\r\n\r\n")
+		_ = bw.Flush()
+	}
+	_ = conn.Close()
 }
 
 var errSinkDead = errors.New("mcp: the response is no longer writable")
@@ -83,6 +123,10 @@ func (k *sink) sse(events ...[]byte) error {
 	if !k.started {
 		k.started = true
 		setSSEHeaders(k.w)
+		if k.hangable {
+			k.w.Header()["Connection"] = hdrClose
+			k.chunked = true // HTTP/1.1 without a length
+		}
 		k.w.WriteHeader(http.StatusOK)
 	}
 	var err error
@@ -114,9 +158,12 @@ func (k *sink) json(body []byte) error {
 	// without it net/http would switch to chunked encoding and write the
 	// closing chunk in a second system call when the handler returns.
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	if k.hangable {
+		h["Connection"] = hdrClose
+	}
 	k.w.WriteHeader(http.StatusOK)
 	_, err := k.w.Write(body)
-	if !k.http1 {
+	if !k.flushJSON {
 		// HTTP/2 and HTTP/3: the handler returns right after its answer,
 		// and the server sends the headers, the data and the end of the
 		// stream together then. A flush here sent the end of the stream in
@@ -299,6 +346,9 @@ type reply struct {
 	out    *sink // the attached handler's response; nil when detached
 	gen    uint32
 	signal chan struct{} // wakes the attached handler; nil in stateless mode
+	// watch stands in for the handler while it runs the call itself (see
+	// [inlineWatch]); nil when the call runs elsewhere.
+	watch *inlineWatch
 
 	h         *Handler
 	s         *session // nil in stateless mode
@@ -359,6 +409,9 @@ func (rp *reply) attach(w http.ResponseWriter) (uint32, <-chan struct{}) {
 	return rp.gen, rp.signal
 }
 
+// wake signals the attached handler that there is something to write. While
+// the handler runs the call itself, the first message before the answer
+// starts the watcher that writes it. Called with mu held.
 func (rp *reply) wake() {
 	if rp.signal == nil {
 		return
@@ -366,6 +419,9 @@ func (rp *reply) wake() {
 	select {
 	case rp.signal <- struct{}{}:
 	default:
+	}
+	if w := rp.watch; w != nil && w.state == watchIdle && rp.final == finalPending {
+		w.startLocked()
 	}
 }
 
