@@ -31,6 +31,13 @@ type Handler struct {
 	// concurrentTools is the set of Options.ConcurrentTools.
 	concurrentTools map[string]struct{}
 
+	// evicted is evictedPushes' func, made on first use (the hub's
+	// observer is set before the routes serve).
+	evicted struct {
+		once sync.Once
+		fn   func(n int)
+	}
+
 	// paramHeaders is set once a tools list of the route showed an
 	// x-mcp-header property: from then on a 2026-07-28 tools/call has its
 	// Mcp-Param-* headers checked against the tool's inputSchema (which
@@ -812,7 +819,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 	if streaming {
 		j.rp.startStream()
 	}
-	wt := waiter{wake: wake, ended: s.endedCh, gone: r.Context().Done()}
+	wt := waiter{wake: wake, ended: s.ended(), gone: r.Context().Done()}
 	if !streaming {
 		timer := time.NewTimer(h.opts.RequestTimeout)
 		defer timer.Stop()
@@ -1031,11 +1038,11 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	tick, stop := h.keepAlive()
 	defer stop()
-	wt := waiter{wake: a.wake, tick: tick, gone: r.Context().Done(), ended: s.endedCh}
+	wt := waiter{wake: a.wake, tick: tick, gone: r.Context().Done(), ended: s.ended()}
 	if len(a.replay) > 0 && writeChannelEvents(k, a.replay) != nil {
 		return
 	}
-	writePushes(k, s.ch, a.sent, &wt, false)
+	writePushes(k, &s.ch, a.sent, &wt, false)
 }
 
 // serveResume reattaches a client to a resumable POST stream (Last-Event-ID
@@ -1053,7 +1060,7 @@ func (h *Handler) serveResume(w http.ResponseWriter, r *http.Request, s *session
 	defer s.endResume()
 	gen, wake := rp.resume(w, r.ProtoMajor < 2, n)
 	defer rp.detach(gen)
-	wt := waiter{wake: wake, ended: s.endedCh, gone: r.Context().Done()}
+	wt := waiter{wake: wake, ended: s.ended(), gone: r.Context().Done()}
 	for {
 		switch wt.next() {
 		case waitWoken:

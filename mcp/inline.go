@@ -58,7 +58,7 @@ type inlineWatch struct {
 // watcher if one started.
 func (h *Handler) serveInline(r *http.Request, s *session, j *job, gen uint32, wake <-chan struct{}) {
 	w := &j.watch
-	*w = inlineWatch{h: h, s: s, j: j, gen: gen, wt: waiter{wake: wake, ended: s.endedCh, gone: r.Context().Done()}}
+	*w = inlineWatch{h: h, s: s, j: j, gen: gen, wt: waiter{wake: wake, ended: s.ended(), gone: r.Context().Done()}}
 	j.rp.mu.Lock()
 	j.rp.watch = w
 	j.rp.mu.Unlock()

@@ -203,12 +203,16 @@ func initErrorType(err error) string {
 }
 
 // evictedPushes returns what a push stream of the route tells of the pushes
-// its ring evicted unread; nil when nothing observes.
+// its ring evicted unread; nil when nothing observes. It is made once per
+// route: every session holds it, and one func per session was an object
+// that outlived the session's VM in memory.
 func (h *Handler) evictedPushes() func(n int) {
-	if h.hub.obs == nil {
-		return nil
-	}
-	return func(n int) { h.hub.pushesDropped(h.opts.Path, DropEvicted, n) }
+	h.evicted.once.Do(func() {
+		if h.hub.obs != nil {
+			h.evicted.fn = func(n int) { h.hub.pushesDropped(h.opts.Path, DropEvicted, n) }
+		}
+	})
+	return h.evicted.fn
 }
 
 // answerErrorType reads the error type of an encoded answer to m: the

@@ -262,7 +262,7 @@ func (o *outbound) wait(ctx context.Context, w *clientWait) (json.RawMessage, er
 	}
 	var ended <-chan struct{}
 	if o.s != nil {
-		ended = o.s.endedCh
+		ended = o.s.ended()
 	}
 	select {
 	case a := <-w.ch:

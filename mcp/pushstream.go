@@ -34,7 +34,16 @@ type pushStream struct {
 }
 
 func newPushStream(ids bool, max, maxBytes int) *pushStream {
-	return &pushStream{ids: ids, ring: eventRing{max: max, maxBytes: maxBytes}}
+	p := new(pushStream)
+	p.init(ids, max, maxBytes)
+	return p
+}
+
+// init prepares a pushStream that is part of another value (a session's
+// GET channel), before it is shared.
+func (p *pushStream) init(ids bool, max, maxBytes int) {
+	p.ids = ids
+	p.ring = eventRing{max: max, maxBytes: maxBytes}
 }
 
 // push numbers, frames and keeps msg, then wakes the reader. It reports

@@ -25,12 +25,15 @@ const maxResumableStreams = 64
 // maxSubscriptions bounds the resource subscriptions of one session.
 const maxSubscriptions = 1000
 
-// sessionState is where a session is in its life.
+// sessionState is where a session is in its life. Transitions, under mu:
+// sessionLive -> sessionEnded (terminate begins); sessionEnded ->
+// sessionClosed (terminate is over).
 type sessionState uint8
 
 const (
-	sessionLive  sessionState = iota // serving requests
-	sessionEnded                     // terminate began: no new work, calls being stopped
+	sessionLive   sessionState = iota // serving requests
+	sessionEnded                      // terminate began: no new work, calls being stopped
+	sessionClosed                     // terminate is over: Session.Close has returned
 )
 
 type jobState uint8
@@ -110,10 +113,8 @@ type session struct {
 	subject string
 	level   atomic.Int32
 
-	ctx     context.Context // parent of every call; cancelled at teardown
+	ctx     context.Context // parent of every call; cancelled when teardown starts (ended)
 	cancel  context.CancelFunc
-	endedCh chan struct{} // closed when teardown starts
-	gone    chan struct{} // closed when Session.Close has returned
 	calls   sync.WaitGroup
 	pending pendingTable
 
@@ -126,8 +127,12 @@ type session struct {
 	running *job
 	// work is the session's worker: it runs the queue (see [session.runQueue]).
 	work workerState
+	// gone is closed when terminate is over (sessionClosed); made by a
+	// terminate that waits for another one, which most sessions never have.
+	gone chan struct{}
 	// wake is sent to (never blocking: capacity 1) when a job is queued for
-	// a parked worker.
+	// a parked worker. The worker makes it when it first parks: a session
+	// whose calls all run inline never needs one.
 	wake     chan struct{}
 	side     []*job // calls running on snapshots, beside the queue
 	resumers int    // GETs attached to resumable POST streams
@@ -136,7 +141,7 @@ type session struct {
 
 	// ch is the GET channel's push stream (its own lock); the fields
 	// below say which GET request reads it.
-	ch       *pushStream
+	ch       pushStream
 	chanLive bool
 	chanGen  uint64
 	chanCtx  context.Context
@@ -167,15 +172,11 @@ func newSession(h *Handler, id string, srv Session, ir *InitResult, version stri
 		version:   version,
 		client:    clientCapsOf(initParams),
 		clientRaw: raw,
-		endedCh:   make(chan struct{}),
-		wake:      make(chan struct{}, 1),
-		gone:      make(chan struct{}),
-		subs:      make(map[string]struct{}),
 		born:      time.Now(),
 	}
 	s.sc = scope{sess: srv, has: ir.Has, era: eraSession, level: &s.level}
 	s.level.Store(defaultLogLevel)
-	s.ch = newPushStream(true, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)
+	s.ch.init(true, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)
 	s.ch.dropped = h.evictedPushes()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
@@ -208,7 +209,7 @@ func (s *session) idleLocked() bool {
 // The timer itself is rarely touched: when it fires early it re-arms for the
 // remaining time, and when the session is busy it disarms.
 func (s *session) touchLocked() {
-	if s.state == sessionEnded || !s.idleLocked() {
+	if s.state != sessionLive || !s.idleLocked() {
 		return
 	}
 	s.ttlDeadline = time.Now().Add(s.h.opts.SessionTTL)
@@ -226,7 +227,7 @@ func (s *session) touch() {
 
 func (s *session) ttlFired() {
 	s.mu.Lock()
-	if s.state == sessionEnded || !s.ttlArmed {
+	if s.state != sessionLive || !s.ttlArmed {
 		s.mu.Unlock()
 		return
 	}
@@ -259,7 +260,7 @@ const (
 // joins the FIFO queue. Past SessionMaxPending it is refused.
 func (s *session) admit(j *job) int {
 	s.mu.Lock()
-	if s.state == sessionEnded {
+	if s.state != sessionLive {
 		s.mu.Unlock()
 		return admitEnded
 	}
@@ -379,12 +380,15 @@ func (s *session) runQueue() {
 	}()
 	for {
 		s.mu.Lock()
-		if s.state == sessionEnded {
+		if s.state != sessionLive {
 			s.work = workerNone
 			s.mu.Unlock()
 			return
 		}
 		if s.queuedLocked() == 0 || s.running != nil {
+			if s.wake == nil {
+				s.wake = make(chan struct{}, 1)
+			}
 			s.work = workerParked
 			s.mu.Unlock()
 			if linger == nil {
@@ -394,7 +398,7 @@ func (s *session) runQueue() {
 			}
 			select {
 			case <-s.wake:
-			case <-s.endedCh:
+			case <-s.ended():
 			case <-linger.C:
 				s.mu.Lock()
 				if s.work == workerParked && (s.queuedLocked() == 0 || s.running != nil) {
@@ -434,7 +438,7 @@ func (s *session) runJob(j *job) {
 	s.mu.Lock()
 	s.running = nil
 	j.state = jobFinished
-	ended := s.state == sessionEnded
+	ended := s.state != sessionLive
 	if !ended && s.queuedLocked() > 0 {
 		s.kickLocked()
 	}
@@ -525,7 +529,7 @@ func (s *session) snapshotCall(ctx context.Context, j *job) *[]byte {
 func (s *session) isEnded() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state == sessionEnded
+	return s.state != sessionLive
 }
 
 // stop ends a call whose stream's client went away (before 2025-11-25, a
@@ -603,10 +607,13 @@ func errorAnswer(id []byte, msg string) *[]byte {
 func (s *session) subscribe(uri string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == sessionEnded {
+	if s.state != sessionLive {
 		return true
 	}
 	if _, ok := s.subs[uri]; !ok {
+		if s.subs == nil {
+			s.subs = make(map[string]struct{})
+		}
 		if len(s.subs) >= maxSubscriptions {
 			return false
 		}
@@ -634,7 +641,7 @@ func (s *session) unsubscribe(uri string) {
 func (s *session) join(channels []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == sessionEnded {
+	if s.state != sessionLive {
 		s.h.hub.release() // ended before it joined: its slot was never the hub's to free
 		return
 	}
@@ -664,7 +671,7 @@ const (
 func (s *session) attachChannel(ctx context.Context, lastID uint64, replay bool) (a channelAttachment, outcome int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == sessionEnded {
+	if s.state != sessionLive {
 		return a, attachEnded
 	}
 	if s.chanLive && s.chanCtx.Err() == nil {
@@ -704,7 +711,7 @@ func (s *session) detachChannel(gen uint64) {
 func (s *session) openStream(rp *reply) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == sessionEnded {
+	if s.state != sessionLive {
 		return 0
 	}
 	if s.open == nil {
@@ -755,13 +762,20 @@ func (s *session) endResume() {
 // then calls Session.Close(reason). A second call waits for the first.
 func (s *session) terminate(reason string) {
 	s.mu.Lock()
-	if s.state == sessionEnded {
+	if s.state != sessionLive {
+		if s.state == sessionClosed {
+			s.mu.Unlock()
+			return
+		}
+		if s.gone == nil {
+			s.gone = make(chan struct{})
+		}
+		gone := s.gone
 		s.mu.Unlock()
-		<-s.gone
+		<-gone
 		return
 	}
 	s.state = sessionEnded
-	close(s.endedCh)
 	s.ch.close()
 	queued := s.queue[s.qhead:]
 	for _, j := range queued {
@@ -775,6 +789,9 @@ func (s *session) terminate(reason string) {
 	s.ttl.Stop()
 	s.ttlArmed = false
 	s.mu.Unlock()
+	// Ends every call's context and, through Done, every wait on the
+	// session (ended).
+	s.cancel()
 
 	s.h.reg.remove(s)
 	s.h.hub.remove(s)
@@ -784,7 +801,6 @@ func (s *session) terminate(reason string) {
 	for uri := range subs {
 		s.h.hub.ps.Unsubscribe(resourceChannel(s.h.opts.Path, uri), s)
 	}
-	s.cancel()
 	for _, j := range queued {
 		s.h.observeUnrun(j, ErrorCancelled)
 	}
@@ -798,5 +814,13 @@ func (s *session) terminate(reason string) {
 	if obs := s.h.hub.obs; obs != nil {
 		obs.SessionEnded(s.h.opts.Path, time.Since(s.born))
 	}
-	close(s.gone)
+	s.mu.Lock()
+	s.state = sessionClosed
+	if s.gone != nil {
+		close(s.gone)
+	}
+	s.mu.Unlock()
 }
+
+// ended returns a channel closed once the session's teardown starts.
+func (s *session) ended() <-chan struct{} { return s.ctx.Done() }
