@@ -788,8 +788,8 @@ var msgTooManySubscriptions = "Too many subscriptions: a session may hold at mos
 // turn its answer into an SSE stream. A progress stream (a tools/call with a
 // progress token, from a client that accepts SSE) is SSE at once and has no
 // timeout. Either way the call runs on the session's state, in arrival
-// order: at once on this goroutine when the session is free and the answer
-// is plain JSON (serveInline), else through the session's queue; a call of
+// order: at once on this goroutine when the session is free and the request
+// came over HTTP/1.1 (serveInline), else through the session's queue; a call of
 // one of the route's concurrent tools runs beside them on a snapshot.
 func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, m *message, acc accept) {
 	j := newJob(h, s, m, acc)
@@ -800,7 +800,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 	if !streaming {
 		j.out.deadline = time.Now().Add(h.opts.RequestTimeout)
 	}
-	j.mayInline = !streaming && r.ProtoMajor == 1 && r.ProtoMinor == 1
+	j.mayInline = r.ProtoMajor == 1 && r.ProtoMinor == 1
 	gen, wake := j.rp.attach(w)
 	switch s.admit(j) {
 	case admitInline:

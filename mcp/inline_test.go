@@ -34,14 +34,54 @@ func TestInlineWhere(t *testing.T) {
 	if r := await(t, queued); r.text() != "queue" {
 		t.Fatalf("a call queued behind another ran on the %s: %s", r.text(), r.body)
 	}
-	// A progress stream runs on the worker.
+	// So does a progress stream.
 	evs := readStream(rt.stream(context.Background(), sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"where","_meta":{"progressToken":"p"}}}`))
-	if len(evs) != 1 || !strings.Contains(evs[0].data, `"text":"queue"`) {
+	if len(evs) != 1 || !strings.Contains(evs[0].data, `"text":"inline"`) {
 		t.Fatalf("progress stream: %+v", evs)
 	}
 	// And the session is free again.
 	if r := rt.call(sid, 5, "tools/call", where); r.text() != "inline" {
 		t.Fatalf("after the queue emptied: %s", r.body)
+	}
+}
+
+// TestInlineStreams: an inline call that sends messages and returns within
+// the grace has its stream written by the handler, on a connection kept
+// alive; one that runs on gets them at once from a watcher, whose response
+// closes its connection.
+func TestInlineStreams(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initialize()
+
+	quick := rt.stream(context.Background(), sid, progressCall("1", `"q"`, `{"steps":3}`))
+	evs := readStream(quick)
+	if len(evs) != 4 || !strings.Contains(evs[2].data, `"progress":3`) || !strings.Contains(evs[3].data, `"done"`) {
+		t.Fatalf("quick stream: %+v", evs)
+	}
+	if quick.resp.Close {
+		t.Fatal("a stream written by its handler closed its connection")
+	}
+
+	for _, body := range []string{
+		// A progress stream, and a buffered call that logs and waits.
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"logwait","_meta":{"progressToken":"w"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"logwait"}}`,
+	} {
+		long := rt.stream(context.Background(), sid, body)
+		if ev := long.nextEvent(); !strings.Contains(ev.data, `"waiting"`) {
+			t.Fatalf("first event of a running call: %+v", ev)
+		}
+		f.release <- struct{}{}
+		if evs := readStream(long); len(evs) != 1 || !strings.Contains(evs[0].data, `"released"`) {
+			t.Fatalf("after the release: %+v", evs)
+		}
+		if !long.resp.Close {
+			t.Fatal("a watcher's response did not ask for its connection to close")
+		}
+	}
+	if r := rt.call(sid, 4, "tools/call", `{"name":"where"}`); r.text() != "inline" {
+		t.Fatalf("after the streams: %s", r.body)
 	}
 }
 

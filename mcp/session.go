@@ -58,7 +58,7 @@ type job struct {
 	start time.Time
 	// mayInline lets the handler run the call itself (admitInline): it came
 	// over HTTP/1.1 (where its response can end before the handler returns:
-	// see [sink.hangUp]) and is answered as plain JSON.
+	// see [sink.hangUp]).
 	mayInline bool
 	// watch serves the client while the handler runs the call.
 	watch inlineWatch
@@ -255,8 +255,8 @@ const (
 )
 
 // admit takes a request in: a snapshot call starts at once beside the queue;
-// a request answered as plain JSON that finds nothing running or queued is
-// to run inline on its handler's goroutine (admitInline); any other request
+// a request that may run inline (see [Handler.serveInline]) and finds nothing
+// running or queued is to run on its handler's goroutine (admitInline); any other request
 // joins the FIFO queue. Past SessionMaxPending it is refused.
 func (s *session) admit(j *job) int {
 	s.mu.Lock()

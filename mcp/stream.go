@@ -420,8 +420,8 @@ func (rp *reply) wake() {
 	case rp.signal <- struct{}{}:
 	default:
 	}
-	if w := rp.watch; w != nil && w.state == watchIdle && rp.final == finalPending {
-		w.startLocked()
+	if w := rp.watch; w != nil && rp.final == finalPending {
+		w.sentLocked()
 	}
 }
 
