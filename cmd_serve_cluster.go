@@ -1,11 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -42,12 +45,13 @@ func embeddedPort(v string) (port int, ok bool, err error) {
 	return port, true, nil
 }
 
-// clusterFlags are serve's --nats, --node-id and --advertise.
+// clusterFlags are serve's --nats, --node-id, --advertise and --cluster-ca.
 func clusterFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "nats", Usage: "join the nodes of a cluster through this NATS server (nats://host:4222), or \"" + embeddedNATS + "\" to run one in the process on 127.0.0.1:4222 (\"" + embeddedNATS + ":PORT\": another port; a single-machine dev cluster); default: no cluster"},
 		&cli.StringFlag{Name: "node-id", Usage: "this node's id in the cluster (letters, digits, '_', '-'; at most 64); default: the host name and a random suffix"},
 		&cli.StringFlag{Name: "advertise", Usage: "the URL other nodes reach this node's listener at (http://10.0.0.5:8750); default: the listener's own URL"},
+		&cli.StringFlag{Name: "cluster-ca", Usage: "PEM file of the authorities that sign the nodes' certificates (https:// --advertise addresses) and a tls:// NATS server's; default: the system's roots"},
 	}
 }
 
@@ -68,7 +72,7 @@ type clusterNode struct {
 func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog.Logger) (*clusterNode, error) {
 	natsURL := c.String("nats")
 	if natsURL == "" {
-		for _, f := range []string{"node-id", "advertise"} {
+		for _, f := range []string{"node-id", "advertise", "cluster-ca"} {
 			if c.IsSet(f) {
 				return nil, fmt.Errorf("--%s needs --nats", f)
 			}
@@ -95,6 +99,10 @@ func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog
 	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
 		return nil, fmt.Errorf("--advertise: other nodes cannot reach %s: listening on every address, name this node's reachable one (--advertise http://10.0.0.5:8750)", n.advertise)
 	}
+	roots, err := loadClusterCA(c.String("cluster-ca"))
+	if err != nil {
+		return nil, err
+	}
 	port, embedded, err := embeddedPort(natsURL)
 	if err != nil {
 		return nil, err
@@ -108,18 +116,55 @@ func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog
 		natsURL = e.URL()
 		logger.Warn("running an embedded NATS server: for a dev cluster on one machine only", "url", natsURL)
 	}
-	nc, err := nats.Connect(natsURL, cluster.ConnectOptions(n.id)...) // cluster.Join logs disconnects and reconnects
+	opts := cluster.ConnectOptions(n.id)
+	if roots != nil && natsTLS(natsURL) {
+		// Only for tls:// URLs: nats.go asks for TLS whenever it has a TLS
+		// configuration, which a plain NATS server would refuse.
+		opts = append(opts, func(o *nats.Options) error {
+			o.TLSConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+			return nil
+		})
+	}
+	nc, err := nats.Connect(natsURL, opts...) // cluster.Join logs disconnects and reconnects
 	if err != nil {
 		n.close()
 		return nil, fmt.Errorf("--nats: %w", err)
 	}
 	n.nc = nc
-	if n.node, err = cluster.Join(c.Context, cluster.Config{Conn: nc, NodeID: n.id, Advertise: n.advertise, Logger: logger}); err != nil {
+	if n.node, err = cluster.Join(c.Context, cluster.Config{Conn: nc, NodeID: n.id, Advertise: n.advertise, RootCAs: roots, Logger: logger}); err != nil {
 		n.close()
 		return nil, fmt.Errorf("--nats: %w", err)
 	}
 	logger.Info("joined the cluster", "node", n.id, "advertise", n.advertise, "nats", nc.ConnectedUrlRedacted())
 	return n, nil
+}
+
+// loadClusterCA reads --cluster-ca: nil, nil when it is not set (the
+// system's roots).
+func loadClusterCA(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--cluster-ca %s: no PEM certificate in it", path)
+	}
+	return pool, nil
+}
+
+// natsTLS reports whether a --nats value (URLs separated by commas) names
+// a server over TLS.
+func natsTLS(urls string) bool {
+	for _, u := range strings.Split(urls, ",") {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(u)), "tls://") {
+			return true
+		}
+	}
+	return false
 }
 
 // pubsub is the host's PubSub: nil (in-process) without a cluster.

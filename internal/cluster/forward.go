@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -103,7 +104,9 @@ type upstreamConn struct {
 	idleSince time.Time
 }
 
-func newPeer(node, addr string) (*peer, error) {
+// newPeer returns the forwarder to node at addr; roots verify an https://
+// node's certificate (nil: the system's roots).
+func newPeer(node, addr string, roots *x509.CertPool) (*peer, error) {
 	u, err := url.Parse(addr)
 	if err != nil {
 		return nil, err
@@ -119,7 +122,7 @@ func newPeer(node, addr string) (*peer, error) {
 		if port == "" {
 			port = "443"
 		}
-		p.tls = &tls.Config{ServerName: u.Hostname(), NextProtos: []string{"http/1.1"}}
+		p.tls = &tls.Config{ServerName: u.Hostname(), NextProtos: []string{"http/1.1"}, RootCAs: roots, MinVersion: tls.VersionTLS12}
 	default:
 		return nil, fmt.Errorf("scheme %q is not http or https", u.Scheme)
 	}

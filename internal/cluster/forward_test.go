@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -142,7 +143,7 @@ func entryFor(t *testing.T, p *peer, errs chan<- error) *httptest.Server {
 
 func mustPeer(t *testing.T, addr string) *peer {
 	t.Helper()
-	p, err := newPeer("b", addr)
+	p, err := newPeer("b", addr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,8 +652,10 @@ func TestPeerIdleSweep(t *testing.T) {
 	}
 }
 
-// TestForwardTLS: an https:// node is reached over TLS (HTTP/1.1 by ALPN),
-// with the connection kept.
+// TestForwardTLS: an https:// node is reached over TLS with HTTP/1.1, its
+// certificate checked against the roots the node was given (the cluster's
+// private authority: --cluster-ca); with the system's roots, the owner's
+// test certificate is refused and the forward fails (404 from the entry).
 func TestForwardTLS(t *testing.T) {
 	owner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, r.Proto+" "+r.Host)
@@ -660,21 +663,41 @@ func TestForwardTLS(t *testing.T) {
 	owner.EnableHTTP2 = true // the node offers h2; the forwarder asks for HTTP/1.1
 	owner.StartTLS()
 	defer owner.Close()
-	p := mustPeer(t, owner.URL)
-	p.tls.RootCAs = owner.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	entry := entryFor(t, p, nil)
-	for i := 0; i < 2; i++ {
-		resp, err := http.Get(entry.URL + "/mcp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if want := "HTTP/1.1 " + strings.TrimPrefix(entry.URL, "http://"); string(b) != want {
-			t.Errorf("answer %q, want %q", b, want)
-		}
+	ownerCA := owner.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	tests := []struct {
+		name   string
+		roots  *x509.CertPool
+		status int
+		pooled int
+	}{
+		{"cluster authority", ownerCA, http.StatusOK, 1},
+		{"system roots", nil, http.StatusNotFound, 0},
 	}
-	if n := p.idleCount(); n != 1 {
-		t.Errorf("%d connections pooled, want 1 (kept and reused)", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := newPeer("b", owner.URL, tt.roots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.close)
+			entry := entryFor(t, p, nil)
+			for i := 0; i < 2; i++ {
+				resp, err := http.Get(entry.URL + "/mcp")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tt.status {
+					t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
+				}
+				if want := "HTTP/1.1 " + strings.TrimPrefix(entry.URL, "http://"); tt.status == http.StatusOK && string(b) != want {
+					t.Errorf("answer %q, want %q", b, want)
+				}
+			}
+			if n := p.idleCount(); n != tt.pooled {
+				t.Errorf("%d connections pooled, want %d", n, tt.pooled)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,6 +52,12 @@ type Config struct {
 	Advertise string
 	// Heartbeat is how often the address is renewed (0: DefaultHeartbeat).
 	Heartbeat time.Duration
+	// RootCAs are the authorities an https:// node's certificate must chain
+	// to when this node forwards to it; nil: the system's roots. A cluster
+	// whose nodes carry certificates of a private authority sets it, rather
+	// than replacing the process's roots (SSL_CERT_FILE), which the scripts'
+	// http module and the oauth key fetches need.
+	RootCAs *x509.CertPool
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -67,6 +74,7 @@ type Node struct {
 	kv            jetstream.KeyValue
 	ps            *PubSub
 	log           *slog.Logger
+	roots         *x509.CertPool // Config.RootCAs
 	sub           *nats.Subscription
 	count         pushCounts // Send and receive; the PubSub counts its own
 
@@ -112,7 +120,7 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: the %s bucket (the NATS server needs JetStream): %w", nodesBucket, err)
 	}
 	n := &Node{
-		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger,
+		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger, roots: cfg.RootCAs,
 		known: make(map[string]knownAddr), stop: make(chan struct{}),
 	}
 	if err := n.register(ctx); err != nil {
@@ -269,7 +277,7 @@ func (n *Node) peerTo(ctx context.Context, node string) (*peer, error) {
 	case err == nil:
 		k := n.known[node]
 		if k.peer == nil || k.url != string(e.Value()) {
-			p, err := newPeer(node, string(e.Value()))
+			p, err := newPeer(node, string(e.Value()), n.roots)
 			if err != nil {
 				n.log.Warn("cluster: node has a bad address", "node", node, "addr", string(e.Value()), "err", err)
 				n.forgetLocked(node)
