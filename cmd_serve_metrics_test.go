@@ -6,7 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -36,26 +38,36 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatalf("initialize: HTTP %d", resp.StatusCode)
 	}
 
-	resp, err = http.Get(scrape[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
+	// The transport reports an operation once its answer is written, so the
+	// client can read the answer before the count moves: scrape until it
+	// does (metrics are not a barrier), for at most 10 s.
 	var inits uint64
-	if f := families["mcp_server_operation_duration_seconds"]; f != nil {
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
+	var families map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err = http.Get(scrape[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err = parser.TextToMetricFamilies(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("parsing /metrics: %v", err)
+		}
+		inits = 0
+		if f := families["mcp_server_operation_duration_seconds"]; f != nil {
+			for _, m := range f.GetMetric() {
+				l := map[string]string{}
+				for _, p := range m.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				if l["mcp_method_name"] == "initialize" && l["route"] == "/mcp/s" && l["error_type"] == "" {
+					inits += m.GetHistogram().GetSampleCount()
+				}
 			}
-			if l["mcp_method_name"] == "initialize" && l["route"] == "/mcp/s" && l["error_type"] == "" {
-				inits += m.GetHistogram().GetSampleCount()
-			}
+		}
+		if inits != 0 || time.Now().After(deadline) {
+			break
 		}
 	}
 	if inits != 1 {
