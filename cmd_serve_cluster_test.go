@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"io"
 	"net/http"
 	"os"
@@ -24,10 +23,7 @@ import (
 // when stopped.
 func TestServeCluster(t *testing.T) {
 	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
-	key := filepath.Join(t.TempDir(), "state.key")
-	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := stateKeyFile(t)
 	outR, outW := io.Pipe()
 	var logs syncWriter
 	ctx, cancel := context.WithCancel(context.Background())
@@ -91,16 +87,23 @@ func TestServeCluster(t *testing.T) {
 	}
 }
 
+// stateKeyFile writes a state key every node of a test cluster shares.
+func stateKeyFile(t *testing.T) string {
+	t.Helper()
+	key := filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
 // TestServeClusterTLS: nodes that serve HTTPS with a certificate of a private
 // authority advertise https:// addresses and forward to each other over TLS
 // when given that authority with --cluster-ca; a node without it refuses the
 // owner's certificate, and the request it cannot forward gets 404.
 func TestServeClusterTLS(t *testing.T) {
 	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
-	key := filepath.Join(t.TempDir(), "state.key")
-	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := stateKeyFile(t)
 	nats, err := cluster.StartEmbedded("127.0.0.1", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -122,12 +125,10 @@ func TestServeClusterTLS(t *testing.T) {
 	trustingURL, trusting := node("trusting", "--cluster-ca", cert)
 	plainURL, plain := node("plain")
 
-	pemCert, err := os.ReadFile(cert)
+	pool, err := loadClusterCA(cert) // the client trusts the cluster's authority too
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pemCert)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
@@ -172,10 +173,7 @@ func TestServeClusterTLS(t *testing.T) {
 // and refuses to start without it.
 func TestServeClusterNATSTLS(t *testing.T) {
 	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
-	key := filepath.Join(t.TempDir(), "state.key")
-	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := stateKeyFile(t)
 	cert, certKey := selfSigned(t)
 	pair, err := tls.LoadX509KeyPair(cert, certKey)
 	if err != nil {
@@ -209,6 +207,7 @@ func TestServeClusterNATSTLS(t *testing.T) {
 	run.stop(t)
 }
 
+// TestNATSTLS: which --nats values ask for TLS, and so get --cluster-ca.
 func TestNATSTLS(t *testing.T) {
 	for _, tc := range []struct {
 		urls string
