@@ -235,6 +235,12 @@ func (it *objectIter) next() (key, val []byte, ok bool) {
 		return nil, nil, false
 	}
 	end := skipString(d, i)
+	if d[end-1] != '"' || end-i < 2 {
+		// An unterminated key: only in bytes json.Valid refused, which
+		// callers never pass; stop rather than read past them.
+		it.pos = len(d)
+		return nil, nil, false
+	}
 	rawKey := d[i:end]
 	key = rawKey[1 : len(rawKey)-1]
 	for _, c := range key {

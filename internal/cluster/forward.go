@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -411,6 +412,7 @@ type respHead struct {
 	// close: the node closes the connection after this answer (HTTP/1.0,
 	// or Connection: close).
 	close   bool
+	http10  bool // an HTTP/1.0 answer
 	chunked bool
 	length  int64  // Content-Length; -1: chunked or until the connection closes
 	noBody  bool   // an answer to HEAD, a 204 or a 304
@@ -463,6 +465,11 @@ func (h *respHead) read(br *bufio.Reader, method string) error {
 		h.length = 0
 	}
 	if h.chunked {
+		if h.http10 {
+			// HTTP/1.0 has no chunked coding: RFC 9112 §6.1 calls such
+			// framing faulty (net/http reads the body to the end).
+			return errors.New("cluster: the node's HTTP/1.0 answer is chunked")
+		}
 		h.length = -1
 	}
 	if !h.chunked && h.length < 0 {
@@ -501,7 +508,7 @@ func readLine(br *bufio.Reader, total *int) ([]byte, error) {
 
 func (h *respHead) parseStatus(line []byte) error {
 	// "HTTP/1.x NNN reason"
-	if len(line) < 12 || string(line[:7]) != "HTTP/1." || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
+	if len(line) < 12 || string(line[:7]) != "HTTP/1." || line[7] < '0' || line[7] > '9' || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
 		return fmt.Errorf("cluster: malformed status line from the node: %q", line)
 	}
 	status := 0
@@ -515,33 +522,27 @@ func (h *respHead) parseStatus(line []byte) error {
 		return fmt.Errorf("cluster: malformed status line from the node: %q", line)
 	}
 	h.status = status
-	h.close = line[7] == '0'
+	h.http10 = line[7] == '0'
+	h.close = h.http10
 	return nil
 }
 
 // parseField reads one header line: framing and Connection are noted, the
 // others kept for copyTo.
 func (h *respHead) parseField(line []byte) error {
-	i := 0
-	for i < len(line) && line[i] != ':' {
-		i++
-	}
-	if i == 0 || i == len(line) || line[0] == ' ' || line[0] == '\t' {
+	raw, v, ok := splitField(line)
+	if !ok {
 		return fmt.Errorf("cluster: malformed header line from the node: %q", line)
 	}
-	name := canonicalName(line[:i])
-	v := line[i+1:]
-	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
-		v = v[:len(v)-1]
-	}
+	name := canonicalName(raw)
 	switch name {
 	case "Content-Length":
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || n < 0 || (h.length >= 0 && n != h.length) {
+		n, ok := parseLength(v)
+		if !ok || (h.length >= 0 && !h.sameLength(v)) {
 			return fmt.Errorf("cluster: bad Content-Length from the node: %q", v)
+		}
+		if h.length >= 0 {
+			return nil // the same field again: kept once
 		}
 		h.length = n
 	case "Transfer-Encoding":
@@ -567,6 +568,46 @@ func (h *respHead) parseField(line []byte) error {
 	}
 	h.fields = append(h.fields, field{name: name, value: internValue(v)})
 	return nil
+}
+
+// splitField splits a header (or trailer) line into its name and its value
+// without the spaces around it; ok is false when the name is not a token or
+// the value holds a control character (net/http refuses both).
+func splitField(line []byte) (name, value []byte, ok bool) {
+	name, value, found := bytes.Cut(line, []byte{':'})
+	if !found || !validName(name) || !validValue(value) {
+		return nil, nil, false
+	}
+	return name, bytes.Trim(value, " \t"), true
+}
+
+// parseLength reads a Content-Length value: digits only (no sign, no list),
+// as net/http reads it, so that both ends of a kept-alive connection agree on
+// where an answer ends.
+func parseLength(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// sameLength reports whether v is the field value of the Content-Length
+// read before: RFC 9112 §6.3 makes differing values (even "03" and "3") an
+// invalid framing.
+func (h *respHead) sameLength(v []byte) bool {
+	for _, f := range h.fields {
+		if f.name == "Content-Length" {
+			return f.value == string(v)
+		}
+	}
+	return false
 }
 
 // copyTo sets the answer's end-to-end headers on dst. It reports whether
@@ -649,17 +690,10 @@ func (h *respHead) copyBody(w http.ResponseWriter, br *bufio.Reader, buf []byte)
 	}
 	switch {
 	case h.chunked:
-		// The trailer section, dropped: luamcp sends none.
-		total := 0
-		for {
-			line, err := readLine(br, &total)
-			if err != nil {
-				return false, err
-			}
-			if len(line) == 0 {
-				return true, nil
-			}
+		if err := readTrailer(br); err != nil {
+			return false, err
 		}
+		return true, nil
 	case h.length > 0:
 		if copied < h.length {
 			return false, io.ErrUnexpectedEOF
@@ -667,6 +701,28 @@ func (h *respHead) copyBody(w http.ResponseWriter, br *bufio.Reader, buf []byte)
 		return true, nil
 	}
 	return false, nil // until the connection closed: not reusable
+}
+
+// readTrailer reads the trailer section that ends a chunked body, and drops
+// it (luamcp sends none). Unlike a head's, its lines must end with CRLF, as
+// net/http requires: a reader more lenient than the node's own could end the
+// answer elsewhere on a kept-alive connection.
+func readTrailer(br *bufio.Reader) error {
+	total := 0
+	for {
+		line, err := br.ReadSlice('\n')
+		total += len(line)
+		if err != nil || total > maxHeadBytes || !bytes.HasSuffix(line, []byte("\r\n")) {
+			return fmt.Errorf("cluster: malformed trailer from the node: %q", line)
+		}
+		line = line[:len(line)-2]
+		if len(line) == 0 {
+			return nil
+		}
+		if _, _, ok := splitField(line); !ok {
+			return fmt.Errorf("cluster: malformed trailer line from the node: %q", line)
+		}
+	}
 }
 
 // flush sends what w holds to the client.
@@ -702,8 +758,8 @@ func listedIn(conn []string, name string) bool {
 }
 
 // validName reports whether a header name is a token (RFC 9110 §5.1).
-func validName(s string) bool {
-	if s == "" {
+func validName[T string | []byte](s T) bool {
+	if len(s) == 0 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -715,10 +771,12 @@ func validName(s string) bool {
 	return true
 }
 
-// validValue reports whether a header value cannot break the framing.
-func validValue(s string) bool {
+// validValue reports whether a header value holds only what RFC 9110 §5.5
+// allows (visible characters, spaces, tabs, obs-text): no control character
+// that could break the framing or that net/http would refuse.
+func validValue[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '\r' || c == '\n' || c == 0 {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
 			return false
 		}
 	}

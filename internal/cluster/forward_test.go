@@ -279,6 +279,7 @@ func TestForwardAnswers(t *testing.T) {
 		wantHeader http.Header // "" values: must be absent
 		wantLength bool        // the client got a Content-Length
 		wantIdle   int         // connections pooled afterwards
+		wantAbort  bool        // the answer's head went out, then it was cut
 	}{
 		{
 			name:       "json",
@@ -322,6 +323,48 @@ func TestForwardAnswers(t *testing.T) {
 			reply:      ownerReply{raw: "HTTP/1.1 OK\r\n\r\n", after: closeConn},
 			wantStatus: 404, wantIdle: 0,
 		},
+		// Framing that net/http would read otherwise (or refuse): refused,
+		// so that both ends agree on where an answer ends (FuzzAnswer).
+		{
+			name:       "signed length",
+			reply:      ownerReply{raw: "HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok", after: closeConn},
+			wantStatus: 404, wantIdle: 0,
+		},
+		{
+			name:       "two lengths written differently",
+			reply:      ownerReply{raw: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 02\r\n\r\nok", after: closeConn},
+			wantStatus: 404, wantIdle: 0,
+		},
+		{
+			name:       "the same length twice",
+			reply:      ownerReply{raw: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"},
+			wantStatus: 200, wantBody: "ok", wantLength: true, wantIdle: 1,
+		},
+		{
+			name:       "chunked http/1.0",
+			reply:      ownerReply{raw: "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", after: closeConn},
+			wantStatus: 404, wantIdle: 0,
+		},
+		{
+			name:       "header name not a token",
+			reply:      ownerReply{raw: "HTTP/1.1 200 OK\r\nX\"Y: 1\r\nContent-Length: 2\r\n\r\nok", after: closeConn},
+			wantStatus: 404, wantIdle: 0,
+		},
+		{
+			name:       "control character in a value",
+			reply:      ownerReply{raw: "HTTP/1.1 200 OK\r\nX-Y: a\rb\r\nContent-Length: 2\r\n\r\nok", after: closeConn},
+			wantStatus: 404, wantIdle: 0,
+		},
+		{
+			name:       "version not a digit",
+			reply:      ownerReply{raw: "HTTP/1.x 200 OK\r\nContent-Length: 2\r\n\r\nok", after: closeConn},
+			wantStatus: 404, wantIdle: 0,
+		},
+		{
+			name:       "trailer line ending in LF alone",
+			reply:      ownerReply{raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: 1\n\r\n", after: closeConn},
+			wantStatus: 200, wantAbort: true, wantIdle: 0,
+		},
 		{
 			name:       "head too large",
 			reply:      ownerReply{raw: "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("x", maxHeadBytes) + "\r\nContent-Length: 0\r\n\r\n", after: closeConn},
@@ -337,8 +380,17 @@ func TestForwardAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := io.ReadAll(resp.Body)
+			b, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			if tt.wantAbort {
+				if err == nil {
+					t.Errorf("answer %d %q read whole, want it cut", resp.StatusCode, b)
+				}
+				if got := p.idleCount(); got != tt.wantIdle {
+					t.Errorf("%d connections pooled, want %d", got, tt.wantIdle)
+				}
+				return
+			}
 			if resp.StatusCode != tt.wantStatus || (tt.wantStatus != 404 && string(b) != tt.wantBody) {
 				t.Errorf("answer %d %q, want %d %q", resp.StatusCode, b, tt.wantStatus, tt.wantBody)
 			}
