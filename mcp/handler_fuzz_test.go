@@ -43,12 +43,15 @@ func FuzzHandler(f *testing.F) {
 		{2, true, "Mcp-Session-Id: $SID", ""},
 		{0, false, stateless, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"x":1},` + meta + `}}`},
 		{0, false, stateless, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","requestState":"e30.AAAA","inputResponses":{}}}`},
+		{0, false, "Content-Type: application/json\nAccept: application/json, text/event-stream\nMCP-Protocol-Version: 2026-07-28\nMcp-Method: tools/call\nMcp-Name: region\nMcp-Param-Region: =?base64?ZXU=?=\nMcp-Param-N: 4.0\nMcp-Param-Flag: true",
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"region","arguments":{"region":"eu","n":4,"opts":{"flag":true}},` + meta + `}}`},
 		{0, false, "Content-Type: text/plain", `{`},
 		{3, false, "Origin: http://evil.example", ""},
 	} {
 		f.Add(s.method, s.sessions, s.headers, []byte(s.body))
 	}
 	fs := newFakeServer()
+	fs.headerTool = true // a tool whose arguments travel in Mcp-Param-* headers too
 	go func() {
 		for range fs.closed { // the fake reports closes on a bounded channel
 		}
