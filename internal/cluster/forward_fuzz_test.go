@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
+	"time"
 )
 
 // FuzzAnswer checks the forwarder's reader of a node's answer against
@@ -86,3 +89,99 @@ func FuzzAnswer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzForwardRequest checks the request the forwarder writes to the owner
+// against the one the entry node received, both read by net/http: whatever
+// a client sent that net/http accepted reaches the owner as the same method,
+// path (under the owner's prefix), query, Host, end-to-end headers and body,
+// and as one request: nothing left over that the owner would read as a
+// second one.
+func FuzzForwardRequest(f *testing.F) {
+	for _, s := range []string{
+		"POST /mcp HTTP/1.1\r\nHost: a.example\r\nContent-Type: application/json\r\nMcp-Session-Id: n1.x\r\nContent-Length: 2\r\n\r\n{}",
+		"POST /mcp?x=1&y=%20 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+		"GET /mcp HTTP/1.1\r\nHost: a\r\nAccept: text/event-stream\r\nLast-Event-ID: 7\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\r\n",
+		"DELETE /mcp/%2e%2e/x HTTP/1.1\r\nHost: a\r\nMcp-Session-Id: n1.x\r\nTE: trailers\r\nUpgrade: h2c\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+		"POST /mcp HTTP/1.0\r\nX-V: a\tb \xff\r\nContent-Length: 1\r\n\r\nx",
+		"POST http://other.example/mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
+	} {
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, prefixed bool) {
+		in, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+		if err != nil {
+			return // the entry node's server refuses it
+		}
+		body, err := io.ReadAll(in.Body)
+		if err != nil {
+			return
+		}
+		in.Body = io.NopCloser(bytes.NewReader(body))
+		addr := "http://127.0.0.1:1"
+		if prefixed {
+			addr += "/base"
+		}
+		p, err := newPeer("n", addr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, inline, err := p.appendRequest(nil, in)
+		if err != nil {
+			return // refused: errBadRequest, answered 400
+		}
+		var wire bytes.Buffer
+		if _, err := writeRequest(bufferConn{&wire}, req, inline, in); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(bytes.NewReader(wire.Bytes()))
+		out, err := http.ReadRequest(br)
+		if err != nil {
+			t.Fatalf("the owner refuses the forwarded request (%v): %q, from %q", err, wire.Bytes(), raw)
+		}
+		outBody, err := io.ReadAll(out.Body)
+		if err != nil {
+			t.Fatalf("the owner refuses the forwarded body (%v): %q, from %q", err, wire.Bytes(), raw)
+		}
+		if br.Buffered() != 0 {
+			t.Fatalf("%d bytes after the forwarded request: %q, from %q", br.Buffered(), wire.Bytes(), raw)
+		}
+		path := in.URL.EscapedPath()
+		if path == "" {
+			path = "/"
+		}
+		if out.Method != in.Method || out.URL.EscapedPath() != p.prefix+path || out.URL.RawQuery != in.URL.RawQuery {
+			t.Fatalf("%s %s?%s reached the owner as %s %s?%s: %q", in.Method, path, in.URL.RawQuery, out.Method, out.URL.EscapedPath(), out.URL.RawQuery, raw)
+		}
+		if in.Host != "" && out.Host != in.Host {
+			t.Fatalf("Host %q reached the owner as %q: %q", in.Host, out.Host, raw)
+		}
+		if !bytes.Equal(body, outBody) {
+			t.Fatalf("body %q reached the owner as %q: %q", body, outBody, raw)
+		}
+		conn := in.Header["Connection"]
+		for name, values := range in.Header {
+			if hopByHop(name) || name == "Host" || name == "Content-Length" || name == "Expect" || (len(conn) > 0 && listedIn(conn, name)) {
+				if _, ok := out.Header[name]; ok && name != "Content-Length" && name != "Transfer-Encoding" {
+					t.Fatalf("hop-by-hop %s reached the owner: %q", name, raw)
+				}
+				continue
+			}
+			if got := out.Header[name]; !slices.Equal(got, values) {
+				t.Fatalf("header %s %q reached the owner as %q: %q", name, values, got, raw)
+			}
+		}
+	})
+}
+
+// bufferConn is a net.Conn that only writes, to a buffer.
+type bufferConn struct{ w *bytes.Buffer }
+
+func (c bufferConn) Write(b []byte) (int, error)      { return c.w.Write(b) }
+func (c bufferConn) Read([]byte) (int, error)         { return 0, io.EOF }
+func (c bufferConn) Close() error                     { return nil }
+func (c bufferConn) LocalAddr() net.Addr              { return nil }
+func (c bufferConn) RemoteAddr() net.Addr             { return nil }
+func (c bufferConn) SetDeadline(time.Time) error      { return nil }
+func (c bufferConn) SetReadDeadline(time.Time) error  { return nil }
+func (c bufferConn) SetWriteDeadline(time.Time) error { return nil }
