@@ -340,7 +340,7 @@ func (p *peer) appendRequest(b []byte, r *http.Request) (_ []byte, inline bool, 
 	b = append(b, "\r\n"...)
 	conn := r.Header["Connection"]
 	for name, values := range r.Header {
-		if hopByHop(name) || name == "Host" || name == "Content-Length" || name == "Expect" || (len(conn) > 0 && listedIn(conn, name)) {
+		if !endToEnd(name, conn) {
 			continue
 		}
 		if !validName(name) {
@@ -742,6 +742,14 @@ func hopByHop(name string) bool {
 		return true
 	}
 	return false
+}
+
+// endToEnd reports whether a request header (canonical name) goes on to the
+// owner as the client sent it: not hop-by-hop nor listed in the request's
+// Connection values (conn), and not one the forwarder writes itself (Host,
+// Content-Length) or answers for (Expect: the body is sent at once).
+func endToEnd(name string, conn []string) bool {
+	return !hopByHop(name) && name != "Host" && name != "Content-Length" && name != "Expect" && (len(conn) == 0 || !listedIn(conn, name))
 }
 
 // listedIn reports whether name is one of the field names a Connection
