@@ -64,6 +64,10 @@ type Config struct {
 	// (0 = mcp.DefaultMaxSessions; negative: no cap); an initialize past it
 	// gets 503.
 	MaxSessions int
+	// MaxListens caps the open subscriptions/listen streams (2026-07-28 era)
+	// of all routes together (0 = mcp.DefaultMaxListens; negative: no cap);
+	// a listen past it gets 503.
+	MaxListens int
 	// BodyTimeout and WriteTimeout set mcp.Options.BodyTimeout and
 	// WriteTimeout on every route (0 = the mcp defaults).
 	BodyTimeout, WriteTimeout time.Duration
@@ -238,11 +242,11 @@ func New(cfg Config) (*Host, error) {
 			return nil, err
 		}
 	}
-	switch {
-	case cfg.MaxSessions > 0:
-		h.hub.SetMaxSessions(cfg.MaxSessions)
-	case cfg.MaxSessions < 0:
-		h.hub.SetMaxSessions(0)
+	if n, ok := hubCap(cfg.MaxSessions); ok {
+		h.hub.SetMaxSessions(n)
+	}
+	if n, ok := hubCap(cfg.MaxListens); ok {
+		h.hub.SetMaxListens(n)
 	}
 	h.routes.Store(&routeTable{router: mux.NewRouter()})
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -743,4 +747,10 @@ func (h *Host) shutdown(ctx context.Context) error {
 	wg.Wait()
 	h.work.Wait() // changes settle as closed; retired routes end
 	return errors.Join(errs...)
+}
+
+// hubCap reads a cap of [Config]: 0 keeps the hub's default (ok false), a
+// negative one means no cap (0 for the hub).
+func hubCap(n int) (hub int, ok bool) {
+	return max(n, 0), n != 0
 }

@@ -671,14 +671,14 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	errType = strconv.Itoa(CodeInternalError) // until the session is live
 	if !h.reg.reserve() {
 		h.refused(GateRouteSessions)
-		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
+		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 		return
 	}
 	if !h.hub.reserve() {
 		h.reg.release()
 		h.refused(GateProcessSessions)
 		h.log.Warn("mcp: initialize refused: the process has as many sessions as it may")
-		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
+		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 		return
 	}
 	id := h.hub.newSessionID()
@@ -710,7 +710,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	if !h.reg.add(s) {
 		h.hub.release()
 		s.terminate("shutdown") // the route began shutting down meanwhile
-		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, "Server at capacity")
+		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 		return
 	}
 	s.join(channels) // the hub's slot now belongs to the session
@@ -781,7 +781,8 @@ func (h *Handler) serveSubscription(w http.ResponseWriter, s *session, m *messag
 }
 
 // Messages of the session limits.
-var msgTooManySubscriptions = "Too many subscriptions: a session may hold at most " + strconv.Itoa(maxSubscriptions)
+var msgTooManySubscriptions = "Too many subscriptions: a session may hold at most " + strconv.Itoa(maxSubscriptions) +
+	", of " + strconv.Itoa(maxSubscriptionBytes>>10) + " KiB of URIs in all"
 
 // serveCall admits a request on its session and serves its reply. A buffered
 // caller waits at most request_timeout; messages the call sends meanwhile

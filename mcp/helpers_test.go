@@ -283,6 +283,7 @@ func newSSE(t *testing.T, resp *http.Response) *sse {
 	go func() {
 		defer close(s.ch)
 		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 8<<20) // events as large as a body (a listen's acknowledgement)
 		var ev event
 		fields := false
 		for sc.Scan() {

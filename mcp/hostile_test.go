@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -353,6 +354,136 @@ func TestSubscriptionCap(t *testing.T) {
 	if r := rt.call(sid, 1003, "resources/subscribe", `{"uri":"mem://one-too-many"}`); r.errorCode() != 0 {
 		t.Fatalf("subscribe after an unsubscribe: %s", r.body)
 	}
+}
+
+// TestSubscriptionBytesCap: a session's subscriptions hold at most 1 MiB of
+// URIs, however few they are.
+func TestSubscriptionBytesCap(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	long := func(i int) string { return fmt.Sprintf(`{"uri":"mem://%d/%s"}`, i, strings.Repeat("x", 400<<10)) }
+	for i := range 2 {
+		if r := rt.call(sid, i, "resources/subscribe", long(i)); r.errorCode() != 0 {
+			t.Fatalf("subscribe %d: %.200s", i, r.body)
+		}
+	}
+	r := rt.call(sid, 2, "resources/subscribe", long(2))
+	if r.errorCode() != -32603 || !strings.Contains(r.errorMessage(), "1024 KiB") || r.msg["id"] != float64(2) {
+		t.Fatalf("subscription past 1 MiB of URIs: %.200s", r.body)
+	}
+	if r := rt.call(sid, 3, "resources/subscribe", `{"uri":"mem://short"}`); r.errorCode() != 0 {
+		t.Fatalf("a short uri still fits: %s", r.body)
+	}
+	rt.call(sid, 4, "resources/unsubscribe", long(0))
+	if r := rt.call(sid, 5, "resources/subscribe", long(2)); r.errorCode() != 0 {
+		t.Fatalf("subscribe after an unsubscribe: %.200s", r.body)
+	}
+}
+
+// TestListenResourceBounds: a listen stream honours at most 1,000 distinct
+// resource URIs, of at most 1 MiB in all, and says which in its
+// acknowledgement.
+func TestListenResourceBounds(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	big := strings.Repeat("y", 400<<10)
+	many := make([]string, 0, 1200)
+	for i := range 1200 {
+		many = append(many, fmt.Sprintf("mem://%d", i%1100)) // 100 repeated
+	}
+	tests := []struct {
+		name string
+		uris []string
+		want []string
+	}{
+		{"count", many, many[:1000]},
+		{"bytes", []string{"mem://1/" + big, "mem://2/" + big, "mem://3/" + big, "mem://4"}, []string{"mem://1/" + big, "mem://2/" + big, "mem://4"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			params := `{"notifications":{"resourceSubscriptions":` + mustJSON(tt.uris) + `}}`
+			body := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":` + withMeta(params, metaAll) + `}`
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s := rt.stream(ctx, "", body, modernHeaders("subscriptions/listen", params)...)
+			defer s.close()
+			p, _ := s.nextEvent().msg()["params"].(map[string]any)
+			want := `{"resourceSubscriptions":` + mustJSON(tt.want) + `}`
+			if got := mustJSON(p["notifications"]); got != want {
+				t.Errorf("honoured %.300s, want %.300s", got, want)
+			}
+		})
+	}
+}
+
+// TestProcessListenCap: open subscriptions/listen streams are capped across
+// the routes of a hub; a listen past the cap gets 503 and runs nothing, and a
+// closed stream frees its slot.
+func TestProcessListenCap(t *testing.T) {
+	hub := mcp.NewHub(quietLogger())
+	hub.SetMaxListens(2)
+	rec := newRecorder()
+	hub.SetObserver(rec)
+	a, b := twoRoutes(t, hub)
+	params := `{"notifications":{"toolsListChanged":true}}`
+	body := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":` + withMeta(params, metaAll) + `}`
+	listen := func(rt *route) (*sse, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := rt.stream(ctx, "", body, modernHeaders("subscriptions/listen", params)...)
+		if m := s.nextEvent().msg(); m["method"] != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("first message %v", m)
+		}
+		return s, cancel
+	}
+	sa, cancelA := listen(a)
+	defer cancelA()
+	defer sa.close()
+	sb, cancelB := listen(b)
+	defer cancelB()
+	defer sb.close()
+	inits := func() int {
+		n := 0
+		for _, f := range []*fakeServer{a.f, b.f} {
+			f.mu.Lock()
+			n += len(f.inits)
+			f.mu.Unlock()
+		}
+		return n
+	}
+	before := inits()
+	for _, rt := range []*route{a, b} {
+		// Bounded: without the cap this listen would stream for ever.
+		ctx, cancel := context.WithTimeout(context.Background(), liveness)
+		resp := rt.open(ctx, http.MethodPost, body, modernHeaders("subscriptions/listen", params)...)
+		if resp.Header.Get("Content-Type") == "text/event-stream" {
+			cancel()
+			t.Fatal("a listen past the cap got a stream")
+		}
+		r := readReply(t, resp)
+		resp.Body.Close()
+		cancel()
+		if r.status != http.StatusServiceUnavailable || r.errorMessage() != "Server at capacity" || r.msg["id"] != "L" {
+			t.Fatalf("listen past the cap: %d %s", r.status, r.body)
+		}
+	}
+	if n := inits() - before; n != 0 {
+		t.Errorf("a refused listen ran init %d times", n)
+	}
+	if got := rec.gates(); !slices.Equal(got, []mcp.Gate{mcp.GateProcessListens, mcp.GateProcessListens}) {
+		t.Errorf("refusals %v, want process_listens twice", got)
+	}
+	// Other requests are not counted.
+	if r := a.modern("tools/call", `{"name":"count"}`); r.text() != "1" {
+		t.Fatalf("a call beside full listens: %s", r.body)
+	}
+	cancelA()
+	sa.close()
+	eventually(t, "the closed stream's slot to be free", func() bool {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		resp := a.open(ctx, http.MethodPost, body, modernHeaders("subscriptions/listen", params)...)
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 func TestBadArgumentsAreInvalidParams(t *testing.T) {

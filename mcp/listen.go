@@ -1,6 +1,9 @@
 package mcp
 
-import "net/http"
+import (
+	"iter"
+	"net/http"
+)
 
 // This file serves subscriptions/listen, the 2026-07-28 era's stream of
 // server pushes: the list_changed notifications of the route (a script's
@@ -8,9 +11,6 @@ import "net/http"
 // client named. The stream opens with notifications/subscriptions/acknowledged
 // carrying the honoured filter; every message on it carries
 // _meta["io.modelcontextprotocol/subscriptionId"], the listen request's id.
-
-// maxListenResources bounds the resourceSubscriptions of one listen stream.
-const maxListenResources = maxSubscriptions
 
 // List-changed notifications, which listen streams filter on.
 const (
@@ -41,7 +41,9 @@ type listenFilter struct {
 }
 
 // readListenFilter reads params.notifications, keeping what the server's
-// capabilities can honour.
+// capabilities can honour, and of resourceSubscriptions the first distinct
+// URIs within a session's bounds (maxSubscriptions, maxSubscriptionBytes):
+// the acknowledgement tells the client which.
 func readListenFilter(params []byte, has Capabilities) listenFilter {
 	var f listenFilter
 	n, _ := member(params, "notifications")
@@ -54,13 +56,21 @@ func readListenFilter(params []byte, has Capabilities) listenFilter {
 	f.resources = has.Resources && flag("resourcesListChanged")
 	if uris, ok := member(n, "resourceSubscriptions"); ok && has.Resources && kindOf(uris) == '[' {
 		seen := make(map[string]struct{})
-		for _, v := range arrayItems(uris) {
-			if uri, ok := jsonString(v); ok && len(f.uris) < maxListenResources {
-				if _, dup := seen[uri]; !dup {
-					seen[uri] = struct{}{}
-					f.uris = append(f.uris, uri)
-				}
+		bytes := 0
+		for v := range arrayItems(uris) {
+			uri, ok := jsonString(v)
+			if !ok {
+				continue
 			}
+			if _, dup := seen[uri]; dup || bytes+len(uri) > maxSubscriptionBytes {
+				continue
+			}
+			if len(f.uris) == maxSubscriptions {
+				break
+			}
+			seen[uri] = struct{}{}
+			bytes += len(uri)
+			f.uris = append(f.uris, uri)
 		}
 	}
 	return f
@@ -215,17 +225,20 @@ func (h *Handler) endListen(k *sink, l *listener) {
 	_ = k.sse(appendEvent(nil, "", appendNotification(nil, "notifications/cancelled", p)), appendEvent(nil, "", res))
 }
 
-// arrayItems returns the raw items of a raw JSON array.
-func arrayItems(arr []byte) [][]byte {
-	var items [][]byte
-	i := skipSpace(arr, 1)
-	for i < len(arr) && arr[i] != ']' {
-		end := skipValue(arr, i)
-		items = append(items, arr[i:end])
-		i = skipSpace(arr, end)
-		if i < len(arr) && arr[i] == ',' {
-			i = skipSpace(arr, i+1)
+// arrayItems yields the raw items of a raw JSON array, so that a reader
+// that stops early does not walk (or hold) the rest of a long one.
+func arrayItems(arr []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		i := skipSpace(arr, 1)
+		for i < len(arr) && arr[i] != ']' {
+			end := skipValue(arr, i)
+			if !yield(arr[i:end]) {
+				return
+			}
+			i = skipSpace(arr, end)
+			if i < len(arr) && arr[i] == ',' {
+				i = skipSpace(arr, i+1)
+			}
 		}
 	}
-	return items
 }

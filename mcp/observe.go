@@ -89,6 +89,7 @@ const (
 	GateOAuth           Gate = "oauth"            // the route's oauth: no, a bad or an insufficient token (400, 401, 403, 503)
 	GateRouteSessions   Gate = "route_sessions"   // an initialize past the route's max_sessions (503)
 	GateProcessSessions Gate = "process_sessions" // an initialize past the process's cap (503)
+	GateProcessListens  Gate = "process_listens"  // a subscriptions/listen past the process's cap (503)
 	GateSessionPending  Gate = "session_pending"  // a call past session_max_pending (-32603 "Session overloaded")
 )
 

@@ -90,6 +90,12 @@ func resourceChannel(route, uri string) string { return "r:" + route + "#" + uri
 // with (see Hub.SetMaxSessions).
 const DefaultMaxSessions = 10_000
 
+// DefaultMaxListens is the process-wide cap on open subscriptions/listen
+// streams a Hub starts with (see Hub.SetMaxListens). A listen stream holds
+// what a session's GET channel does (a replay ring, subscriptions) with no
+// session to count it, so it has a cap of its own.
+const DefaultMaxListens = 10_000
+
 // Hub spans every route of one process: it knows their live sessions, caps
 // their number, and delivers server pushes. A server's pushes go through the
 // view of its own route (Route), which reaches only that route's sessions.
@@ -99,10 +105,12 @@ type Hub struct {
 
 	mu       sync.RWMutex
 	sessions map[string]*session
-	// slots counts the live sessions of every route plus the initializes
-	// that reserved one; it never exceeds max while max > 0.
-	slots int
-	max   int // 0 = unlimited
+	// sessionSlots counts the live sessions of every route plus the
+	// initializes that reserved one.
+	sessionSlots quota
+	// listenSlots counts the open subscriptions/listen streams of every
+	// route.
+	listenSlots quota
 	// key authenticates the 2026-07-28 era's requestState (SetStateKey);
 	// random per process unless set.
 	key []byte
@@ -112,6 +120,22 @@ type Hub struct {
 	// cluster joins the hub to other nodes (SetCluster); nil: a single
 	// process. Set before the routes serve, then only read.
 	cluster Cluster
+}
+
+// quota counts the holders of a capped resource (its owner's lock guards
+// it): n never exceeds max while max > 0.
+type quota struct {
+	n   int
+	max int // 0 = unlimited
+}
+
+// take counts one more holder; false at the cap.
+func (q *quota) take() bool {
+	if q.max > 0 && q.n >= q.max {
+		return false
+	}
+	q.n++
+	return true
 }
 
 // NewHub returns a Hub backed by the in-process pubsub.
@@ -127,7 +151,8 @@ func NewHubWith(ps PubSub, logger *slog.Logger) *Hub {
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &Hub{log: logger, ps: ps, sessions: make(map[string]*session), max: DefaultMaxSessions, key: key}
+	return &Hub{log: logger, ps: ps, sessions: make(map[string]*session),
+		sessionSlots: quota{max: DefaultMaxSessions}, listenSlots: quota{max: DefaultMaxListens}, key: key}
 }
 
 // SetStateKey sets the key that authenticates the requestState of the
@@ -157,7 +182,7 @@ func (h *Hub) stateKey() []byte {
 // gets 503, as past a route's own MaxSessions. Sessions already live stay.
 func (h *Hub) SetMaxSessions(n int) {
 	h.mu.Lock()
-	h.max = max(n, 0)
+	h.sessionSlots.max = max(n, 0)
 	h.mu.Unlock()
 }
 
@@ -165,17 +190,36 @@ func (h *Hub) SetMaxSessions(n int) {
 func (h *Hub) reserve() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.max > 0 && h.slots >= h.max {
-		return false
-	}
-	h.slots++
-	return true
+	return h.sessionSlots.take()
 }
 
 // release gives back a slot whose initialize failed before add.
 func (h *Hub) release() {
 	h.mu.Lock()
-	h.slots--
+	h.sessionSlots.n--
+	h.mu.Unlock()
+}
+
+// SetMaxListens caps the open subscriptions/listen streams of every route
+// served with this hub (DefaultMaxListens at first); n <= 0 means no cap. A
+// listen request past it gets 503. Streams already open stay.
+func (h *Hub) SetMaxListens(n int) {
+	h.mu.Lock()
+	h.listenSlots.max = max(n, 0)
+	h.mu.Unlock()
+}
+
+// reserveListen claims a listen-stream slot; false at the cap. The holder
+// gives it back with releaseListen.
+func (h *Hub) reserveListen() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.listenSlots.take()
+}
+
+func (h *Hub) releaseListen() {
+	h.mu.Lock()
+	h.listenSlots.n--
 	h.mu.Unlock()
 }
 
@@ -191,7 +235,7 @@ func (h *Hub) remove(s *session) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
-		h.slots--
+		h.sessionSlots.n--
 		if len(h.sessions) == 0 {
 			// A map never shrinks: after a peak of idle sessions, give
 			// their buckets back once the last one is gone.

@@ -22,8 +22,14 @@ import (
 // maxResumableStreams bounds the POST streams a session keeps for resumption.
 const maxResumableStreams = 64
 
-// maxSubscriptions bounds the resource subscriptions of one session.
-const maxSubscriptions = 1000
+// maxSubscriptions bounds the resource subscriptions of one session (or
+// listen stream), and maxSubscriptionBytes the bytes of their URIs in all:
+// a URI may be as long as a body, and a subscription lasts as long as its
+// session.
+const (
+	maxSubscriptions     = 1000
+	maxSubscriptionBytes = 1 << 20
+)
 
 // sessionState is where a session is in its life. Transitions, under mu:
 // sessionLive -> sessionEnded (terminate begins); sessionEnded ->
@@ -137,7 +143,10 @@ type session struct {
 	side     []*job // calls running on snapshots, beside the queue
 	resumers int    // GETs attached to resumable POST streams
 	channels []string
+	// subs are the resource subscriptions, subBytes the bytes of their
+	// URIs: at most maxSubscriptions and maxSubscriptionBytes.
 	subs     map[string]struct{}
+	subBytes int
 
 	// ch is the GET channel's push stream (its own lock); the fields
 	// below say which GET request reads it.
@@ -474,6 +483,7 @@ const (
 	msgOverloaded   = "Session overloaded"
 	msgSessionEnded = "Session ended"
 	msgShuttingDown = "Server shutting down"
+	msgAtCapacity   = "Server at capacity" // a cap on sessions or listen streams (503)
 )
 
 // endSide forgets a snapshot call that returned.
@@ -603,7 +613,8 @@ func errorAnswer(id []byte, msg string) *[]byte {
 }
 
 // subscribe joins the resource channel of uri (idempotent). It reports false
-// when the session already has maxSubscriptions others.
+// when the session already has maxSubscriptions others, or uri would take
+// its URIs past maxSubscriptionBytes.
 func (s *session) subscribe(uri string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -614,10 +625,11 @@ func (s *session) subscribe(uri string) bool {
 		if s.subs == nil {
 			s.subs = make(map[string]struct{})
 		}
-		if len(s.subs) >= maxSubscriptions {
+		if len(s.subs) >= maxSubscriptions || s.subBytes+len(uri) > maxSubscriptionBytes {
 			return false
 		}
 		s.subs[uri] = struct{}{}
+		s.subBytes += len(uri)
 		s.h.hub.ps.Subscribe(resourceChannel(s.h.opts.Path, uri), s)
 	}
 	s.touchLocked()
@@ -630,6 +642,7 @@ func (s *session) unsubscribe(uri string) {
 	defer s.mu.Unlock()
 	if _, ok := s.subs[uri]; ok {
 		delete(s.subs, uri)
+		s.subBytes -= len(uri)
 		s.h.hub.ps.Unsubscribe(resourceChannel(s.h.opts.Path, uri), s)
 	}
 	s.touchLocked()
@@ -784,7 +797,7 @@ func (s *session) terminate(reason string) {
 	s.queue, s.qhead = nil, 0
 	side := append([]*job(nil), s.side...)
 	subs := s.subs
-	s.subs = nil
+	s.subs, s.subBytes = nil, 0
 	s.open = nil
 	s.ttl.Stop()
 	s.ttlArmed = false

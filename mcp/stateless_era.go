@@ -49,6 +49,18 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		return
 	}
 
+	if m.method == methodListen {
+		// Claimed before init runs: a flood of listens past the cap costs
+		// no Lua.
+		if !h.hub.reserveListen() {
+			h.refused(GateProcessListens)
+			h.log.Warn("mcp: subscriptions/listen refused: the process has as many listen streams as it may")
+			h.observeError(start, m, CodeInternalError)
+			writeErrorStatus(w, http.StatusServiceUnavailable, m.id, &Error{Code: CodeInternalError, Message: msgAtCapacity})
+			return
+		}
+		defer h.hub.releaseListen()
+	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	j := newJob(h, nil, m, acc)

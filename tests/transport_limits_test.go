@@ -112,6 +112,46 @@ func TestProcessWideSessionCap(t *testing.T) {
 	s.initialize(t, s.url("other")) // the freed slot serves any route
 }
 
+// TestProcessWideListenCap: host.Config.MaxListens (serve --max-listens)
+// caps the open subscriptions/listen streams of every route together; a
+// closed stream frees its slot for any route.
+func TestProcessWideListenCap(t *testing.T) {
+	t.Parallel()
+	s := startServerWith(t, func(c *host.Config) { c.MaxListens = 2 }, "session", "other")
+	listen := func(v string, id int) *stream {
+		return s.open(t, s.url(v), eraCall(id, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil))
+	}
+	first := listen("session", 1)
+	for _, st := range []*stream{first, listen("other", 2)} {
+		if st.Status != http.StatusOK || st.nextMessage().Method != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("listen within the cap: HTTP %d %s", st.Status, st.Body)
+		}
+	}
+	for _, v := range []string{"session", "other"} {
+		st := listen(v, 9)
+		if st.Status != http.StatusServiceUnavailable {
+			t.Fatalf("listen on %s past --max-listens: HTTP %d, want 503", v, st.Status)
+		}
+		r := reply{Status: st.Status, Header: st.Header, Body: st.Body}
+		m := r.response(t)
+		wantID(t, m, "9")
+		wantError(t, m, -32603, "Server at capacity")
+	}
+	first.close()
+	deadline := time.Now().Add(waitLong)
+	for {
+		st := listen("other", 10)
+		st.close()
+		if st.Status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed listen stream never freed its slot: HTTP %d", st.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestSubscriptionsPerSessionCapped(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "session")
