@@ -72,6 +72,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.IntFlag{Name: "max-running", Usage: "Lua calls running at once, shared fairly by the routes; 0: 4 × GOMAXPROCS"},
 					&cli.IntFlag{Name: "max-sessions", Value: mcp.DefaultMaxSessions, Usage: "live sessions across all routes; an initialize past it gets 503"},
 					&cli.IntFlag{Name: "max-listens", Value: mcp.DefaultMaxListens, Usage: "open subscriptions/listen streams (2026-07-28) across all routes; a listen past it gets 503"},
+					&cli.IntFlag{Name: "max-stateless", Value: mcp.DefaultMaxStateless, Usage: "open requests served without a session (stateless routes, 2026-07-28) across all routes; one past it gets 503"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
 					&cli.StringFlag{Name: "state-key-file", Usage: "file holding the key (16 bytes or more) that signs the 2026-07-28 era's requestState; default: $" + stateKeyEnv + ", else random per process"},
 					envFileFlag(),
@@ -135,13 +136,11 @@ func serve(c *cli.Context) error {
 	if err := loadEnvFile(c.String("env-file")); err != nil {
 		return err
 	}
-	maxSessions := c.Int("max-sessions")
-	if maxSessions < 1 {
-		return fmt.Errorf("--max-sessions must be at least 1, not %d", maxSessions)
-	}
-	maxListens := c.Int("max-listens")
-	if maxListens < 1 {
-		return fmt.Errorf("--max-listens must be at least 1, not %d", maxListens)
+	caps := map[string]int{}
+	for _, name := range []string{"max-sessions", "max-listens", "max-stateless"} {
+		if caps[name] = c.Int(name); caps[name] < 1 {
+			return fmt.Errorf("--%s must be at least 1, not %d", name, caps[name])
+		}
 	}
 	stateKey, err := readStateKey(c.String("state-key-file"))
 	if err != nil {
@@ -187,7 +186,7 @@ func serve(c *cli.Context) error {
 	table := &routeTable{w: c.App.Writer, base: srv.URL()}
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch,
-		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: maxSessions, MaxListens: maxListens,
+		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: caps["max-sessions"], MaxListens: caps["max-listens"], MaxStateless: caps["max-stateless"],
 		MemoryLimit: int64(memory) << 20, StateKey: stateKey,
 		Observer: ms.observer(), Changed: table.print, PubSub: node.pubsub(), Cluster: node.cluster(),
 	})

@@ -68,6 +68,11 @@ type Config struct {
 	// of all routes together (0 = mcp.DefaultMaxListens; negative: no cap);
 	// a listen past it gets 503.
 	MaxListens int
+	// MaxStateless caps the requests served without a session (stateless
+	// routes', and the 2026-07-28 era's but listens) open at once on all
+	// routes together (0 = mcp.DefaultMaxStateless; negative: no cap); one
+	// past it gets 503.
+	MaxStateless int
 	// BodyTimeout and WriteTimeout set mcp.Options.BodyTimeout and
 	// WriteTimeout on every route (0 = the mcp defaults).
 	BodyTimeout, WriteTimeout time.Duration
@@ -247,6 +252,9 @@ func New(cfg Config) (*Host, error) {
 	}
 	if n, ok := hubCap(cfg.MaxListens); ok {
 		h.hub.SetMaxListens(n)
+	}
+	if n, ok := hubCap(cfg.MaxStateless); ok {
+		h.hub.SetMaxStateless(n)
 	}
 	h.routes.Store(&routeTable{router: mux.NewRouter()})
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -674,7 +674,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 		return
 	}
-	if !h.hub.reserve() {
+	if !h.hub.sessionSlots.take() {
 		h.reg.release()
 		h.refused(GateProcessSessions)
 		h.log.Warn("mcp: initialize refused: the process has as many sessions as it may")
@@ -685,7 +685,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	sess, ir, err := h.srv.Init(r.Context(), params, id)
 	if err != nil {
 		h.reg.release()
-		h.hub.release()
+		h.hub.sessionSlots.give()
 		errType = initErrorType(err)
 		h.writeInitError(w, acc, m, err)
 		return
@@ -696,7 +696,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	channels, err := sess.Channels(r.Context())
 	if err != nil {
 		h.reg.release()
-		h.hub.release()
+		h.hub.sessionSlots.give()
 		sess.Close("")
 		errType = initErrorType(err)
 		h.writeInitError(w, acc, m, err)
@@ -708,7 +708,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	}
 	s.start()
 	if !h.reg.add(s) {
-		h.hub.release()
+		h.hub.sessionSlots.give()
 		s.terminate("shutdown") // the route began shutting down meanwhile
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 		return
@@ -895,6 +895,10 @@ func (h *Handler) concurrent(m *message) bool {
 // request (ping included), the call in this goroutine under the request's
 // context, which a client disconnect cancels.
 func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *message, acc accept) {
+	if !h.admitOpen(w, time.Now(), m, &h.hub.statelessSlots, GateProcessStateless) {
+		return
+	}
+	defer h.hub.statelessSlots.give()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	j := newJob(h, nil, m, acc)
@@ -937,6 +941,21 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 		j.rp.finish(nil)
 	}
 	j.rp.pump(gen)
+}
+
+// admitOpen holds a place in q, one of the hub's process-wide caps on open
+// requests, for m; at the cap it answers 503 -32603 "Server at capacity",
+// counts the refusal at gate and returns false. The caller gives the place
+// back (q.give) when the request ends.
+func (h *Handler) admitOpen(w http.ResponseWriter, start time.Time, m *message, q *quota, gate Gate) bool {
+	if q.take() {
+		return true
+	}
+	h.refused(gate)
+	h.log.Warn("mcp: request refused: the process holds as many as it may", "method", m.method, "cap", gate)
+	h.observeError(start, m, CodeInternalError)
+	writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
+	return false
 }
 
 // initCall starts the session of a stateless request that needs only the

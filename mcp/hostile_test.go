@@ -486,6 +486,78 @@ func TestProcessListenCap(t *testing.T) {
 	})
 }
 
+// TestProcessStatelessCap: the requests served without a session (a
+// stateless route's, and the 2026-07-28 era's on any route) that are open at
+// once are capped across the hub; one past it gets 503 before init runs, a
+// session's calls and listen streams are not counted, and a finished request
+// frees its place.
+func TestProcessStatelessCap(t *testing.T) {
+	hub := mcp.NewHub(quietLogger())
+	hub.SetMaxStateless(1)
+	rec := newRecorder()
+	hub.SetObserver(rec)
+	a, b := twoRoutes(t, hub) // session routes: the 2026-07-28 era is stateless on them
+	waiting := async(func() reply { return a.modern("tools/call", `{"name":"wait"}`) })
+	waitStarted(t, a.f, "wait")
+	inits := func() int {
+		a.f.mu.Lock()
+		defer a.f.mu.Unlock()
+		b.f.mu.Lock()
+		defer b.f.mu.Unlock()
+		return len(a.f.inits) + len(b.f.inits)
+	}
+	before := inits()
+	for _, rt := range []*route{a, b} {
+		r := rt.modern("tools/call", `{"name":"count"}`)
+		if r.status != http.StatusServiceUnavailable || r.errorMessage() != "Server at capacity" || r.msg["id"] != float64(7) {
+			t.Fatalf("a request past the cap: %d %s", r.status, r.body)
+		}
+	}
+	if n := inits() - before; n != 0 {
+		t.Errorf("a refused request ran init %d times", n)
+	}
+	if got := rec.gates(); !slices.Equal(got, []mcp.Gate{mcp.GateProcessStateless, mcp.GateProcessStateless}) {
+		t.Errorf("refusals %v, want process_stateless twice", got)
+	}
+	// Sessions and listen streams have caps of their own.
+	sid := b.initialize()
+	if r := b.call(sid, 2, "tools/call", `{"name":"count"}`); r.text() != "1" {
+		t.Fatalf("a session call beside the full cap: %s", r.body)
+	}
+	params := `{"notifications":{"toolsListChanged":true}}`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listen := b.stream(ctx, "", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":`+withMeta(params, metaAll)+`}`,
+		modernHeaders("subscriptions/listen", params)...)
+	defer listen.close()
+	if m := listen.nextEvent().msg(); m["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("listen beside the full cap: %v", m)
+	}
+	a.f.release <- struct{}{}
+	if r := await(t, waiting); r.status != 200 || r.errorCode() != 0 {
+		t.Fatalf("the waiting call: %d %s", r.status, r.body)
+	}
+	if r := b.modern("tools/call", `{"name":"count"}`); r.status != 200 || r.text() != "1" {
+		t.Fatalf("a request after the place was freed: %d %s", r.status, r.body)
+	}
+
+	// A stateless route's requests are counted the same way.
+	st := newRoute(t, newFakeServer(), mcp.Options{})
+	st.hub.SetMaxStateless(1)
+	held := async(func() reply {
+		return st.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait"}}`)
+	})
+	waitStarted(t, st.f, "wait")
+	r := st.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"count"}}`)
+	if r.status != http.StatusServiceUnavailable || r.errorMessage() != "Server at capacity" || r.msg["id"] != float64(2) {
+		t.Fatalf("a stateless route's request past the cap: %d %s", r.status, r.body)
+	}
+	st.f.release <- struct{}{}
+	if r := await(t, held); r.errorCode() != 0 {
+		t.Fatalf("the held call: %s", r.body)
+	}
+}
+
 func TestBadArgumentsAreInvalidParams(t *testing.T) {
 	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
 	sid := rt.initialize()

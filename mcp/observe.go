@@ -82,15 +82,16 @@ type Gate string
 
 // The gates.
 const (
-	GateRemoteAccess    Gate = "remote_access"    // a non-loopback peer or Host on a route without allow_remote_access (403)
-	GateOrigin          Gate = "origin"           // an Origin not in the route's origins (403)
-	GateForward         Gate = "forward"          // a request marked as forwarded by a node whose signature does not hold (403)
-	GateAuth            Gate = "auth"             // the route's auth hook (its status)
-	GateOAuth           Gate = "oauth"            // the route's oauth: no, a bad or an insufficient token (400, 401, 403, 503)
-	GateRouteSessions   Gate = "route_sessions"   // an initialize past the route's max_sessions (503)
-	GateProcessSessions Gate = "process_sessions" // an initialize past the process's cap (503)
-	GateProcessListens  Gate = "process_listens"  // a subscriptions/listen past the process's cap (503)
-	GateSessionPending  Gate = "session_pending"  // a call past session_max_pending (-32603 "Session overloaded")
+	GateRemoteAccess     Gate = "remote_access"     // a non-loopback peer or Host on a route without allow_remote_access (403)
+	GateOrigin           Gate = "origin"            // an Origin not in the route's origins (403)
+	GateForward          Gate = "forward"           // a request marked as forwarded by a node whose signature does not hold (403)
+	GateAuth             Gate = "auth"              // the route's auth hook (its status)
+	GateOAuth            Gate = "oauth"             // the route's oauth: no, a bad or an insufficient token (400, 401, 403, 503)
+	GateRouteSessions    Gate = "route_sessions"    // an initialize past the route's max_sessions (503)
+	GateProcessSessions  Gate = "process_sessions"  // an initialize past the process's cap (503)
+	GateProcessListens   Gate = "process_listens"   // a subscriptions/listen past the process's cap (503)
+	GateProcessStateless Gate = "process_stateless" // a request without a session past the process's cap on open ones (503)
+	GateSessionPending   Gate = "session_pending"   // a call past session_max_pending (-32603 "Session overloaded")
 )
 
 // DropReason says why pushes were dropped ([Observer.PushesDropped]).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 )
 
 // A Subscriber receives the encoded notifications published on the channels
@@ -96,6 +97,12 @@ const DefaultMaxSessions = 10_000
 // session to count it, so it has a cap of its own.
 const DefaultMaxListens = 10_000
 
+// DefaultMaxStateless is the process-wide cap on open requests served
+// without a session that a Hub starts with (see Hub.SetMaxStateless). Each
+// holds a fresh Lua state for as long as it is open (about 80 KiB with its
+// goroutine, while a tool waits), which nothing else bounds.
+const DefaultMaxStateless = 10_000
+
 // Hub spans every route of one process: it knows their live sessions, caps
 // their number, and delivers server pushes. A server's pushes go through the
 // view of its own route (Route), which reaches only that route's sessions.
@@ -106,11 +113,12 @@ type Hub struct {
 	mu       sync.RWMutex
 	sessions map[string]*session
 	// sessionSlots counts the live sessions of every route plus the
-	// initializes that reserved one.
+	// initializes that reserved one (an initialize takes a slot, the
+	// session's end gives it back).
 	sessionSlots quota
 	// listenSlots counts the open subscriptions/listen streams of every
-	// route.
-	listenSlots quota
+	// route; statelessSlots the open requests served without a session.
+	listenSlots, statelessSlots quota
 	// key authenticates the 2026-07-28 era's requestState (SetStateKey);
 	// random per process unless set.
 	key []byte
@@ -122,21 +130,29 @@ type Hub struct {
 	cluster Cluster
 }
 
-// quota counts the holders of a capped resource (its owner's lock guards
-// it): n never exceeds max while max > 0.
+// quota counts the holders of a capped resource, without a lock (a
+// stateless request takes one). Holders never exceed max while max > 0; a
+// take that loses a race near the cap is refused.
 type quota struct {
-	n   int
-	max int // 0 = unlimited
+	n   atomic.Int64
+	max atomic.Int64 // 0 = unlimited
 }
 
-// take counts one more holder; false at the cap.
+// take counts one more holder; false at the cap. A holder gives its place
+// back with give.
 func (q *quota) take() bool {
-	if q.max > 0 && q.n >= q.max {
+	n := q.n.Add(1)
+	if m := q.max.Load(); m > 0 && n > m {
+		q.n.Add(-1)
 		return false
 	}
-	q.n++
 	return true
 }
+
+func (q *quota) give() { q.n.Add(-1) }
+
+// setMax sets the cap; n <= 0 means none. Holders past a lowered cap stay.
+func (q *quota) setMax(n int) { q.max.Store(int64(max(n, 0))) }
 
 // NewHub returns a Hub backed by the in-process pubsub.
 func NewHub(logger *slog.Logger) *Hub {
@@ -151,8 +167,11 @@ func NewHubWith(ps PubSub, logger *slog.Logger) *Hub {
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &Hub{log: logger, ps: ps, sessions: make(map[string]*session),
-		sessionSlots: quota{max: DefaultMaxSessions}, listenSlots: quota{max: DefaultMaxListens}, key: key}
+	h := &Hub{log: logger, ps: ps, sessions: make(map[string]*session), key: key}
+	h.sessionSlots.setMax(DefaultMaxSessions)
+	h.listenSlots.setMax(DefaultMaxListens)
+	h.statelessSlots.setMax(DefaultMaxStateless)
+	return h
 }
 
 // SetStateKey sets the key that authenticates the requestState of the
@@ -180,48 +199,18 @@ func (h *Hub) stateKey() []byte {
 // SetMaxSessions caps the live sessions of every route served with this hub
 // (DefaultMaxSessions at first); n <= 0 means no cap. An initialize past it
 // gets 503, as past a route's own MaxSessions. Sessions already live stay.
-func (h *Hub) SetMaxSessions(n int) {
-	h.mu.Lock()
-	h.sessionSlots.max = max(n, 0)
-	h.mu.Unlock()
-}
-
-// reserve claims a session slot for an initialize; false at the cap.
-func (h *Hub) reserve() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sessionSlots.take()
-}
-
-// release gives back a slot whose initialize failed before add.
-func (h *Hub) release() {
-	h.mu.Lock()
-	h.sessionSlots.n--
-	h.mu.Unlock()
-}
+func (h *Hub) SetMaxSessions(n int) { h.sessionSlots.setMax(n) }
 
 // SetMaxListens caps the open subscriptions/listen streams of every route
 // served with this hub (DefaultMaxListens at first); n <= 0 means no cap. A
 // listen request past it gets 503. Streams already open stay.
-func (h *Hub) SetMaxListens(n int) {
-	h.mu.Lock()
-	h.listenSlots.max = max(n, 0)
-	h.mu.Unlock()
-}
+func (h *Hub) SetMaxListens(n int) { h.listenSlots.setMax(n) }
 
-// reserveListen claims a listen-stream slot; false at the cap. The holder
-// gives it back with releaseListen.
-func (h *Hub) reserveListen() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.listenSlots.take()
-}
-
-func (h *Hub) releaseListen() {
-	h.mu.Lock()
-	h.listenSlots.n--
-	h.mu.Unlock()
-}
+// SetMaxStateless caps the requests served without a session (a stateless
+// route's, and every 2026-07-28 request but a listen) that are open at once
+// on every route served with this hub (DefaultMaxStateless at first); n <= 0
+// means no cap. A request past it gets 503 before any Lua runs.
+func (h *Hub) SetMaxStateless(n int) { h.statelessSlots.setMax(n) }
 
 // add makes a session that holds a reserved slot reachable by id; its slot
 // is given back by remove.
@@ -235,7 +224,7 @@ func (h *Hub) remove(s *session) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
-		h.sessionSlots.n--
+		h.sessionSlots.give()
 		if len(h.sessions) == 0 {
 			// A map never shrinks: after a peak of idle sessions, give
 			// their buckets back once the last one is gone.

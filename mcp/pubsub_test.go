@@ -112,21 +112,37 @@ func TestEventRingBounds(t *testing.T) {
 	}
 }
 
-func TestHubSessionSlots(t *testing.T) {
+func TestHubQuotas(t *testing.T) {
 	h := NewHub(nil)
-	h.SetMaxSessions(2)
-	if !h.reserve() || !h.reserve() {
-		t.Fatal("two slots refused")
-	}
-	if h.reserve() {
-		t.Fatal("a third slot granted past the cap")
-	}
-	h.release()
-	if !h.reserve() {
-		t.Fatal("a released slot was not given again")
-	}
-	h.SetMaxSessions(0)
-	if !h.reserve() {
-		t.Fatal("no cap, and still refused")
+	for _, tt := range []struct {
+		name string
+		set  func(int)
+		q    *quota
+		def  int
+	}{
+		{"sessions", h.SetMaxSessions, &h.sessionSlots, DefaultMaxSessions},
+		{"listens", h.SetMaxListens, &h.listenSlots, DefaultMaxListens},
+		{"stateless", h.SetMaxStateless, &h.statelessSlots, DefaultMaxStateless},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.q.max.Load(); got != int64(tt.def) {
+				t.Errorf("default cap %d, want %d", got, tt.def)
+			}
+			tt.set(2)
+			if !tt.q.take() || !tt.q.take() {
+				t.Fatal("two slots refused")
+			}
+			if tt.q.take() {
+				t.Fatal("a third slot granted past the cap")
+			}
+			tt.q.give()
+			if !tt.q.take() {
+				t.Fatal("a released slot was not given again")
+			}
+			tt.set(0)
+			if !tt.q.take() {
+				t.Fatal("no cap, and still refused")
+			}
+		})
 	}
 }

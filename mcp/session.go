@@ -655,7 +655,7 @@ func (s *session) join(channels []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != sessionLive {
-		s.h.hub.release() // ended before it joined: its slot was never the hub's to free
+		s.h.hub.sessionSlots.give() // ended before it joined: its slot was never the hub's to free
 		return
 	}
 	s.channels = channels

@@ -49,18 +49,17 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		return
 	}
 
+	// A place under the process's cap, claimed before init runs: a flood
+	// past it costs no Lua. A listen stream holds no Lua state once open,
+	// and has a cap of its own.
+	q, gate := &h.hub.statelessSlots, GateProcessStateless
 	if m.method == methodListen {
-		// Claimed before init runs: a flood of listens past the cap costs
-		// no Lua.
-		if !h.hub.reserveListen() {
-			h.refused(GateProcessListens)
-			h.log.Warn("mcp: subscriptions/listen refused: the process has as many listen streams as it may")
-			h.observeError(start, m, CodeInternalError)
-			writeErrorStatus(w, http.StatusServiceUnavailable, m.id, &Error{Code: CodeInternalError, Message: msgAtCapacity})
-			return
-		}
-		defer h.hub.releaseListen()
+		q, gate = &h.hub.listenSlots, GateProcessListens
 	}
+	if !h.admitOpen(w, start, m, q, gate) {
+		return
+	}
+	defer q.give()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	j := newJob(h, nil, m, acc)

@@ -152,6 +152,50 @@ func TestProcessWideListenCap(t *testing.T) {
 	}
 }
 
+// TestProcessWideStatelessCap: host.Config.MaxStateless (serve
+// --max-stateless) caps the requests served without a session that are open
+// at once: Lua tools that wait (here in mcp.sleep) hold a fresh Lua state
+// each, which nothing else bounds. One past the cap gets 503; a client that
+// goes away frees its place.
+func TestProcessWideStatelessCap(t *testing.T) {
+	t.Parallel()
+	s := startServerWith(t, func(c *host.Config) { c.MaxStateless = 2 }, "stateless", "session")
+	block := func(v string, id int) *stream {
+		return s.open(t, s.url(v), call{Body: request(id, "tools/call", map[string]any{
+			"name": "block", "arguments": map[string]any{"ms": 60000}, "_meta": map[string]any{"progressToken": "p"},
+		})})
+	}
+	first := block("stateless", 1)
+	for _, st := range []*stream{first, block("stateless", 2)} {
+		if st.Status != http.StatusOK || st.nextMessage().Method != "notifications/progress" {
+			t.Fatalf("a blocking call within the cap: HTTP %d %s", st.Status, st.Body)
+		}
+	}
+	r := s.do(t, s.url("stateless"), call{Body: request(9, "tools/call", map[string]any{"name": "count"})})
+	if r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("a call past --max-stateless: HTTP %d %s, want 503", r.Status, r.Body)
+	}
+	m := r.response(t)
+	wantID(t, m, "9")
+	wantError(t, m, -32603, "Server at capacity")
+	// A session's calls are not counted.
+	u := s.url("session")
+	s.callTool(t, u, s.initialize(t, u), "count", nil).wantText(t, "1")
+
+	first.close() // cancels its call
+	deadline := time.Now().Add(waitLong)
+	for {
+		r := s.do(t, s.url("stateless"), call{Body: request(10, "tools/call", map[string]any{"name": "count"})})
+		if r.Status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a cancelled call never freed its place: HTTP %d", r.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestSubscriptionsPerSessionCapped(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "session")
