@@ -2,7 +2,10 @@ package hostlib
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,6 +112,60 @@ func FuzzRe(f *testing.F) {
 		}
 		if parts, ok := call(t, L, "re", "split", lp, ls, lua.LNumber(10))[0].(*lua.LTable); !ok || parts.Len() > 10 {
 			t.Fatalf("split(%q, %q, 10) = %v", pattern, s, parts)
+		}
+	})
+}
+
+// FuzzFSResolve: a path the fs module accepts names, read lexically, a place
+// inside the root it was matched to (never "data/../x" read as "x"), and
+// that root grants the access asked for; any other path is refused. os.Root
+// then confines the operation itself (symbolic links included): this is the
+// check before it, on which the messages and the choice of root depend.
+func FuzzFSResolve(f *testing.F) {
+	dir := f.TempDir()
+	for _, d := range []string{"data/out", "out"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	lib := newLib(f, dir, `{ read = { "data", "/etc" }, write = { "data/out", "out" } }`)
+	for _, s := range []string{"data/a.txt", "data/../x", "data/out/../../etc/passwd", "/etc/passwd", "/etc/../root",
+		"./data//a", "data/./sub/..", "..", "data/out", "out/../data/a", "data\x00x", dir + "/data/a", dir + "/../x", "", "/", "data/out/.."} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, path string, write bool) {
+		need := readAccess
+		if write {
+			need = writeAccess
+		}
+		p, err := lib.resolve(path, need)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fs: ") {
+				t.Fatalf("resolve(%q): message %q", path, err)
+			}
+			return
+		}
+		roots := lib.grants.Write
+		if !write {
+			roots = append(slices.Clone(roots), lib.grants.Read...)
+		}
+		if !slices.Contains(roots, p.root) {
+			t.Fatalf("resolve(%q, write=%v) chose root %+v, not one granting that access", path, write, p.root)
+		}
+		if p.rel != "." && !filepath.IsLocal(p.rel) {
+			t.Fatalf("resolve(%q) = %q in %s: not local", path, p.rel, p.root.Path)
+		}
+		full := path
+		if !filepath.IsAbs(path) {
+			full = abs + "/" + path
+		}
+		if got, want := filepath.Join(p.root.Path, p.rel), filepath.Clean(full); got != want {
+			t.Fatalf("resolve(%q) = %s + %q = %s, but the path names %s", path, p.root.Path, p.rel, got, want)
 		}
 	})
 }
