@@ -16,6 +16,8 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/luamcp/luamcp/internal/cluster"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 // TestServeCluster runs serve --nats embedded: the session ids it mints name
@@ -25,7 +27,7 @@ func TestServeCluster(t *testing.T) {
 	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
 	key := stateKeyFile(t)
 	outR, outW := io.Pipe()
-	var logs syncWriter
+	var logs syncbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -198,7 +200,7 @@ func TestServeClusterNATSTLS(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--nats") {
 		t.Errorf("serve without --cluster-ca: error %v, want the NATS server's certificate refused", err)
 	}
-	var logs syncWriter
+	var logs syncbuf.Buffer
 	run := startServe(t, &logs, append(args, "--cluster-ca", cert)...)
 	run.lines(t, 1)
 	if !strings.Contains(logs.String(), "joined the cluster") {

@@ -21,11 +21,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/quic-go/quic-go/http3"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 const sessionScript = `return {
@@ -118,7 +119,7 @@ func TestServe(t *testing.T) {
 		"s.lua":   sessionScript,
 		"bad.lua": "return {\n  oops(\n",
 	})
-	var logs syncWriter
+	var logs syncbuf.Buffer
 	run := startServe(t, &logs, "--dir", dir, "--addr", "127.0.0.1:0", "--log-format", "json")
 	status := run.lines(t, 2)
 	route := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+/mcp/s) +session +tools: a, b$`).FindStringSubmatch(status[0])
@@ -160,24 +161,6 @@ func writeScripts(t *testing.T, files map[string]string) string {
 		}
 	}
 	return dir
-}
-
-// syncWriter collects log output written from several goroutines.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -382,7 +365,7 @@ func TestServeWarnsOnRemoteBind(t *testing.T) {
 		{"localhost:0", false},
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
-			var logs syncWriter
+			var logs syncbuf.Buffer
 			// --no-watch on an empty folder: serve ends right after binding.
 			err := newApp(io.Discard, &logs).Run([]string{"luamcp", "serve", "--dir", empty, "--addr", tc.addr, "--no-watch"})
 			if err == nil || !strings.Contains(err.Error(), "no server to mount") {
@@ -486,7 +469,7 @@ func selfSigned(t *testing.T) (certFile, keyFile string) {
 func TestServeTLS(t *testing.T) {
 	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
 	cert, key := selfSigned(t)
-	var logs syncWriter
+	var logs syncbuf.Buffer
 	run := startServe(t, &logs, "--dir", dir, "--addr", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key, "--http3")
 	status := run.lines(t, 1)[0]
 	route := regexp.MustCompile(`^(https://127\.0\.0\.1:(\d+)/mcp/s) +session`).FindStringSubmatch(status)
@@ -559,7 +542,7 @@ func TestServeWarnsOnBadPort(t *testing.T) {
 		warn bool
 	}{{bad, true}, {"0", false}} {
 		t.Run(tc.port, func(t *testing.T) {
-			var logs syncWriter
+			var logs syncbuf.Buffer
 			err := newApp(io.Discard, &logs).Run([]string{"luamcp", "serve", "--dir", empty, "--addr", "127.0.0.1:" + tc.port, "--no-watch"})
 			if err == nil || !strings.Contains(err.Error(), "no server to mount") {
 				t.Fatalf("serve: %v", err)

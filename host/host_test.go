@@ -13,11 +13,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/luamcp/luamcp/host"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 // A stateless server whose tool uses a module from a sub-folder.
@@ -224,7 +225,7 @@ func TestShutdownEndsSessions(t *testing.T) {
 }
 `,
 	})
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	h, err := host.New(host.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -383,9 +384,9 @@ func writeDir(t *testing.T, files map[string]string) string {
 
 // newHost mounts dir with a logger writing to the returned buffer, and shuts
 // the host down when the test ends.
-func newHost(t *testing.T, dir string) (*host.Host, *syncBuffer) {
+func newHost(t *testing.T, dir string) (*host.Host, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return startHost(t, host.Config{Dir: dir, Logger: logger, PoolSize: 1}), logs
 }
@@ -506,22 +507,4 @@ func toolText(t *testing.T, res rpcResponse) string {
 		t.Fatalf("want one text block and no error, got %s", res.Result)
 	}
 	return r.Content[0].Text
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/host"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 // watchHost mounts dir with the watcher on and a short debounce.
-func watchHost(t *testing.T, dir string) (*host.Host, *syncBuffer) {
+func watchHost(t *testing.T, dir string) (*host.Host, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Registered first, so it runs after the shutdown and shows its logs too.
 	t.Cleanup(func() {
@@ -186,7 +188,7 @@ func TestTransportSettings(t *testing.T) {
 		"a.lua": server("{ sessions = true }", "one"),
 		"b.lua": server("{ sessions = true }", "one"),
 	})
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h, err := host.New(host.Config{Dir: dir, Logger: logger, PoolSize: 1, Watch: true, Debounce: 20 * time.Millisecond,
 		MaxSessions: 2, BodyTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})

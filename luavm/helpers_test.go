@@ -11,33 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/luamcp/luamcp/mcp"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
-// logBuf collects log output; safe for concurrent use.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func newLogger() (*slog.Logger, *logBuf) {
-	buf := &logBuf{}
+func newLogger() (*slog.Logger, *syncbuf.Buffer) {
+	buf := &syncbuf.Buffer{}
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
 }
 
@@ -65,7 +48,7 @@ func (p *pushes) Log(sessionID, level string, data json.RawMessage)        {}
 
 // load loads testdata/name; the cleanup closes the script and checks that no
 // state is left open.
-func load(t testing.TB, name string, edit func(*Config)) (*Script, *logBuf) {
+func load(t testing.TB, name string, edit func(*Config)) (*Script, *syncbuf.Buffer) {
 	t.Helper()
 	logger, logs := newLogger()
 	cfg := Config{Dir: "testdata", Logger: logger, PoolSize: 2, Pushes: everywhere(newPushes())}
@@ -87,7 +70,7 @@ func load(t testing.TB, name string, edit func(*Config)) (*Script, *logBuf) {
 
 // loadSource loads src as the script name in a fresh folder; the cleanup
 // closes the script.
-func loadSource(t testing.TB, name, src string) (*Script, *logBuf) {
+func loadSource(t testing.TB, name, src string) (*Script, *syncbuf.Buffer) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {

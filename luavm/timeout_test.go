@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/mcp"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 // timeoutScript is a server whose callback named loop never returns; its
@@ -36,7 +38,7 @@ return {
 }
 `
 
-func loadTimeoutScript(t *testing.T, loop string, sessions bool) (*Script, *logBuf) {
+func loadTimeoutScript(t *testing.T, loop string, sessions bool) (*Script, *syncbuf.Buffer) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "t.lua")

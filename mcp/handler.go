@@ -677,7 +677,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	if !h.hub.sessionSlots.take() {
 		h.reg.release()
 		h.refused(GateProcessSessions)
-		h.log.Warn("mcp: initialize refused: the process has as many sessions as it may")
+		h.warnAtCap(&h.hub.sessionSlots, GateProcessSessions, m.method)
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 		return
 	}
@@ -952,10 +952,20 @@ func (h *Handler) admitOpen(w http.ResponseWriter, start time.Time, m *message, 
 		return true
 	}
 	h.refused(gate)
-	h.log.Warn("mcp: request refused: the process holds as many as it may", "method", m.method, "cap", gate)
+	h.warnAtCap(q, gate, m.method)
 	h.observeError(start, m, CodeInternalError)
 	writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 	return false
+}
+
+// warnAtCap logs that the process-wide cap q refused a request: the first
+// refusal at once, then at most one line per refusalLogEvery, which counts
+// the refusals not logged since the last one (the metric counts them all).
+func (h *Handler) warnAtCap(q *quota, gate Gate, method string) {
+	if ok, held := q.warned.allow(time.Now(), refusalLogEvery); ok {
+		h.log.Warn("mcp: request refused: the process holds as many as it may",
+			"cap", string(gate), "method", method, "refused_unlogged", held)
+	}
 }
 
 // initCall starts the session of a stateless request that needs only the

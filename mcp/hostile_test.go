@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/mcp"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 // Clients that misbehave on purpose: they dribble bodies, stop reading their
@@ -556,6 +559,46 @@ func TestProcessStatelessCap(t *testing.T) {
 	if r := await(t, held); r.errorCode() != 0 {
 		t.Fatalf("the held call: %s", r.body)
 	}
+}
+
+// TestRefusalsAtCapLogOnce: a flood of requests at a process-wide cap is
+// refused every time, counted every time, and logged once.
+func TestRefusalsAtCapLogOnce(t *testing.T) {
+	var log syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	hub := mcp.NewHub(logger)
+	hub.SetMaxStateless(1)
+	rec := newRecorder()
+	hub.SetObserver(rec)
+	f := newFakeServer()
+	h := mcp.NewHandler(f, mcp.Options{Path: "/mcp"}, hub, logger)
+	srv := httptest.NewServer(h)
+	rt := &route{t: t, f: f, h: h, hub: hub, srv: srv, url: srv.URL + "/mcp"}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), liveness)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	held := async(func() reply {
+		return rt.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait"}}`)
+	})
+	waitStarted(t, f, "wait")
+	const flood = 50
+	for i := range flood {
+		if r := rt.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"count"}}`); r.status != http.StatusServiceUnavailable {
+			t.Fatalf("request %d past the cap: %d %s", i, r.status, r.body)
+		}
+	}
+	if n := len(rec.gates()); n != flood {
+		t.Errorf("%d refusals counted, want %d", n, flood)
+	}
+	if n := strings.Count(log.String(), "request refused"); n != 1 {
+		t.Errorf("%d refusals logged, want 1:\n%s", n, log.String())
+	}
+	f.release <- struct{}{}
+	await(t, held)
 }
 
 func TestBadArgumentsAreInvalidParams(t *testing.T) {

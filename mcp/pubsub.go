@@ -136,6 +136,8 @@ type Hub struct {
 type quota struct {
 	n   atomic.Int64
 	max atomic.Int64 // 0 = unlimited
+	// warned spaces the log lines of its refusals (Handler.warnAtCap).
+	warned logThrottle
 }
 
 // take counts one more holder; false at the cap. A holder gives its place

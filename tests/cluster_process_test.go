@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,13 +10,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/luamcp/luamcp/internal/cluster"
 	"github.com/luamcp/luamcp/internal/cluster/localcluster"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 // serveProcess is a `luamcp serve` process of a test cluster.
@@ -25,32 +25,14 @@ type serveProcess struct {
 	id, base string // node id, http://127.0.0.1:PORT
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	logs     *lockedBuffer // its stderr
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs     *syncbuf.Buffer // its stderr
 }
 
 // startServeProcess runs bin as `serve --nats natsURL --node-id id` over
 // dir and waits for its route table.
 func startServeProcess(t *testing.T, bin, natsURL, id, dir, keyFile string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{id: id, exited: make(chan struct{}), logs: new(lockedBuffer)}
+	p := &serveProcess{id: id, exited: make(chan struct{}), logs: new(syncbuf.Buffer)}
 	p.cmd = exec.Command(bin, "serve", "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch",
 		"--nats", natsURL, "--node-id", id, "--state-key-file", keyFile)
 	p.cmd.Stderr = p.logs

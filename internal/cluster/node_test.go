@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -11,13 +10,14 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/luamcp/luamcp/mcp"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 func joinNode(t *testing.T, url, id, advertise string) *Node {
@@ -182,7 +182,7 @@ func TestNodeOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	port, _ := strconv.Atoi(u.Port())
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	join := func(id string) *Node {
 		nc, err := nats.Connect(e.URL(), append(ConnectOptions(id), nats.ReconnectWait(50*time.Millisecond))...)
 		if err != nil {
@@ -247,22 +247,4 @@ func TestNodeOutage(t *testing.T) {
 	if s := a.Stats(); s.Reconnects != 1 || !s.Connected {
 		t.Errorf("stats after NATS returned: %+v; want 1 reconnect, connected", s)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
