@@ -61,6 +61,10 @@ type Handler struct {
 	// contexts Shutdown cancels; added to under statelessMu while the route
 	// is not closing, so that Shutdown's Wait sees every Add.
 	forwarding sync.WaitGroup
+
+	// Space the warnings any client can trigger at will (warnThrottled):
+	// forwards without a valid signature, answers to no request.
+	badForwardWarn, badResponseWarn logThrottle
 }
 
 // NewHandler returns the handler of one route served by srv. A nil hub gets
@@ -172,7 +176,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		client, proto, err := verifyForward(r, h.hub.stateKey(), now())
 		if err != nil {
 			h.refused(GateForward)
-			h.log.Warn("mcp: forwarded request refused (do the nodes share the state key?)",
+			h.warnThrottled(&h.badForwardWarn, "mcp: forwarded request refused (do the nodes share the state key?)",
 				"by", r.Header.Get(ForwardedHeader), "remote", r.RemoteAddr, "err", err)
 			writeJSONError(w, http.StatusForbidden, nil, CodeInvalidRequest, "Forwarded request refused: not signed by a node of this cluster")
 			return
@@ -591,7 +595,7 @@ func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id []byt
 // serveClientResponse delivers a client's answer to a server request.
 func (h *Handler) serveClientResponse(w http.ResponseWriter, r *http.Request, m *message) {
 	if m.result != nil && m.errObj != nil {
-		h.log.Warn("mcp: client response has both result and error")
+		h.warnThrottled(&h.badResponseWarn, "mcp: client response has both result and error")
 		writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest, "Invalid Request")
 		return
 	}
@@ -609,7 +613,7 @@ func (h *Handler) serveClientResponse(w http.ResponseWriter, r *http.Request, m 
 	}
 	key, ok := jsonString(m.id)
 	if !ok || !table.resolve(key, a) {
-		h.log.Warn("mcp: client response matches no pending request", "id", string(m.id))
+		h.warnThrottled(&h.badResponseWarn, "mcp: client response matches no pending request", "id", string(m.id))
 		writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest, "Invalid Request")
 		return
 	}
@@ -958,13 +962,19 @@ func (h *Handler) admitOpen(w http.ResponseWriter, start time.Time, m *message, 
 	return false
 }
 
-// warnAtCap logs that the process-wide cap q refused a request: the first
-// refusal at once, then at most one line per refusalLogEvery, which counts
-// the refusals not logged since the last one (the metric counts them all).
+// warnAtCap logs that the process-wide cap q refused a request, through the
+// cap's own throttle (the metric counts every refusal).
 func (h *Handler) warnAtCap(q *quota, gate Gate, method string) {
-	if ok, held := q.warned.allow(time.Now(), refusalLogEvery); ok {
-		h.log.Warn("mcp: request refused: the process holds as many as it may",
-			"cap", string(gate), "method", method, "refused_unlogged", held)
+	h.warnThrottled(&q.warned, "mcp: request refused: the process holds as many as it may",
+		"cap", string(gate), "method", method)
+}
+
+// warnThrottled logs a warning a client can trigger at will through t: the
+// first at once, then at most one per refusalLogEvery, which counts the
+// ones not logged since the last.
+func (h *Handler) warnThrottled(t *logThrottle, msg string, args ...any) {
+	if ok, held := t.allow(time.Now(), refusalLogEvery); ok {
+		h.log.Warn(msg, append(args, "unlogged_since_last", held)...)
 	}
 }
 

@@ -561,9 +561,10 @@ func TestProcessStatelessCap(t *testing.T) {
 	}
 }
 
-// TestRefusalsAtCapLogOnce: a flood of requests at a process-wide cap is
-// refused every time, counted every time, and logged once.
-func TestRefusalsAtCapLogOnce(t *testing.T) {
+// TestClientWarningsLogOnce: a flood of requests at a process-wide cap is
+// refused every time, counted every time, and logged once; so is a flood of
+// responses that answer no request.
+func TestClientWarningsLogOnce(t *testing.T) {
 	var log syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 	hub := mcp.NewHub(logger)
@@ -599,6 +600,15 @@ func TestRefusalsAtCapLogOnce(t *testing.T) {
 	}
 	f.release <- struct{}{}
 	await(t, held)
+	// Answers to no request: refused each time, logged once.
+	for i := range flood {
+		if r := rt.post(`{"jsonrpc":"2.0","id":"nobody-asked","result":{}}`); r.status != http.StatusBadRequest {
+			t.Fatalf("stray response %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if n := strings.Count(log.String(), "matches no pending request"); n != 1 {
+		t.Errorf("%d stray responses logged, want 1:\n%s", n, log.String())
+	}
 }
 
 func TestBadArgumentsAreInvalidParams(t *testing.T) {

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// refusalLogEvery bounds how often a refusal at one of the process-wide caps
-// is logged: a flood at the cap must not flood the log as well (each line
-// costs more than the refusal it reports).
+// refusalLogEvery bounds how often a warning any client can trigger (a
+// refusal at one of the process-wide caps, a forward without a valid
+// signature, an answer to no request) is logged: a flood of them must not
+// flood the log as well (each line costs more than the refusal it reports).
 const refusalLogEvery = 10 * time.Second
 
 // logThrottle lets a log line through at most once per interval and counts
