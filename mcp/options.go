@@ -42,8 +42,10 @@ type Options struct {
 	// (default 256).
 	SessionBufferMax int
 	// SessionBufferBytes bounds the bytes of the events a session keeps for
-	// replay: its GET channel's, and each resumable POST stream's (default
-	// 4 MiB). The oldest events go first.
+	// replay (default 4 MiB): its GET channel's, each resumable POST
+	// stream's, and those of all its resumable POST streams together. The
+	// oldest events go first; past the streams' joint bound, the oldest
+	// stream is forgotten (it can no longer be resumed).
 	SessionBufferBytes int
 	// MaxBodyBytes bounds a POST body (default 4 MiB); larger bodies get 413.
 	MaxBodyBytes int64

@@ -156,9 +156,12 @@ type session struct {
 	chanCtx  context.Context
 	chanWake <-chan struct{} // the attached GET's signal from ch
 
-	// Resumable POST streams by number.
+	// Resumable POST streams by number: at most maxResumableStreams, whose
+	// replay buffers hold keptBytes in all, at most SessionBufferBytes
+	// (past either bound the oldest stream is forgotten; keptGrew).
 	nextStream uint64
-	open       map[uint64]*reply
+	open       map[uint64]*keptStream
+	keptBytes  int
 
 	// born is when initialize created the session (its lifetime's start).
 	born time.Time
@@ -719,6 +722,13 @@ func (s *session) detachChannel(gen uint64) {
 	s.mu.Unlock()
 }
 
+// keptStream is a resumable POST stream of the session, and the bytes its
+// replay buffer holds (as the stream last reported them: keptGrew).
+type keptStream struct {
+	rp    *reply
+	bytes int
+}
+
 // openStream numbers a new resumable POST stream and registers rp under it.
 // It returns 0 when the session has ended. Called with rp.mu held.
 func (s *session) openStream(rp *reply) uint64 {
@@ -728,24 +738,64 @@ func (s *session) openStream(rp *reply) uint64 {
 		return 0
 	}
 	if s.open == nil {
-		s.open = make(map[uint64]*reply)
+		s.open = make(map[uint64]*keptStream)
 	}
 	if len(s.open) >= maxResumableStreams {
-		oldest := s.nextStream + 1
-		for k := range s.open {
-			oldest = min(oldest, k)
-		}
-		delete(s.open, oldest)
+		s.forgetStreamLocked(s.oldestStreamLocked(0))
 	}
 	s.nextStream++
-	s.open[s.nextStream] = rp
+	s.open[s.nextStream] = &keptStream{rp: rp}
 	return s.nextStream
+}
+
+// keptGrew records that stream k's replay buffer now holds n bytes, then
+// forgets the session's oldest other streams while they all hold more than
+// SessionBufferBytes: a client that leaves many streams unread cannot make a
+// session keep more than that (each stream's own buffer has the same
+// bound). A forgotten stream can no longer be resumed. Called with the
+// stream's rp.mu held.
+func (s *session) keptGrew(k uint64, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ks := s.open[k]
+	if ks == nil {
+		return // forgotten already: its bytes count no more
+	}
+	s.keptBytes += n - ks.bytes
+	ks.bytes = n
+	for s.keptBytes > s.h.opts.SessionBufferBytes {
+		oldest := s.oldestStreamLocked(k)
+		if oldest == 0 {
+			break
+		}
+		s.forgetStreamLocked(oldest)
+	}
+}
+
+// oldestStreamLocked returns the number of the oldest resumable stream but
+// except, 0 when there is none.
+func (s *session) oldestStreamLocked(except uint64) uint64 {
+	oldest := uint64(0)
+	for k := range s.open {
+		if k != except && (oldest == 0 || k < oldest) {
+			oldest = k
+		}
+	}
+	return oldest
+}
+
+// forgetStreamLocked forgets resumable stream k (no-op for an unknown k).
+func (s *session) forgetStreamLocked(k uint64) {
+	if ks := s.open[k]; ks != nil {
+		s.keptBytes -= ks.bytes
+		delete(s.open, k)
+	}
 }
 
 // closeStream forgets stream k. Called with the stream's rp.mu held.
 func (s *session) closeStream(k uint64) {
 	s.mu.Lock()
-	delete(s.open, k)
+	s.forgetStreamLocked(k)
 	s.mu.Unlock()
 }
 
@@ -754,10 +804,10 @@ func (s *session) closeStream(k uint64) {
 func (s *session) findStream(k uint64) *reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rp := s.open[k]
-	if rp != nil && s.state == sessionLive {
+	ks := s.open[k]
+	if ks != nil && s.state == sessionLive {
 		s.resumers++
-		return rp
+		return ks.rp
 	}
 	return nil
 }
@@ -798,7 +848,7 @@ func (s *session) terminate(reason string) {
 	side := append([]*job(nil), s.side...)
 	subs := s.subs
 	s.subs, s.subBytes = nil, 0
-	s.open = nil
+	s.open, s.keptBytes = nil, 0
 	s.ttl.Stop()
 	s.ttlArmed = false
 	s.mu.Unlock()

@@ -497,6 +497,7 @@ func (rp *reply) frameLocked(msg []byte) []byte {
 	var idb [48]byte
 	ev := appendEvent(nil, string(streamEventID(idb[:0], rp.stream, rp.seq)), msg)
 	rp.kept.add(ringEvent{id: rp.seq, data: ev})
+	rp.s.keptGrew(rp.stream, rp.kept.bytes)
 	return ev
 }
 

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -624,6 +625,37 @@ func TestResumeReplaysFromAnyEvent(t *testing.T) {
 	rest := readStream(newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+evs[0].id)))
 	if len(rest) != 3 || !strings.Contains(rest[0].data, "before close") || !strings.Contains(rest[2].data, `"resumed"`) {
 		t.Fatalf("replay: %+v", rest)
+	}
+}
+
+// TestResumableStreamsShareTheSessionBudget: the replay buffers of a
+// session's resumable POST streams hold at most SessionBufferBytes together;
+// past it the oldest stream is forgotten, the others still resume.
+func TestResumableStreamsShareTheSessionBudget(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, SessionBufferBytes: 900})
+	sid := rt.initializeWith(resumableInit)
+	var primers []string
+	for i := range 3 {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"closestream"}}`, 10+i)
+		evs := readStream(rt.stream(context.Background(), sid, body))
+		if len(evs) != 2 || !evs[0].hasID {
+			t.Fatalf("stream %d before close: %+v", i, evs)
+		}
+		primers = append(primers, evs[0].id)
+		f.release <- struct{}{} // the rest goes to the replay buffer only
+		eventually(t, "call done", func() bool { return rt.call(sid, 20+i, "ping", "").status == 200 })
+	}
+	// Each stream keeps about 375 bytes (a priming event and three
+	// messages): three exceed 900, so the first was forgotten.
+	if evs := readStream(newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+primers[0]))); len(evs) != 0 {
+		t.Errorf("the oldest stream still resumes: %+v", evs)
+	}
+	for i, id := range primers[1:] {
+		evs := readStream(newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+id)))
+		if len(evs) != 3 || !strings.Contains(evs[2].data, `"resumed"`) {
+			t.Errorf("stream %d resumed with %+v, want its three messages", i+1, evs)
+		}
 	}
 }
 
