@@ -116,6 +116,9 @@ type Version struct {
 	callTimeout timeoutError  // the bound of one callback: call_timeout_ms or Config.CallTimeout
 	slotWait    time.Duration // the longest wait for a scheduler slot: request_timeout_ms
 	reuseLists  listReuse     // reuse_lists (lists.go)
+	// crashes throttles this version's crash lines, per place (crashlog.go):
+	// a reload starts afresh, since its places may be other lines.
+	crashes crashLog
 }
 
 var _ mcp.Server = (*Script)(nil)

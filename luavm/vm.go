@@ -333,12 +333,25 @@ func (r *run) crash(name, msg, trace string) error {
 	if r.quiet {
 		return errors.New(msg)
 	}
+	e := &crashError{script: v.s.name, callback: name, msg: msg}
+	place := position(msg)
+	if place == "" {
+		place = tracePosition(trace)
+	}
+	ok, held := v.s.crashes.allow(name+"\x00"+place, time.Now())
+	if !ok {
+		e.held = true
+		return e
+	}
 	attrs := []any{"callback", name, "error", msg}
 	if trace != "" {
 		attrs = append(attrs, "traceback", logcap.String(trace))
 	}
+	if held > 0 {
+		attrs = append(attrs, "same_crashes_not_logged", held)
+	}
 	v.s.logger.Error("Lua callback failed", attrs...)
-	return &crashError{script: v.s.name, callback: name, msg: msg}
+	return e
 }
 
 // A crashError is a callback that crashed, logged by run.crash. The
@@ -347,6 +360,9 @@ func (r *run) crash(name, msg, trace string) error {
 // twice (a script's error can be megabytes long).
 type crashError struct {
 	script, callback, msg string
+	// held is set when the crash was not logged: its place crashed and was
+	// logged within crashLogEvery (crashlog.go).
+	held bool
 }
 
 func (e *crashError) Error() string { return e.script + ": " + e.callback + ": " + e.msg }
@@ -355,6 +371,10 @@ func (e *crashError) Error() string { return e.script + ": " + e.callback + ": "
 func (e *crashError) LogValue() slog.Value {
 	return slog.StringValue(e.script + ": " + e.callback + " crashed (logged as \"Lua callback failed\")")
 }
+
+// Throttled reports whether the crash was held back rather than logged
+// ([mcp.Throttled]): the transport then does not log it either.
+func (e *crashError) Throttled() bool { return e.held }
 
 // crashf reports a callback whose result breaks the contract.
 func (r *run) crashf(name, format string, args ...any) error {

@@ -164,7 +164,7 @@ func (h *Handler) failure(ctx context.Context, dst []byte, m *message, sc *scope
 	if ctx.Err() != nil {
 		return dst, errInterrupted
 	}
-	h.log.Error("mcp: call failed", "method", m.method, "err", err)
+	h.logFailure("mcp: call failed", err, "method", m.method)
 	return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
 }
 

@@ -229,6 +229,8 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 		return text(strconv.Itoa(s.counter), false), nil
 	case "crash":
 		return nil, errors.New("fake.lua:3: attempt to index a nil value")
+	case "heldcrash": // not listed: a crash its source held back from its log
+		return nil, heldCrash{}
 	case "boom":
 		return text("kaboom", true), nil
 	case "block":
@@ -466,3 +468,10 @@ func (s *fakeSession) Close(reason string) {
 		f.closed <- reason
 	}
 }
+
+// heldCrash is a failure its source throttled (mcp.Throttled), as luavm's
+// crashError of a place that crashed moments before.
+type heldCrash struct{}
+
+func (heldCrash) Error() string   { return "fake.lua:9: held back" }
+func (heldCrash) Throttled() bool { return true }

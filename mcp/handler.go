@@ -749,7 +749,7 @@ func (h *Handler) writeInitError(w http.ResponseWriter, acc accept, m *message, 
 		h.writeAnswerError(w, acc, m.id, CodeInternalError, msgShuttingDown)
 		return
 	}
-	h.log.Error("mcp: init failed", "err", err)
+	h.logFailure("mcp: init failed", err)
 	h.writeAnswerError(w, acc, m.id, CodeInternalError, msgInternalError)
 }
 

@@ -649,3 +649,38 @@ func TestSessionErrorsEchoTheID(t *testing.T) {
 		}
 	}
 }
+
+// TestThrottledFailuresNotLogged: a failure its source throttled (a crash
+// luavm held back) is not logged at error level by the transport either;
+// any other failure is, once per failure.
+func TestThrottledFailuresNotLogged(t *testing.T) {
+	var log syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f := newFakeServer()
+	h := mcp.NewHandler(f, mcp.Options{Path: "/mcp", Sessions: true}, mcp.NewHub(logger), logger)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	rt := &route{t: t, f: f, h: h, srv: srv, url: srv.URL + "/mcp"}
+	sid := rt.initialize()
+	for _, tt := range []struct {
+		tool  string
+		level string // the level of the transport's line
+	}{
+		{"crash", "level=ERROR"},
+		{"heldcrash", "level=DEBUG"},
+	} {
+		before := len(log.String())
+		if r := rt.call(sid, 2, "tools/call", `{"name":"`+tt.tool+`"}`); r.errorCode() != -32603 {
+			t.Fatalf("%s: %s", tt.tool, r.body)
+		}
+		var lines []string
+		for line := range strings.SplitSeq(log.String()[before:], "\n") {
+			if strings.Contains(line, "mcp: call failed") {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], tt.level) {
+			t.Errorf("%s: transport logged %q, want one line at %s", tt.tool, lines, tt.level)
+		}
+	}
+}
