@@ -405,7 +405,7 @@ func (h *Host) plan(file string, force bool) *job {
 		h.redo[file] = h.redo[file] || force
 		return nil
 	}
-	src, err := os.ReadFile(file)
+	src, err := luavm.ReadSource(file)
 	m := h.mounts[file]
 	if errors.Is(err, fs.ErrNotExist) {
 		delete(h.failed, file)

@@ -323,7 +323,7 @@ func (m *modules) get(name string) (*lua.FunctionProto, error) {
 	defer root.Close()
 	base := strings.ReplaceAll(name, ".", "/")
 	for _, file := range []string{base + ".lua", base + "/init.lua"} {
-		src, err := root.ReadFile(file)
+		src, err := readSourceIn(root, file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -184,7 +183,7 @@ func (s *Script) Prepare() (*Version, error) { return s.PrepareContext(context.B
 // PrepareContext is Prepare under ctx: cancelling it stops the main chunk
 // (which also stops by itself after 5 s).
 func (s *Script) PrepareContext(ctx context.Context) (*Version, error) {
-	src, err := os.ReadFile(s.path)
+	src, err := ReadSource(s.path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.chunk, err)
 	}
