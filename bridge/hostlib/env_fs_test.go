@@ -99,6 +99,7 @@ func TestFS(t *testing.T) {
 			v, err = fs.mkdir("data/d"); eq(err, "fs: data/d is not in a writable folder (route.allow.write)")
 			v, err = fs.remove("data/a.txt"); eq(err, "fs: data/a.txt is not in a writable folder (route.allow.write)")`},
 		{"special files do not block", `local v, err = fs.read("data/fifo"); eq(v, nil); eq(err, "fs: data/fifo is not a regular file")
+			v, err = fs.list("data/fifo"); eq(v, nil); eq(err, "fs: data/fifo: not a folder")
 			v, err = fs.append("out/fifo", "x"); eq(v, nil)
 			eq(fs.write("out/fifo", "replaced"), true); eq(fs.read("out/fifo"), "replaced")`},
 		{"write and read back", `eq(fs.write("out/notes/n.txt", "one"), true); eq(fs.read("out/notes/n.txt"), "one")

@@ -45,6 +45,47 @@ var execOptions = []string{"cwd", "stdin", "timeout_ms", "max_bytes", "env"}
 // childEnv are the variables of the process environment a child inherits.
 var childEnv = []string{"PATH", "HOME", "LANG"}
 
+// Variables exec.run's env may not set: they make any program, whatever it
+// is, load code or files the script chooses, so a script granted a harmless
+// program (echo) and a write root would run anything. They are the
+// dynamic loader's (LD_*, macOS's DYLD_*), the rest of glibc's own list of
+// variables it ignores for setuid programs (unsecure-envvars.h: GCONV_PATH
+// loads iconv modules, LOCPATH locale files, ...), and those that make a
+// shell or an interpreter run code at start-up, since many programs are
+// shell, Python, Perl, Ruby, Node or Java programs underneath. A program
+// that runs commands from its own arguments (sh, env, git -c ...) grants
+// what it runs: that is its grant's meaning, not a variable's.
+var (
+	refusedEnvPrefixes = []string{"LD_", "DYLD_", "BASH_FUNC_"}
+	refusedEnv         = map[string]bool{
+		// glibc
+		"GCONV_PATH": true, "GETCONF_DIR": true, "GLIBC_TUNABLES": true, "HOSTALIASES": true,
+		"LOCALDOMAIN": true, "LOCPATH": true, "MALLOC_TRACE": true, "NIS_PATH": true,
+		"NLSPATH": true, "RESOLV_HOST_CONF": true, "RES_OPTIONS": true, "TMPDIR": true, "TZDIR": true,
+		// shells
+		"BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true, "PS4": true, "IFS": true,
+		"PROMPT_COMMAND": true,
+		// interpreters
+		"PYTHONPATH": true, "PYTHONHOME": true, "PYTHONSTARTUP": true, "PYTHONINSPECT": true,
+		"PERL5OPT": true, "PERL5LIB": true, "PERLLIB": true, "PERL5DB": true,
+		"RUBYOPT": true, "RUBYLIB": true, "NODE_OPTIONS": true, "NODE_PATH": true,
+		"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true,
+	}
+)
+
+// envRefused reports whether exec.run's env may not set name (refusedEnv).
+func envRefused(name string) bool {
+	if refusedEnv[name] {
+		return true
+	}
+	for _, p := range refusedEnvPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // execSpec is one exec.run call, read from its table.
 type execSpec struct {
 	prog    Program
@@ -147,6 +188,8 @@ func (s *State) execSpec(L *lua.LState, t *lua.LTable) (*execSpec, string) {
 	if spec.cwd, err = lib.workDir(cwd); err != nil {
 		return nil, err.Error()
 	}
+	// Never nil: exec.Cmd gives a nil Env the whole process environment.
+	spec.env = make([]string, 0, len(childEnv)+len(extra))
 	for _, k := range childEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			spec.env = append(spec.env, k+"="+v)
@@ -155,6 +198,9 @@ func (s *State) execSpec(L *lua.LState, t *lua.LTable) (*execSpec, string) {
 	for k, v := range extra {
 		if !validEnvName(k) || strings.IndexByte(v, 0) >= 0 {
 			L.RaiseError("%s: env.%s: a name of letters, digits and _ and a value without NUL expected", fname, k)
+		}
+		if envRefused(k) {
+			return nil, fmt.Sprintf("exec: env.%s is refused: it would make %s load code the script chooses", k, name)
 		}
 		spec.env = append(spec.env, k+"="+v)
 	}
@@ -272,7 +318,7 @@ func runProgram(ctx context.Context, spec *execSpec) (*execResult, error) {
 		}
 		stdin.Close()
 	}()
-	pipes[0][1] = nil // closed by the writer
+	pipes[0][1] = nil // closed by the writer, or below once the child is gone
 
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -290,6 +336,12 @@ func runProgram(ctx context.Context, spec *execSpec) (*execResult, error) {
 	}
 	// Descendants still in the group die with the call.
 	syscall.Kill(-pgid, syscall.SIGKILL)
+	// The child is gone: a writer still blocked on its stdin writes to a
+	// descendant outside the group (setsid) that inherited it. Closing the
+	// pipe here ends the write (pipes are non-blocking, so Close interrupts
+	// it), rather than leaving the writer and the pipe for as long as that
+	// descendant lives.
+	stdin.Close()
 
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()

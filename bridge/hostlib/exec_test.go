@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -90,6 +92,13 @@ func TestExec(t *testing.T) {
 		{"not allowed", `local v, err = exec.run{ "ls" }; eq(v, nil); eq(err, "exec: ls is not allowed (route.allow.exec)")
 			v, err = exec.run{ "/bin/sh" }; eq(err, "exec: /bin/sh is not allowed (route.allow.exec)")`},
 		{"killed by a signal", `eq(exec.run{ "sh", "-c", "kill -9 $$" }.code, 137)`},
+		{"code-loading variables refused", `
+			for _, k in ipairs{ "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "GCONV_PATH",
+				"BASH_ENV", "ENV", "SHELLOPTS", "PS4", "PYTHONPATH", "PERL5OPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS" } do
+				local v, err = exec.run{ "/bin/echo", "x", env = { [k] = "out/x.so" } }
+				eq(v, nil); eq(err, "exec: env." .. k .. " is refused: it would make /bin/echo load code the script chooses")
+			end
+			eq(exec.run{ "sh", "-c", "echo $LD:$ENVX", env = { LD = "a", ENVX = "b" } }.stdout, "a:b\n")`},
 		{"wrong types raise", `fails(exec.run, {}); fails(exec.run, "sh"); fails(exec.run, { "sh", timeout = 5 })
 			fails(exec.run, { "sh", {} }); fails(exec.run, { "sh", env = { ["A=B"] = "x" } }); fails(exec.run, { "sh", max_bytes = -1 })`},
 	})
@@ -137,5 +146,51 @@ func TestExec(t *testing.T) {
 	})
 	if _, err := os.Stat(filepath.Join(dir, "out", "late")); err == nil {
 		t.Error("a grandchild outlived its call")
+	}
+}
+
+// TestExecEnvNeverInherited: the child's environment is the minimal one even
+// when PATH, HOME and LANG are all unset (an empty list, not exec.Cmd's nil,
+// which means "everything").
+func TestExecEnvNeverInherited(t *testing.T) {
+	for _, k := range []string{"PATH", "HOME", "LANG"} {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
+	}
+	t.Setenv("LUAMCP_SECRET", "leaked")
+	L, _ := newLua(t, newLib(t, t.TempDir(), `{ exec = { "/usr/bin/env" } }`))
+	runCases(t, L, []luaCase{
+		{"nothing inherited", `eq(exec.run{ "/usr/bin/env" }.stdout, "")
+			eq(exec.run{ "/usr/bin/env", env = { FOO = "bar" } }.stdout, "FOO=bar\n")`},
+	})
+}
+
+// TestExecStdinEscapee: a descendant that left the group (setsid) and holds
+// stdin without reading it does not keep the call's stdin writer (a
+// goroutine and a pipe) once the call returned.
+func TestExecStdinEscapee(t *testing.T) {
+	dir := t.TempDir()
+	mkfile(t, filepath.Join(dir, "out", "keep"), "")
+	L, _ := newLua(t, newLib(t, dir, `{ write = { "out" }, exec = { "sh" } }`))
+	// A background job's stdin is /dev/null unless redirected: fd 3 keeps it.
+	runCases(t, L, []luaCase{{"run", `local r = exec.run{ "sh", "-c", "exec 3<&0; setsid sh -c 'echo $$ > out/pid; exec sleep 10' <&3 & sleep 0.2",
+		stdin = string.rep("x", 1024 * 1024), timeout_ms = 5000 }
+		eq(r.code, 0)`}})
+	pid := readPid(t, filepath.Join(dir, "out", "pid"))
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+		t.Fatalf("the escapee is gone already (%v): the test proves nothing", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "hostlib.runProgram.func") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a goroutine of runProgram outlives the call while the escapee lives:\n%s", stacks)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
