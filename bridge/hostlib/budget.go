@@ -1,7 +1,10 @@
 package hostlib
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"sync/atomic"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -43,4 +46,98 @@ func keep(L *lua.LState, module string, n int) error {
 // budgetError is the message of a read the budget refused.
 func budgetError(L *lua.LState, module string, n int64) error {
 	return fmt.Errorf("%s: %d bytes would exceed the script's memory limit (%d MiB)", module, n, L.MemoryLimit()>>20)
+}
+
+// A share is room of a state's memory budget (see room) that bodies read in
+// Go draw on as they arrive: the requests of one http.request_all run at
+// once, and together must not hold more than the budget had left, whatever
+// each one's max_bytes says. A body that fails gives its bytes back.
+type share struct{ n atomic.Int64 }
+
+func newShare(n int64) *share {
+	s := new(share)
+	s.n.Store(n)
+	return s
+}
+
+// left is what the share still holds.
+func (s *share) left() int64 { return s.n.Load() }
+
+// take draws n bytes from the share; false, drawing nothing, when fewer
+// are left.
+func (s *share) take(n int64) bool {
+	for {
+		left := s.n.Load()
+		if n > left {
+			return false
+		}
+		if s.n.CompareAndSwap(left, left-n) {
+			return true
+		}
+	}
+}
+
+// give returns n bytes drawn before.
+func (s *share) give(n int64) { s.n.Add(n) }
+
+// Why readBody stopped short.
+var (
+	errTooLarge = errors.New("larger than its max_bytes")
+	errNoRoom   = errors.New("past the memory budget")
+)
+
+// readChunk is the most readBody reads before drawing on its share again.
+const readChunk = 32 << 10
+
+// readBody reads r whole, at most limit bytes, drawing them from room: a
+// body of known size (size >= 0) draws it at once, into a buffer of that
+// size; one of unknown size draws each part as it arrives, into a buffer
+// that grows by doubling (as io.ReadAll's, so it holds at most twice what
+// was drawn). On an error it gives back what it drew and returns
+// errTooLarge, errNoRoom or the read's error.
+func readBody(r io.Reader, size, limit int64, room *share) (b []byte, err error) {
+	var drawn int64
+	defer func() {
+		if err != nil {
+			room.give(drawn)
+			b = nil
+		}
+	}()
+	switch {
+	case size > limit:
+		return nil, errTooLarge
+	case size >= 0:
+		if !room.take(size) {
+			return nil, errNoRoom
+		}
+		drawn = size
+		b = make([]byte, 0, size+1) // +1: the read that finds the end
+	default:
+		b = make([]byte, 0, min(512, limit+1))
+	}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, rerr := r.Read(b[len(b):min(cap(b), len(b)+readChunk)])
+		if n > 0 {
+			total := int64(len(b) + n)
+			if total > limit {
+				return b, errTooLarge
+			}
+			if total > drawn {
+				if !room.take(total - drawn) {
+					return b, errNoRoom
+				}
+				drawn = total
+			}
+			b = b[:len(b)+n]
+		}
+		if rerr == io.EOF {
+			return b, nil
+		}
+		if rerr != nil {
+			return b, rerr
+		}
+	}
 }

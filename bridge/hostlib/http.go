@@ -57,8 +57,11 @@ type httpSpec struct {
 	contentType string
 	timeout     time.Duration
 	max         int64
-	room        int64 // at most max: what the memory budget had left when the call began (see room); set by the caller of httpSpec
-	follow      bool
+	// room is the part of the memory budget the body is read into (see
+	// room), shared by the requests of one request_all; set by the caller
+	// of httpSpec.
+	room   *share
+	follow bool
 }
 
 // httpResult is one response, read whole.
@@ -126,7 +129,7 @@ func (s *State) request(L *lua.LState, t *lua.LTable, fname string, set func(*lu
 	if err != nil {
 		return fail(L, "%v", err)
 	}
-	spec.room = room(L, spec.max)
+	spec.room = newShare(room(L, spec.max))
 	res, err := lib.do(s.ctx(), spec)
 	if err != nil {
 		return fail(L, "%v", err)
@@ -160,19 +163,20 @@ func httpRequestAll(s *State, L *lua.LState) int {
 		}
 		specs[i], errs[i] = s.httpSpec(L, lib, t, fmt.Sprintf("http.request_all[%d]", i+1))
 	}
-	// The budget's room is found once (it may take a walk of the state);
-	// each body may fill it, and keep below refuses what does not fit
-	// together.
+	// The budget's room is found once (it may take a walk of the state)
+	// and shared: the bodies draw on it as they are read, so that together
+	// they never hold more than it, however many run at once. keep below
+	// charges them to the state.
 	var most int64
 	for _, spec := range specs {
 		if spec != nil {
-			most = max(most, spec.max)
+			most += spec.max
 		}
 	}
-	free := room(L, most)
+	free := newShare(room(L, most))
 	for _, spec := range specs {
 		if spec != nil {
-			spec.room = min(spec.max, free)
+			spec.room = free
 		}
 	}
 	ctx := s.ctx()
@@ -462,18 +466,17 @@ func (l *Lib) do(ctx context.Context, spec *httpSpec) (*httpResult, error) {
 	if resp.ContentLength > spec.max {
 		return nil, fmt.Errorf("http: response body is larger than max_bytes (%d)", spec.max)
 	}
-	if resp.ContentLength > spec.room {
+	if resp.ContentLength > spec.room.left() {
 		return nil, fmt.Errorf("http: a body of %d bytes would exceed the script's memory limit", resp.ContentLength)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, spec.room+1))
-	if err != nil {
-		return nil, l.failure(parent, ctx, spec, err)
-	}
-	if int64(len(b)) > spec.max {
+	b, err := readBody(resp.Body, resp.ContentLength, spec.max, spec.room)
+	switch {
+	case errors.Is(err, errTooLarge):
 		return nil, fmt.Errorf("http: response body is larger than max_bytes (%d)", spec.max)
-	}
-	if int64(len(b)) > spec.room {
+	case errors.Is(err, errNoRoom):
 		return nil, fmt.Errorf("http: the body would exceed the script's memory limit")
+	case err != nil:
+		return nil, l.failure(parent, ctx, spec, err)
 	}
 	return &httpResult{status: resp.StatusCode, header: resp.Header, body: b, finalURL: resp.Request.URL.String()}, nil
 }
