@@ -10,8 +10,13 @@ import (
 // large state costs those tables, not a walk of the state.
 //
 // The copy has the shape Clone gives: every table reachable from the value
-// (through values and keys) is copied, shared sub-tables stay shared, cycles
-// stay cycles, and metatables and non-table values are kept by reference.
+// (through values, keys and metatables) is copied, shared sub-tables stay
+// shared, cycles stay cycles, and non-table values are kept by reference. A
+// metatable is a table of the state like any other: kept by reference, Lua
+// would write to the backup through it during a call (a rollback would not
+// undo the write, and Snapshot would read a table the call is writing). Only
+// the codec's array and object markers are kept, as CopyTo and Freeze keep
+// them: they are the codec's, not the state's.
 //
 // Finding what changed relies on the write flag of the patched gopher-lua
 // (LTable.Written): every write to a table sets it, and Sync clears it on the
@@ -220,11 +225,22 @@ func (m *Mirror) value(v lua.LValue) lua.LValue {
 	return v
 }
 
+// meta is the copy's metatable for a source table's metatable mt: the copy
+// of mt, or mt itself when it is one of the codec's markers or not a table.
+// The write flag covers a metatable as any table: a write to mt marks mt, and
+// setmetatable marks the table it changes.
+func (m *Mirror) meta(mt lua.LValue) lua.LValue {
+	if t, ok := mt.(*lua.LTable); ok && t != m.c.arrayMeta && t != m.c.objectMeta {
+		return m.node(t).dst
+	}
+	return mt
+}
+
 // patch makes nd.dst hold the copies of nd.src's entries, and nothing else.
 func (m *Mirror) patch(nd *mirrorNode) {
 	src, dst := nd.src, nd.dst
-	if dst.Metatable != src.Metatable {
-		dst.Metatable = src.Metatable
+	if want := m.meta(src.Metatable); dst.Metatable != want {
+		dst.Metatable = want
 		m.changed = true
 	}
 	count := 0

@@ -8,8 +8,9 @@ import (
 )
 
 // isomorphic reports how a differs from b, "" when b is a faithful deep copy
-// of a: the same non-table values, the same metatables, a distinct table for
-// every table of a, and the same sharing (one copy per source table).
+// of a: the same non-table values, the same markers, a distinct table for
+// every table of a (plain metatables included), and the same sharing (one
+// copy per source table).
 // keyCopy finds the copy of a table used as a key.
 func isomorphic(a, b lua.LValue, keyCopy func(*lua.LTable) *lua.LTable) string {
 	pairs := map[*lua.LTable]*lua.LTable{}
@@ -40,7 +41,12 @@ func isomorphic(a, b lua.LValue, keyCopy func(*lua.LTable) *lua.LTable) string {
 			return path + ": two tables share one copy"
 		}
 		pairs[ta], seen[tb] = tb, true
-		if ta.Metatable != tb.Metatable {
+		if ma, ok := ta.Metatable.(*lua.LTable); ok && ma.RawGetString(markerField) == lua.LNil {
+			// A plain metatable is a table of the value: copied too.
+			if d := walk(ma, tb.Metatable, path+".<metatable>"); d != "" {
+				return d
+			}
+		} else if ta.Metatable != tb.Metatable {
 			return path + ": metatable differs"
 		}
 		na, nb := 0, 0
@@ -111,6 +117,10 @@ func TestMirror(t *testing.T) {
 			`setmetatable(s.list, nil)`, `s.list = mcp.object {}`, `setmetatable(s, {__index = function() return 1 end})`,
 			`s.n = nil`, `s.f = print`,
 		}},
+		{"plain metatables", `local mt = {n = 0}; s = {a = setmetatable({}, mt), b = setmetatable({}, mt), mt = mt}`, []string{
+			`s.mt.n = 1`, `getmetatable(s.a).x = {1}`, `setmetatable(s.a, {y = 1})`, `setmetatable(s.mt, s.mt)`,
+			`s.mt = nil`, `getmetatable(s.b).n = 2`, `setmetatable(s.b, nil)`,
+		}},
 		{"replaced root", `s = {a = {1}, b = {2}}`, []string{
 			`s = {a = s.a, c = {3}}`, `s = {}`, `s = {x = {y = {}}}`,
 		}},
@@ -173,6 +183,35 @@ func TestMirrorIndependent(t *testing.T) {
 	}
 	if v := m.Sync(lua.LString("x")); v != lua.LString("x") {
 		t.Errorf("Sync of a string = %v", v)
+	}
+}
+
+// TestMirrorMetatableNotShared checks that the copy shares no metatable with
+// the state: the copy is the rollback backup, which a rollback makes the
+// state again and which Snapshot reads while a call writes to the state. A
+// write through a shared metatable would escape the rollback, and race with
+// the Snapshot.
+func TestMirrorMetatableNotShared(t *testing.T) {
+	L, c, _ := newState(t)
+	m := c.NewMirror()
+	s := eval(t, L, `local mt = {n = 1}; s = {obj = setmetatable({}, mt), mt = mt, list = mcp.array()} return s`).(*lua.LTable)
+	cp := m.Sync(s).(*lua.LTable)
+	obj, mt := cp.RawGetString("obj").(*lua.LTable), cp.RawGetString("mt").(*lua.LTable)
+	if obj.Metatable == s.RawGetString("obj").(*lua.LTable).Metatable {
+		t.Fatal("the copy shares its metatable with the state")
+	}
+	if obj.Metatable != mt {
+		t.Fatal("the copy's metatable is not the copy of state.mt: identity lost")
+	}
+	if list := cp.RawGetString("list").(*lua.LTable); list.Metatable != c.arrayMeta {
+		t.Error("the array marker was not kept")
+	}
+	eval(t, L, `getmetatable(s.obj).n = 2`)
+	if n := mt.RawGetString("n"); n != lua.LNumber(1) {
+		t.Fatalf("a write to the state's metatable reached the copy: n = %v", n)
+	}
+	if m.Sync(s); mt.RawGetString("n") != lua.LNumber(2) {
+		t.Fatalf("Sync missed a write to a metatable: n = %v", mt.RawGetString("n"))
 	}
 }
 

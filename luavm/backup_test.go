@@ -34,3 +34,35 @@ func TestBackupAcrossCalls(t *testing.T) {
 		jsonEqual(t, state(t, ss), st.want)
 	}
 }
+
+// TestRollbackRestoresMetatable: a crash leaves the state as it was before
+// the call, metatables included. A metatable that is a table of the state is
+// backed up like any other: the write to it is undone, and the table stays
+// the metatable of the object that had it (getmetatable(state.obj) is still
+// state.mt).
+func TestRollbackRestoresMetatable(t *testing.T) {
+	src := `
+return {
+  init = function() return { name = "a", version = "1" }, { tools = {} }, { mt = { n = 0 } } end,
+  tools = function() return { { name = "bump" } } end,
+  handle_tool = function(name, args, ctx, state)
+    if not state.obj then state.obj = setmetatable({}, state.mt) return "set" end
+    local mt = getmetatable(state.obj)
+    mt.n = mt.n + 1
+    if args.crash then error("boom") end
+    return tostring(mt.n) .. " same=" .. tostring(mt == state.mt)
+  end,
+}`
+	s := loadSourceCfg(t, "a.lua", src, nil)
+	ss, _ := open(t, s, "sid")
+	mustCall(t, ss, "bump", `{}`)
+	if got := text(t, mustCall(t, ss, "bump", `{}`)); got != "1 same=true" {
+		t.Fatalf("got %q, want %q", got, "1 same=true")
+	}
+	if _, err := call(t, ss, "bump", `{"crash":true}`); !isCrash(err) {
+		t.Fatalf("want a crash, got %v", err)
+	}
+	if got := text(t, mustCall(t, ss, "bump", `{}`)); got != "2 same=true" {
+		t.Errorf("after a crash that was rolled back: got %q, want %q", got, "2 same=true")
+	}
+}
