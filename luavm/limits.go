@@ -40,18 +40,45 @@ func syncContext(L, th *lua.LState) {
 	}
 }
 
+// A resumed coroutine runs on the Go stack of the goroutine that resumes it,
+// under the resumer's frames, and callStackSize bounds each thread alone:
+// coroutines nested in coroutines, each holding nested pcalls, grew the Go
+// stack past its 1 GB maximum, a fatal error. A resume is refused when the
+// frames of the chain of resumers pass maxResumeFrames, so the frames of one
+// call's goroutine stay below maxResumeFrames + callStackSize.
+const maxResumeFrames = 4 * callStackSize
+
+// errNestedTooDeep is the refused resume's error message.
+const errNestedTooDeep = "coroutines nested too deep"
+
+// nestedTooDeep reports whether L, about to resume a coroutine, has too
+// many frames under it. L.Parent is the thread that resumed L, and so on up:
+// while L runs, each of them is inside the resume of the one below.
+func nestedTooDeep(L *lua.LState) bool {
+	frames := 0
+	for th := L; th != nil; th = th.Parent {
+		if frames += th.CallDepth() + 1; frames > maxResumeFrames {
+			return true
+		}
+	}
+	return false
+}
+
 func guardResume(resume lua.LGFunction) lua.LGFunction {
 	return func(L *lua.LState) int {
 		syncContext(L, L.CheckThread(1))
+		if nestedTooDeep(L) {
+			// As a failed resume: the script sees false and the message.
+			L.Push(lua.LFalse)
+			L.Push(lua.LString(errNestedTooDeep))
+			return 2
+		}
 		return resume(L)
 	}
 }
 
 func guardWrap(create, resume lua.LGFunction) lua.LGFunction {
-	resumeFn := func(L *lua.LState) int {
-		syncContext(L, L.CheckThread(1))
-		return resume(L)
-	}
+	resumeFn := guardResume(resume)
 	return func(L *lua.LState) int {
 		L.CheckFunction(1)
 		L.SetTop(1)

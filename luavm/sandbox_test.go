@@ -3,6 +3,7 @@ package luavm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,5 +199,57 @@ return {
 	}
 	if got := text(t, string(res)); got != "ok" {
 		t.Error(got)
+	}
+}
+
+// TestCoroutinesNestedTooDeep: a resumed coroutine runs on its resumer's Go
+// stack, and the call stack limit counts each coroutine alone, so coroutines
+// nested in coroutines, each holding nested pcalls, grew the Go stack past
+// its maximum and killed the process. The resume that would nest too deep
+// fails instead: coroutine.resume returns false and the message, a wrapped
+// coroutine raises it. Nesting a few levels, each with a deep stack, works.
+func TestCoroutinesNestedTooDeep(t *testing.T) {
+	src := `
+local deep
+local maxn = 0
+local function dive(n, wrap)
+  if n > maxn then maxn = n end
+  local body = function() return deep(20, n, wrap) end
+  if wrap then return coroutine.wrap(body)() end
+  local ok, r = coroutine.resume(coroutine.create(body))
+  if not ok then error(r, 0) end
+  return r
+end
+deep = function(k, n, wrap)
+  if k == 0 then return dive(n + 1, wrap) end
+  local ok, r = pcall(deep, k - 1, n, wrap)
+  if not ok then error(r, 0) end
+  return r
+end
+return {
+  route = { memory_limit_mb = 8 },
+  init = function() return { name = "a", version = "1" }, { tools = {} }, {} end,
+  tools = function() return { { name = "d" } } end,
+  handle_tool = function(name, args, ctx, state)
+    maxn = 0
+    local ok, err = pcall(dive, 1, args.wrap)
+    return tostring(ok) .. " " .. tostring(err) .. " at depth " .. maxn
+  end,
+}`
+	s := loadSourceCfg(t, "a.lua", src, nil)
+	ss, _ := open(t, s, "sid")
+	for _, args := range []string{`{}`, `{"wrap":true}`} {
+		got := text(t, mustCall(t, ss, "d", args))
+		// A wrapped coroutine's error gains a position at each level it
+		// crosses, as any error raised with level 1.
+		i := strings.LastIndex(got, "coroutines nested too deep at depth ")
+		var depth int
+		if _, err := fmt.Sscanf(got[max(i, 0):], "coroutines nested too deep at depth %d", &depth); i < 0 || err != nil || !strings.HasPrefix(got, "false ") {
+			t.Fatalf("%s: got %q, want the resume refused", args, got)
+		}
+		t.Logf("%s: refused at depth %d", args, depth)
+		if depth < 4 {
+			t.Errorf("%s: refused at depth %d: nesting a few coroutines must work", args, depth)
+		}
 	}
 }
