@@ -2095,7 +2095,12 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 				}()
 				ls.Call(1, 1)
 				err = newApiError(ApiErrorError, ls.Get(-1))
-			} else if len(err.(*ApiError).StackTrace) == 0 {
+			} else if len(err.(*ApiError).StackTrace) == 0 && (sp == 0 || ls.contextErr() == nil) {
+				// patched for luamcp: once the context is done, only the
+				// outermost PCall (the host's, sp == 0) formats a traceback.
+				// Every pcall of the script catches the cancellation and the
+				// script re-raises it, and stackTrace costs the square of the
+				// stack's depth: a deep unwind overran the deadline by seconds.
 				err.(*ApiError).StackTrace = ls.stackTrace(0)
 			}
 			ls.stack.SetSp(sp)
