@@ -599,20 +599,23 @@ func (h *Handler) serveClientResponse(w http.ResponseWriter, r *http.Request, m 
 		writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest, "Invalid Request")
 		return
 	}
-	table := &h.pending
+	table, owner := &h.pending, ""
+	if info := AuthFromContext(r.Context()); info != nil {
+		owner = info.Subject
+	}
 	if h.opts.Sessions {
 		s := h.lookupSession(w, r, nil)
 		if s == nil {
 			return
 		}
-		table = &s.pending
+		table, owner = &s.pending, ""
 	}
 	a := clientAnswer{result: m.result}
 	if m.errObj != nil {
 		a = clientAnswer{err: decodeClientError(m.errObj)}
 	}
 	key, ok := jsonString(m.id)
-	if !ok || !table.resolve(key, a) {
+	if !ok || !table.resolve(key, owner, a) {
 		h.warnThrottled(&h.badResponseWarn, "mcp: client response matches no pending request", "id", string(m.id))
 		writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest, "Invalid Request")
 		return
@@ -907,6 +910,9 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	defer cancel()
 	j := newJob(h, nil, m, acc)
 	j.call.Auth = AuthFromContext(r.Context())
+	if j.call.Auth != nil {
+		j.out.owner = j.call.Auth.Subject
+	}
 	j.call.ProtocolVersion = latestVersion
 	if v := r.Header["Mcp-Protocol-Version"]; len(v) > 0 && sessionEraVersion(v[0]) {
 		j.call.ProtocolVersion = v[0]

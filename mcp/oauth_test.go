@@ -125,3 +125,70 @@ func TestOAuthMetadataDocument(t *testing.T) {
 }
 
 const oauthInitBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// On a stateless oauth route the table of requests to clients is the
+// route's: an answer reaches a call only from the subject that made it, and
+// request ids reveal nothing of each other (no shared prefix and counter).
+func TestStatelessClientAnswerOnlyFromCaller(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answerer string
+		status   int
+	}{
+		{"another subject", "tok-bob", http.StatusBadRequest},
+		{"the caller", "tok-alice", http.StatusAccepted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeServer()
+			opts := mcp.Options{Path: "/mcp", Sessions: false, Verifier: fakeVerifier{}, OAuth: &mcp.OAuth{
+				Issuer: "https://as.example", Audience: "https://mcp.example/mcp"}}
+			rt := newRoute(t, f, opts)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"elicit","arguments":{}}}`
+			bs := rt.stream(ctx, "", call, "Authorization: Bearer tok-bob")
+			defer bs.close()
+			bobID, _ := bs.nextEvent().msg()["id"].(string)
+			as := rt.stream(ctx, "", call, "Authorization: Bearer tok-alice")
+			defer as.close()
+			aliceID, _ := as.nextEvent().msg()["id"].(string)
+			if bobID == "" || aliceID == "" || bobID == aliceID {
+				t.Fatalf("request ids %q and %q", bobID, aliceID)
+			}
+			if i := strings.LastIndexByte(bobID, '-'); i >= 0 && strings.HasPrefix(aliceID, bobID[:i+1]) &&
+				strings.Trim(aliceID[i+1:], "0123456789") == "" {
+				t.Errorf("ids %q and %q are a shared prefix and a counter", bobID, aliceID)
+			}
+			r := rt.post(`{"jsonrpc":"2.0","id":"`+aliceID+`","result":{"action":"accept","content":{"who":"answerer"}}}`,
+				"Authorization: Bearer "+tc.answerer)
+			if r.status != tc.status {
+				t.Fatalf("answer from %s: status %d, want %d (%s)", tc.answerer, r.status, tc.status, r.body)
+			}
+			if tc.status != http.StatusAccepted {
+				// alice's request still waits for her own answer.
+				r = rt.post(`{"jsonrpc":"2.0","id":"`+aliceID+`","result":{"action":"accept","content":{"who":"alice"}}}`,
+					"Authorization: Bearer tok-alice")
+				if r.status != http.StatusAccepted {
+					t.Fatalf("alice's own answer after the refused one: status %d (%s)", r.status, r.body)
+				}
+			}
+			for {
+				ev := as.nextEvent()
+				if ev.eof {
+					t.Fatal("alice's stream ended without a result")
+				}
+				if _, ok := ev.msg()["result"]; !ok {
+					continue
+				}
+				want := "alice"
+				if tc.status == http.StatusAccepted {
+					want = "answerer"
+				}
+				if !strings.Contains(ev.data, want) {
+					t.Fatalf("alice's result %s, want the answer of %s", ev.data, want)
+				}
+				break
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -70,19 +72,30 @@ type clientAnswer struct {
 // keyed by request id.
 type pendingTable struct {
 	mu sync.Mutex
-	m  map[string]chan clientAnswer
+	m  map[string]pendingRequest
 }
 
-func (t *pendingTable) add(key string, ch chan clientAnswer) bool {
+// pendingRequest is one request to a client awaiting its answer.
+type pendingRequest struct {
+	ch chan clientAnswer
+	// owner is the OAuth subject that may answer: in stateless mode the
+	// table is the route's, shared by every client, so an answer from
+	// another subject must not reach the call. Empty in session mode (the
+	// session's owner is checked before its table is reached) and on a
+	// route without oauth.
+	owner string
+}
+
+func (t *pendingTable) add(key, owner string, ch chan clientAnswer) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.m) >= maxPendingRequests {
 		return false
 	}
 	if t.m == nil {
-		t.m = make(map[string]chan clientAnswer)
+		t.m = make(map[string]pendingRequest)
 	}
-	t.m[key] = ch
+	t.m[key] = pendingRequest{ch: ch, owner: owner}
 	return true
 }
 
@@ -92,15 +105,19 @@ func (t *pendingTable) remove(key string) {
 	t.mu.Unlock()
 }
 
-// resolve hands a to the request waiting under key, and reports whether one
-// was waiting.
-func (t *pendingTable) resolve(key string, a clientAnswer) bool {
+// resolve hands a to the request waiting under key for an answer from
+// owner, and reports whether one was waiting. A request of another owner is
+// left waiting: to the answerer it is as if none were.
+func (t *pendingTable) resolve(key, owner string, a clientAnswer) bool {
 	t.mu.Lock()
-	ch, ok := t.m[key]
-	delete(t.m, key)
+	p, ok := t.m[key]
+	ok = ok && p.owner == owner
+	if ok {
+		delete(t.m, key)
+	}
 	t.mu.Unlock()
 	if ok {
-		ch <- a // buffered; each request gets at most one answer
+		p.ch <- a // buffered; each request gets at most one answer
 	}
 	return ok
 }
@@ -113,6 +130,10 @@ type outbound struct {
 	// deadline bounds waits for the client in buffered session calls: it is
 	// when the caller stops waiting (request_timeout). Zero means none.
 	deadline time.Time
+	// owner is the OAuth subject of a stateless call's caller, the only one
+	// whose answers reach the call's requests to the client; empty in
+	// session mode and on a route without oauth.
+	owner string
 	// mrtr is the call's multi-round-trip record in the 2026-07-28 era,
 	// where requests to the client become input_required; nil in the
 	// session era.
@@ -238,7 +259,7 @@ func (o *outbound) send(method string, params json.RawMessage) (*clientWait, err
 	}
 	key := o.h.nextRequestID()
 	w := &clientWait{id: appendString(nil, key), key: key, ch: make(chan clientAnswer, 1), table: table}
-	if !table.add(key, w.ch) {
+	if !table.add(key, o.owner, w.ch) {
 		return nil, errTooManyPending
 	}
 	if !o.rp.emit(appendRequest(nil, w.id, method, params)) {
@@ -303,9 +324,17 @@ func (o *outbound) CloseStream() error {
 	return nil
 }
 
-// nextRequestID returns a fresh id for a request to a client: a per-route
-// random prefix and a counter.
+// nextRequestID returns a fresh id for a request to a client. In session
+// mode it is a per-route random prefix and a counter: the table it keys is
+// the session's own. In stateless mode the table is the route's, shared by
+// every client, so the id is 128 random bits: no client can derive another
+// one's pending ids from its own.
 func (h *Handler) nextRequestID() string {
+	if !h.opts.Sessions {
+		var p [16]byte
+		_, _ = rand.Read(p[:]) // never fails (crypto/rand)
+		return "s-" + base64.RawURLEncoding.EncodeToString(p[:])
+	}
 	n := h.reqSeq.Add(1)
 	b := make([]byte, 0, len(h.reqPrefix)+12)
 	b = append(b, h.reqPrefix...)
