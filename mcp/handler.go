@@ -435,17 +435,19 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	return body, nil
 }
 
+// readBodyBytes reads the body into a buffer that grows as bytes arrive,
+// even when the length is announced: a client that announces MaxBodyBytes
+// and sends nothing must not make the server hold MaxBodyBytes for
+// BodyTimeout (32 such connections held 128 MiB).
 func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 	max := h.opts.MaxBodyBytes
 	if n := r.ContentLength; n >= 0 {
 		if n > max {
 			return nil, errBodyTooLarge
 		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, err
-		}
-		return body, nil
+		// net/http reports a body shorter than announced as
+		// io.ErrUnexpectedEOF and never delivers more.
+		max = n
 	}
 	b := getBuf()
 	defer putBuf(b)
@@ -453,7 +455,14 @@ func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 	lr := io.LimitReader(r.Body, max+1)
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			// Doubling keeps the copies of a body of n bytes under 2n; the
+			// last step goes one byte past the limit, room for the EOF of
+			// a body of exactly the limit or the byte of one too large.
+			c := 2 * int64(cap(buf))
+			if c >= max {
+				c = max + 1
+			}
+			buf = append(make([]byte, 0, c), buf...)
 		}
 		n, err := lr.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
