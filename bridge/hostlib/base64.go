@@ -12,17 +12,22 @@ import (
 // without padding, and ignores line breaks and spaces.
 var base64Module = module{
 	funcs: []function{
-		{"encode", func(_ *State, L *lua.LState) int {
-			L.Push(lua.LString(base64.StdEncoding.EncodeToString([]byte(L.CheckString(1)))))
-			return 1
-		}},
+		{"encode", func(_ *State, L *lua.LState) int { return base64Encode(L, base64.StdEncoding, "base64.encode") }},
 		{"decode", func(_ *State, L *lua.LState) int { return base64Decode(L, base64.RawStdEncoding) }},
-		{"url_encode", func(_ *State, L *lua.LState) int {
-			L.Push(lua.LString(base64.RawURLEncoding.EncodeToString([]byte(L.CheckString(1)))))
-			return 1
-		}},
+		{"url_encode", func(_ *State, L *lua.LState) int { return base64Encode(L, base64.RawURLEncoding, "base64.url_encode") }},
 		{"url_decode", func(_ *State, L *lua.LState) int { return base64Decode(L, base64.RawURLEncoding) }},
 	},
+}
+
+// base64Encode encodes argument 1 with enc. The text is a third larger than
+// the bytes and is charged to the memory budget first; past it, it raises.
+func base64Encode(L *lua.LState, enc *base64.Encoding, what string) int {
+	s := L.CheckString(1)
+	if err := keep(L, what, enc.EncodedLen(len(s))); err != nil {
+		L.RaiseError("%v", err)
+	}
+	L.Push(lua.LString(enc.EncodeToString([]byte(s))))
+	return 1
 }
 
 // base64Decode decodes argument 1 with enc (an unpadded encoding) once

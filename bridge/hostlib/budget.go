@@ -141,3 +141,26 @@ func readBody(r io.Reader, size, limit int64, room *share) (b []byte, err error)
 		}
 	}
 }
+
+// checkEvery is how many items a loop that builds a result from a script's
+// values handles between two checks of the call's context: the VM checks it
+// only between instructions, and one such call can run for seconds.
+const checkEvery = 4096
+
+// checkContext raises the error of L's context once the call is cancelled
+// (timeout, client gone, shutdown), as the patched string library does.
+func checkContext(L *lua.LState) {
+	if ctx := L.Context(); ctx != nil {
+		if err := ctx.Err(); err != nil {
+			L.RaiseError("%s", err.Error())
+		}
+	}
+}
+
+// pastLimit reports whether n bytes could never fit in L's budget, whatever
+// it holds: a loop adding up the size of a result stops there, before a
+// walk of the state (room) is worth it.
+func pastLimit(L *lua.LState, n int64) bool {
+	limit := L.MemoryLimit()
+	return limit > 0 && n > limit
+}

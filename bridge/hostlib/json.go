@@ -30,9 +30,19 @@ func jsonEncode(s *State, L *lua.LState) int {
 		return fail(L, "json: %v", err)
 	}
 	if indent {
+		// Indenting a deep value multiplies its size: each line repeats
+		// its depth. Refuse it before building what will not fit.
+		size := indentedSize(b)
+		if room(L, size) < size {
+			return fail(L, "%v", budgetError(L, "json.encode", size))
+		}
 		var out bytes.Buffer
+		out.Grow(int(size))
 		if err := json.Indent(&out, b, "", "  "); err != nil {
 			return fail(L, "json: %v", err)
+		}
+		if err := keep(L, "json.encode", out.Len()); err != nil {
+			return fail(L, "%v", err)
 		}
 		b = out.Bytes()
 	}
@@ -67,4 +77,39 @@ func tableOrNew(L *lua.LState) *lua.LTable {
 		return t
 	}
 	return L.CreateTable(0, 0)
+}
+
+// indentedSize is an upper bound of the length of compact JSON b indented
+// by json.Indent with two spaces: every bracket and comma may start a line
+// indented to its depth, every colon gains a space.
+func indentedSize(b []byte) int64 {
+	size := int64(len(b))
+	depth := int64(0)
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			size += 1 + 2*depth
+		case c == '}' || c == ']':
+			depth--
+			size += 1 + 2*depth
+		case c == ',':
+			size += 1 + 2*depth
+		case c == ':':
+			size++
+		}
+	}
+	return size
 }

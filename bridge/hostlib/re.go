@@ -3,6 +3,7 @@ package hostlib
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 
 	lua "github.com/yuin/gopher-lua"
@@ -14,8 +15,14 @@ import (
 const (
 	maxRegexpLen = 16 << 10 // bytes of a pattern
 	maxReInput   = 16 << 20 // bytes of a subject string
-	maxMatches   = 100_000  // items find_all and split return without an n
+	maxMatches   = 100_000  // items find_all and split return at most
 	reCacheSize  = 512      // compiled patterns kept, process-wide
+
+	// What one item of a result list costs, as the budget counts it: its
+	// slot and its string header (the bytes are a part of the subject's); a
+	// list of captures is a table besides.
+	sizeItem = 32
+	sizeList = 96 + sizeItem
 )
 
 // reModule is `re`: regular expressions in Go's RE2 syntax
@@ -92,12 +99,14 @@ func limitArg(L *lua.LState, i int) int {
 }
 
 // searchLimit is what regexp's FindAll and Split take for a count n from
-// limitArg: n itself, or one past maxMatches, so that tooMany can tell.
+// limitArg: one past maxMatches without a count, so that tooMany can tell;
+// n clamped to maxMatches with one, as regexp would otherwise find up to n
+// items, uninterrupted, however large n is.
 func searchLimit(n int) int {
 	if n < 0 {
 		return maxMatches + 1
 	}
-	return n
+	return min(n, maxMatches)
 }
 
 // tooMany reports whether got items found without a count are past
@@ -134,7 +143,9 @@ func reMatch(_ *State, L *lua.LState) int {
 
 // re.find_all(pattern, s [, n]) -> a list of the first n matches (all by
 // default): each the whole match when the pattern has no group, else the
-// list of its captures.
+// list of its captures; n is at most maxMatches, and without it more than
+// maxMatches matches is nil, message. The list is
+// charged to the memory budget; its strings share the bytes of s.
 func reFindAll(_ *State, L *lua.LState) int {
 	n := limitArg(L, 3)
 	re, s := reArgs(L)
@@ -147,7 +158,13 @@ func reFindAll(_ *State, L *lua.LState) int {
 		if tooMany(L, n, len(ms), "matches") {
 			return 2
 		}
-		for _, m := range ms {
+		if err := keep(L, "re.find_all", len(ms)*sizeItem); err != nil {
+			return fail(L, "%v", err)
+		}
+		for i, m := range ms {
+			if i%checkEvery == 0 {
+				checkContext(L)
+			}
 			out.Append(lua.LString(m))
 		}
 	} else {
@@ -155,7 +172,13 @@ func reFindAll(_ *State, L *lua.LState) int {
 		if tooMany(L, n, len(ms), "matches") {
 			return 2
 		}
-		for _, m := range ms {
+		if err := keep(L, "re.find_all", len(ms)*(sizeList+re.NumSubexp()*sizeItem)); err != nil {
+			return fail(L, "%v", err)
+		}
+		for i, m := range ms {
+			if i%checkEvery == 0 {
+				checkContext(L)
+			}
 			caps := L.CreateTable(len(m)-1, 0)
 			for _, c := range m[1:] {
 				caps.Append(lua.LString(c))
@@ -169,18 +192,68 @@ func reFindAll(_ *State, L *lua.LState) int {
 
 // re.replace(pattern, s, repl) -> s with every match replaced by repl, in
 // which $1 or ${1} (and ${name}) stand for the captures and $$ for $.
+//
+// The result can be far larger than s (an empty pattern matches between
+// every two bytes), so a first pass bounds its size, and the result is built
+// only when that fits the memory budget.
 func reReplace(_ *State, L *lua.LState) int {
 	repl := L.CheckString(3)
 	re, s := reArgs(L)
 	if re == nil {
 		return 2
 	}
-	L.Push(lua.LString(re.ReplaceAllString(s, repl)))
+	if size, ok := replacedSize(L, re, s, repl); !ok {
+		checkContext(L)
+		return fail(L, "%v", budgetError(L, "re.replace", size))
+	}
+	out := re.ReplaceAllString(s, repl)
+	if err := keep(L, "re.replace", len(out)); err != nil {
+		return fail(L, "%v", err)
+	}
+	L.Push(lua.LString(out))
 	return 1
 }
 
+// stopSearch is the panic that ends replacedSize's search early: regexp has
+// no other way to stop one.
+type stopSearch struct{}
+
+// replacedSize bounds the length of re.ReplaceAllString(s, repl): each
+// match adds at most repl, with each $ standing for at most the match (a
+// capture lies within it). It reports whether that fits L's memory budget,
+// stopping at the match that takes it past the limit, or once the call is
+// cancelled.
+func replacedSize(L *lua.LState, re *regexp.Regexp, s, repl string) (size int64, fits bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(stopSearch); !ok {
+				panic(r)
+			}
+			fits = false
+		}
+	}()
+	dollars := int64(strings.Count(repl, "$"))
+	size = int64(len(s))
+	count := 0
+	re.ReplaceAllStringFunc(s, func(m string) string {
+		size += int64(len(repl)) + dollars*int64(len(m))
+		count++
+		if pastLimit(L, size) {
+			panic(stopSearch{})
+		}
+		if count%checkEvery == 0 {
+			if ctx := L.Context(); ctx != nil && ctx.Err() != nil {
+				panic(stopSearch{})
+			}
+		}
+		return ""
+	})
+	return size, room(L, size) >= size
+}
+
 // re.split(pattern, s [, n]) -> the pieces of s between matches; with n, at
-// most n pieces (the last is the unsplit rest).
+// most n pieces (the last is the unsplit rest); n is at most maxMatches, and
+// without it more than maxMatches pieces is nil, message.
 func reSplit(_ *State, L *lua.LState) int {
 	n := limitArg(L, 3)
 	re, s := reArgs(L)
@@ -191,8 +264,14 @@ func reSplit(_ *State, L *lua.LState) int {
 	if tooMany(L, n, len(parts), "pieces") {
 		return 2
 	}
+	if err := keep(L, "re.split", len(parts)*sizeItem); err != nil {
+		return fail(L, "%v", err)
+	}
 	out := L.CreateTable(len(parts), 0)
-	for _, p := range parts {
+	for i, p := range parts {
+		if i%checkEvery == 0 {
+			checkContext(L)
+		}
 		out.Append(lua.LString(p))
 	}
 	L.Push(out)

@@ -148,10 +148,26 @@ func urlBuild(_ *State, L *lua.LState) int {
 
 // encodeQuery encodes a table of parameters as a query string, keys sorted.
 // A value is a string, number or boolean, or a list of them (the key is
-// repeated); anything else raises, naming what.
+// repeated); anything else raises, naming what. The result is charged to L's
+// memory budget before it is built, and raises past it: a list may hold one
+// large string many times, and the query would hold each copy.
 func encodeQuery(L *lua.LState, t *lua.LTable, what string) string {
 	type param struct{ k, v string }
 	var params []param
+	var size int64 // of the result, escaped
+	add := func(k, v string) {
+		if size > 0 {
+			size++ // '&'
+		}
+		size += int64(queryEscapedLen(k) + 1 + queryEscapedLen(v))
+		if pastLimit(L, size) {
+			L.RaiseError("%v", budgetError(L, what, size))
+		}
+		params = append(params, param{k, v})
+		if len(params)%checkEvery == 0 {
+			checkContext(L)
+		}
+	}
 	t.ForEach(func(k, v lua.LValue) {
 		ks, ok := k.(lua.LString)
 		if !ok {
@@ -159,14 +175,18 @@ func encodeQuery(L *lua.LState, t *lua.LTable, what string) string {
 		}
 		if list, ok := v.(*lua.LTable); ok {
 			for i := 1; i <= list.Len(); i++ {
-				params = append(params, param{string(ks), scalar(L, list.RawGetInt(i), what+"."+string(ks))})
+				add(string(ks), scalar(L, list.RawGetInt(i), what+"."+string(ks)))
 			}
 			return
 		}
-		params = append(params, param{string(ks), scalar(L, v, what+"."+string(ks))})
+		add(string(ks), scalar(L, v, what+"."+string(ks)))
 	})
+	if err := keep(L, what, int(size)); err != nil {
+		L.RaiseError("%v", err)
+	}
 	slices.SortStableFunc(params, func(a, b param) int { return strings.Compare(a.k, b.k) })
 	var b strings.Builder
+	b.Grow(int(size))
 	for i, p := range params {
 		if i > 0 {
 			b.WriteByte('&')
@@ -176,4 +196,18 @@ func encodeQuery(L *lua.LState, t *lua.LTable, what string) string {
 		b.WriteString(url.QueryEscape(p.v))
 	}
 	return b.String()
+}
+
+// queryEscapedLen is len(url.QueryEscape(s)), without building it.
+func queryEscapedLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '-', c == '_', c == '.', c == '~', c == ' ':
+		default:
+			n += 2 // %XX
+		}
+	}
+	return n
 }

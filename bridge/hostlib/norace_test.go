@@ -1,0 +1,5 @@
+//go:build !race
+
+package hostlib
+
+const raceEnabled = false
