@@ -6,10 +6,14 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // Bounds of every state, so that runaway recursion or a flood of values is a
@@ -175,16 +179,37 @@ func openLibs(L *lua.LState) {
 	guardLibs(L)
 }
 
-// print writes its arguments, tab-separated, to the server log.
+// print writes its arguments, tab-separated, to the server log. The log
+// keeps logcap.Max bytes of a value, so that is all print builds: one string
+// passed 64K times (unpack) would otherwise make gigabytes of Go memory the
+// budget never sees. The rest is only counted, for the marker.
 func (v *vm) print(L *lua.LState) int {
 	var b strings.Builder
+	total := 0 // bytes of the whole text
+	write := func(s string) {
+		total += len(s)
+		if n := logcap.Max + 1 - b.Len(); n > 0 { // one past: the text is cut
+			b.WriteString(s[:min(len(s), n)])
+		}
+	}
 	for i := 1; i <= L.GetTop(); i++ {
 		if i > 1 {
-			b.WriteByte('\t')
+			write("\t")
 		}
-		b.WriteString(L.ToStringMeta(L.Get(i)).String())
+		write(L.ToStringMeta(L.Get(i)).String())
 	}
-	v.s.logger.Info("print", "text", b.String())
+	text := b.String()
+	if total > logcap.Max {
+		// Cut as logcap.String would, but short of Max by room for the
+		// marker, or the log would cut the text again, counting only what
+		// was built.
+		end := logcap.Max - 64
+		for end > logcap.Max-64-utf8.UTFMax && !utf8.RuneStart(text[end]) {
+			end--
+		}
+		text = text[:end] + "… [" + strconv.Itoa(total-end) + " bytes cut]"
+	}
+	v.s.logger.Info("print", "text", text)
 	return 0
 }
 

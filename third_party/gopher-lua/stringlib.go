@@ -496,12 +496,17 @@ func formatSize(L *LState, f string) int {
 			}
 		}
 		n := 512 // a number: at most 99 digits of precision, 309 of exponent
-		if s, ok := L.Get(arg).(LString); ok && i < len(f) {
-			switch f[i] {
-			case 's':
+		if s, ok := L.Get(arg).(LString); ok {
+			// Any verb may print a string whole: %x and %X hex-encode it
+			// (twice its length), a verb Go does not know for it prints it
+			// inside %!d(...). Only %s is known to print it as it is.
+			switch {
+			case i < len(f) && f[i] == 's':
 				n = max(len(s), 99)
-			case 'q':
+			case i < len(f) && f[i] == 'q':
 				n = addSize(mulSize(len(s), 4), 99) // \xNN for each byte at worst
+			default:
+				n = addSize(mulSize(len(s), 2), 99)
 			}
 		}
 		size = addSize(size, n)
