@@ -53,7 +53,7 @@ return {
     return tostring(mt.n) .. " same=" .. tostring(mt == state.mt)
   end,
 }`
-	s := loadSourceCfg(t, "a.lua", src, nil)
+	s, _ := loadSource(t, "a.lua", src)
 	ss, _ := open(t, s, "sid")
 	mustCall(t, ss, "bump", `{}`)
 	if got := text(t, mustCall(t, ss, "bump", `{}`)); got != "1 same=true" {

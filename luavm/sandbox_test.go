@@ -236,7 +236,7 @@ return {
     return tostring(ok) .. " " .. tostring(err) .. " at depth " .. maxn
   end,
 }`
-	s := loadSourceCfg(t, "a.lua", src, nil)
+	s, _ := loadSource(t, "a.lua", src)
 	ss, _ := open(t, s, "sid")
 	for _, args := range []string{`{}`, `{"wrap":true}`} {
 		got := text(t, mustCall(t, ss, "d", args))
