@@ -341,7 +341,11 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 		return text("queue", false), nil
 	case "flood": // not listed, so that the list tests keep their counts
 		// Log messages of 64 KiB on the call's stream until the call ends,
-		// for clients that stop reading.
+		// for clients that stop reading (close: after ending the response
+		// early, for a client that would resume).
+		if a["close"] == true {
+			_ = call.Out.CloseStream()
+		}
 		data := json.RawMessage(`"` + strings.Repeat("x", 64<<10) + `"`)
 		for {
 			if err := call.Out.Log("info", data); err != nil {

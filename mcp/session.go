@@ -789,6 +789,7 @@ func (s *session) forgetStreamLocked(k uint64) {
 	if ks := s.open[k]; ks != nil {
 		s.keptBytes -= ks.bytes
 		delete(s.open, k)
+		ks.rp.forgotten.Store(true)
 	}
 }
 
@@ -848,6 +849,9 @@ func (s *session) terminate(reason string) {
 	side := append([]*job(nil), s.side...)
 	subs := s.subs
 	s.subs, s.subBytes = nil, 0
+	for _, ks := range s.open {
+		ks.rp.forgotten.Store(true)
+	}
 	s.open, s.keptBytes = nil, 0
 	s.ttl.Stop()
 	s.ttlArmed = false

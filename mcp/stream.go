@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -371,7 +372,12 @@ type reply struct {
 	// kept is the replay buffer of a resumable stream: the same ring as a
 	// GET channel's, bounded alike (SessionBufferMax events and
 	// SessionBufferBytes bytes, the oldest going first).
-	kept      eventRing
+	kept eventRing
+	// forgotten is set once the session forgot the stream (keptGrew, or the
+	// session's end): nobody can resume it any more, so it keeps no more
+	// events. Atomic because the session sets it under its own mu, which
+	// must not take rp.mu (that order is rp.mu, then the session's).
+	forgotten atomic.Bool
 	final     finalState
 	expired   bool // the caller stopped waiting (request_timeout)
 	expiredCh chan struct{}
@@ -496,9 +502,19 @@ func (rp *reply) frameLocked(msg []byte) []byte {
 	rp.seq++
 	var idb [48]byte
 	ev := appendEvent(nil, string(streamEventID(idb[:0], rp.stream, rp.seq)), msg)
+	if !rp.keepsLocked() {
+		rp.kept = eventRing{}
+		return ev
+	}
 	rp.kept.add(ringEvent{id: rp.seq, data: ev})
 	rp.s.keptGrew(rp.stream, rp.kept.bytes)
 	return ev
+}
+
+// keepsLocked reports whether the stream keeps its events for a resuming
+// client: it is resumable and the session has not forgotten it.
+func (rp *reply) keepsLocked() bool {
+	return rp.resumable && !rp.forgotten.Load()
 }
 
 // emit sends a message related to the call (progress, log, a request to the
@@ -518,7 +534,7 @@ func (rp *reply) emit(msg []byte) bool {
 		rp.startSSELocked()
 	}
 	queued := rp.queueLocked(rp.frameLocked(msg))
-	ok := queued || rp.resumable
+	ok := queued || rp.keepsLocked()
 	rp.mu.Unlock()
 	rp.pumpInline()
 	return ok
@@ -564,7 +580,7 @@ func (rp *reply) finish(msg *[]byte) {
 			}
 		} else {
 			ev := rp.frameLocked(*msg)
-			if rp.resumable {
+			if rp.keepsLocked() {
 				rp.final = finalKept
 			}
 			rp.queueFinal = rp.queueLocked(ev)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -657,6 +658,41 @@ func TestResumableStreamsShareTheSessionBudget(t *testing.T) {
 			t.Errorf("stream %d resumed with %+v, want its three messages", i+1, evs)
 		}
 	}
+}
+
+// TestForgottenStreamsKeepNothing: a resumable stream the session forgot
+// (past the session's budget) keeps no more events, though its call goes on
+// sending: nobody can resume it. Each forgotten stream went on filling its
+// own replay buffer up to SessionBufferBytes, so one session held that much
+// per stream it had open (64 of them).
+func TestForgottenStreamsKeepNothing(t *testing.T) {
+	const streams, budget = 32, 1 << 20
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, SessionBufferBytes: budget, SessionBufferMax: 1 << 20,
+		ConcurrentTools: []string{"flood"}, SessionMaxPending: 2 * streams})
+	sid := rt.initializeWith(resumableInit)
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	for i := range streams {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"flood","arguments":{"close":true}}}`, i+1)
+		readStream(rt.stream(context.Background(), sid, body)) // the priming event, then the response ends
+	}
+	// Every call floods 64 KiB a millisecond: each would fill a buffer of
+	// the whole budget in ~20 ms.
+	time.Sleep(500 * time.Millisecond)
+	grown := int64(heap()) - int64(before)
+	// The session's budget, the newest stream's own buffer over it, and
+	// each call's messages on their way (~100-200 KiB): measured 11-16 MiB
+	// for 24-48 streams, and 56 MiB for 24 when each stream kept a budget.
+	if grown > 12*budget+streams*384<<10 {
+		t.Errorf("%d flooding streams hold %d MiB; the session's budget is %d MiB", streams, grown>>20, budget>>20)
+	}
+	rt.do(http.MethodDelete, "", "Mcp-Session-Id: "+sid)
 }
 
 func TestResumableProgressStreamSurvivesDisconnect(t *testing.T) {
