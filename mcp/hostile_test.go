@@ -418,6 +418,36 @@ func TestListenResourceBounds(t *testing.T) {
 	}
 }
 
+// TestListenKeepsNoBody: an open listen stream keeps its request's id and
+// filter, not the body they came in: 16 streams opened with bodies of 2 MiB
+// held all 32 MiB for as long as they stayed open.
+func TestListenKeepsNoBody(t *testing.T) {
+	const streams, pad = 16, 2 << 20
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	params := `{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["mem://greeting"]}}`
+	body := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":` + withMeta(params, metaAll) +
+		`,"padding":"` + strings.Repeat("p", pad) + `"}`
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	before := heap()
+	for range streams {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := rt.stream(ctx, "", body, modernHeaders("subscriptions/listen", params)...)
+		t.Cleanup(func() { cancel(); s.close() })
+		if m := s.nextEvent().msg(); m["method"] != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("first message %v", m)
+		}
+	}
+	body = "" // the test's own copy is not the server's
+	if grown := heap() - before; grown > streams*pad/4 {
+		t.Errorf("%d open listen streams hold %d MiB; their bodies were %d MiB", streams, grown>>20, streams*pad>>20)
+	}
+}
+
 // TestProcessListenCap: open subscriptions/listen streams are capped across
 // the routes of a hub; a listen past the cap gets 503 and runs nothing, and a
 // closed stream frees its slot.

@@ -168,8 +168,8 @@ func (l *listener) tag(msg []byte, method string) []byte {
 // serveListen serves a subscriptions/listen stream until the client closes
 // it or the route shuts down; the server then ends it with
 // notifications/cancelled and the listen request's result.
-func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, m *message, has Capabilities) {
-	l := &listener{id: m.id, filter: readListenFilter(m.params, has),
+func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, id []byte, f listenFilter) {
+	l := &listener{id: id, filter: f,
 		out: newPushStream(false, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)}
 	l.out.dropped = h.evictedPushes()
 	// Attached and subscribed before the acknowledgement goes out: nothing

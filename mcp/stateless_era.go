@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,7 +91,14 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	}
 	if m.method == methodListen {
 		sess.Close("") // the stream needs no Lua state
-		h.serveListen(w, r, m, ir.Has)
+		// The stream outlives its POST by hours: it keeps the request's id
+		// and its filter, not the body they were read from (up to
+		// MaxBodyBytes, for each open stream).
+		f := readListenFilter(m.params, ir.Has)
+		*m = message{id: bytes.Clone(m.id), method: m.method}
+		j.msg, j.rp.id, j.call = *m, m.id, Call{RequestID: m.id, Out: &j.out}
+		rm = requestMeta{}
+		h.serveListen(w, r, m.id, f)
 		return
 	}
 	defer sess.Close("")
@@ -107,7 +115,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		putBuf(b)
 		return
 	}
-	if m.method == methodToolsCall && h.paramHeaders.Load() {
+	if m.method == methodToolsCall && h.checksParamHeaders(r) {
 		if serr := h.checkToolParamHeaders(ctx, r, m, sess); serr != nil {
 			h.observeError(start, m, serr.err.Code)
 			writeErrorStatus(w, serr.status, m.id, serr.err)
@@ -224,6 +232,7 @@ func (h *Handler) checkToolParamHeaders(ctx context.Context, r *http.Request, m 
 	if err != nil {
 		return nil
 	}
+	h.sawTools(tools)
 	for _, t := range tools {
 		if t.Key != name {
 			continue
