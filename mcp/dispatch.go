@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -168,9 +167,6 @@ func (h *Handler) failure(ctx context.Context, dst []byte, m *message, sc *scope
 	return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil
 }
 
-// xMCPHeader marks a tool property mirrored by an Mcp-Param-* header.
-var xMCPHeader = []byte(`"x-mcp-header"`)
-
 // listKeys are the result members of the lists, by ListKind.
 var listKeys = [...]string{
 	ListTools:             "tools",
@@ -219,10 +215,10 @@ func (h *Handler) list(ctx context.Context, dst []byte, m *message, sc *scope, k
 		items = items[:size] // a Pager that sent more than asked
 	}
 	key := listKeys[kind]
+	if kind == ListTools {
+		h.sawTools(items)
+	}
 	for _, it := range items {
-		if kind == ListTools && !h.paramHeaders.Load() && bytes.Contains(it.JSON, xMCPHeader) {
-			h.paramHeaders.Store(true)
-		}
 		if !json.Valid(it.JSON) {
 			h.log.Error("mcp: the server listed an item that is not valid JSON", "method", m.method, "key", it.Key)
 			return appendError(dst, m.id, CodeInternalError, msgInternalError, nil), nil

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -235,12 +236,67 @@ func checkParamHeaders(r *http.Request, schema, args []byte) *statelessError {
 			}
 			continue
 		}
-		got, ok := headerValue(r.Header, http.CanonicalHeaderKey("Mcp-Param-"+hname))
+		got, ok := headerValue(r.Header, http.CanonicalHeaderKey(paramHeaderPrefix+hname))
 		if !ok || !sameParam(got, val) {
-			return badRequest(CodeHeaderMismatch, "Header mismatch: Mcp-Param-"+hname+" must equal the argument "+string(prop), nil)
+			return badRequest(CodeHeaderMismatch, "Header mismatch: "+paramHeaderPrefix+hname+" must equal the argument "+string(prop), nil)
 		}
 	}
 }
+
+// paramHeaderState is what a route's tools lists have shown of x-mcp-header
+// (Handler.paramHeaders). A check of a tools/call's Mcp-Param-* headers
+// costs a tools listing, so a route whose tools mirror nothing in headers
+// checks only the calls that send such headers, which a mismatch needs.
+// States move only forward: unknown, then none or seen; none, then seen
+// (a tool gained one: a reload, a list that depends on the state).
+type paramHeaderState int32
+
+const (
+	// paramHeadersUnknown: no tools listing yet; every call is checked, and
+	// its check's listing decides.
+	paramHeadersUnknown paramHeaderState = iota
+	// paramHeadersNone: no listing showed x-mcp-header; a call is checked
+	// when it carries an Mcp-Param-* header.
+	paramHeadersNone
+	// paramHeadersSeen: a listing showed x-mcp-header; every call is
+	// checked, so a header left out is refused too.
+	paramHeadersSeen
+)
+
+// xMCPHeader marks a tool property mirrored by an Mcp-Param-* header.
+var xMCPHeader = []byte(`"x-mcp-header"`)
+
+// sawTools moves the route's paramHeaderState on with what a tools listing
+// (whole or a page) showed.
+func (h *Handler) sawTools(items []Item) {
+	if paramHeaderState(h.paramHeaders.Load()) == paramHeadersSeen {
+		return
+	}
+	for _, it := range items {
+		if bytes.Contains(it.JSON, xMCPHeader) {
+			h.paramHeaders.Store(int32(paramHeadersSeen))
+			return
+		}
+	}
+	h.paramHeaders.CompareAndSwap(int32(paramHeadersUnknown), int32(paramHeadersNone))
+}
+
+// checksParamHeaders reports whether the tools/call r has its Mcp-Param-*
+// headers checked (paramHeaderState).
+func (h *Handler) checksParamHeaders(r *http.Request) bool {
+	if paramHeaderState(h.paramHeaders.Load()) != paramHeadersNone {
+		return true
+	}
+	for name := range r.Header {
+		if len(name) > len(paramHeaderPrefix) && strings.EqualFold(name[:len(paramHeaderPrefix)], paramHeaderPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// paramHeaderPrefix starts the name of a header that mirrors an argument.
+const paramHeaderPrefix = "Mcp-Param-"
 
 // sameParam compares a header value with the raw argument it mirrors:
 // strings exactly, numbers numerically, booleans as true/false.

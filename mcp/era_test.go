@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -491,13 +492,24 @@ func TestAskRounds(t *testing.T) {
 	}
 }
 
+// TestParamHeaders: a tools/call's Mcp-Param-* headers must mirror the
+// arguments its tool marks with x-mcp-header, on a route that has listed
+// its tools and on a fresh one whose first request is that call (a client
+// that listed on another node, or before a restart).
 func TestParamHeaders(t *testing.T) {
-	f := newFakeServer()
-	f.headerTool = true
-	rt := newRoute(t, f, mcp.Options{})
-	if r := rt.modern("tools/list", ""); r.status != 200 {
-		t.Fatalf("tools/list: %s", r.body)
+	newRt := func(t *testing.T, listed bool) *route {
+		f := newFakeServer()
+		f.headerTool = true
+		rt := newRoute(t, f, mcp.Options{})
+		if !listed {
+			return rt
+		}
+		if r := rt.modern("tools/list", ""); r.status != 200 {
+			t.Fatalf("tools/list: %s", r.body)
+		}
+		return rt
 	}
+	warm := newRt(t, true)
 	b64 := func(s string) string { return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=" }
 	args := `{"region":"eu-west","n":42,"opts":{"flag":true}}`
 	all := []string{"Mcp-Param-Region: eu-west", "Mcp-Param-N: 42", "Mcp-Param-Flag: true"}
@@ -520,15 +532,21 @@ func TestParamHeaders(t *testing.T) {
 		{"bad Base64 characters", `{"region":"Hello"}`, []string{"Mcp-Param-Region: =?base64?SGVs!!!bG8=?="}, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := rt.modern("tools/call", `{"name":"region","arguments":`+tt.args+`}`, tt.headers...)
-			if tt.ok && (r.status != 200 || r.result()["resultType"] != "complete") {
-				t.Fatalf("refused: %d %s", r.status, r.body)
-			}
-			if !tt.ok && (r.status != 400 || r.errorCode() != -32020) {
-				t.Fatalf("accepted: %d %s", r.status, r.body)
-			}
-		})
+		for _, listed := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/listed=%v", tt.name, listed), func(t *testing.T) {
+				rt := warm
+				if !listed {
+					rt = newRt(t, false)
+				}
+				r := rt.modern("tools/call", `{"name":"region","arguments":`+tt.args+`}`, tt.headers...)
+				if tt.ok && (r.status != 200 || r.result()["resultType"] != "complete") {
+					t.Fatalf("refused: %d %s", r.status, r.body)
+				}
+				if !tt.ok && (r.status != 400 || r.errorCode() != -32020) {
+					t.Fatalf("accepted: %d %s", r.status, r.body)
+				}
+			})
+		}
 	}
 }
 

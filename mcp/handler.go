@@ -38,11 +38,11 @@ type Handler struct {
 		fn   func(n int)
 	}
 
-	// paramHeaders is set once a tools list of the route showed an
-	// x-mcp-header property: from then on a 2026-07-28 tools/call has its
-	// Mcp-Param-* headers checked against the tool's inputSchema (which
-	// costs a tools listing per call, so routes without any skip it).
-	paramHeaders atomic.Bool
+	// paramHeaders is what the route's tools lists showed of x-mcp-header
+	// (a paramHeaderState): it decides which 2026-07-28 tools/call requests
+	// have their Mcp-Param-* headers checked against the tool's
+	// inputSchema, a check that costs a tools listing.
+	paramHeaders atomic.Int32
 
 	// Requests to clients in stateless mode wait here (per route).
 	pending   pendingTable
