@@ -23,12 +23,34 @@ const (
 	// stall its goroutine beyond the reach of cancellation. Lua 5.1 itself
 	// stops at 200 levels.
 	maxLoadDepth = 200
+	// loadStackPerLevel bounds the parser's stack for such a chunk, in
+	// entries per level of maxLoadDepth. A level holds one to eight entries
+	// while it is open (a numeric for, eight: "for i = a, b do" and its
+	// block), so a chunk within maxLoadDepth always fits; a deeper one is
+	// refused as it is read, not after a parse that a megabyte of "(" or
+	// "a .." made take seconds and hundreds of MiB.
+	loadStackPerLevel = 12
+	// parseBytesPerByte is what the parse tree of such a chunk is charged
+	// against the state's memory budget, per byte of source: a tree takes
+	// 26 to 47 bytes per byte of terse code ("x=1 x=1 ...").
+	parseBytesPerByte = 48
 )
 
 // compile parses and compiles src as the chunk called name. Errors read
-// "name:line: message". A positive maxDepth refuses deeper nesting.
-func compile(src []byte, name string, maxDepth int) (*lua.FunctionProto, error) {
-	chunk, err := parse.Parse(bytes.NewReader(src), name)
+// "name:line: message". A positive maxDepth refuses deeper nesting (while
+// parsing, past loadStackPerLevel parser entries per level; after it, past
+// maxDepth levels of the tree). A non-nil interrupt is checked as the parse
+// goes and before the compilation: its error ends them.
+func compile(src []byte, name string, maxDepth int, interrupt func() error) (*lua.FunctionProto, error) {
+	chunk, err := parse.ParseWith(bytes.NewReader(src), name,
+		parse.Options{MaxStack: maxDepth * loadStackPerLevel, Interrupt: interrupt})
+	if err == nil && interrupt != nil {
+		err = interrupt()
+	}
+	var perr *parse.Error
+	if errors.As(err, &perr) && perr.Message == parse.TooDeep {
+		return nil, fmt.Errorf("%s:%d: chunk nests deeper than %d levels", name, max(perr.Pos.Line, 1), maxDepth)
+	}
 	if err != nil {
 		return nil, syntaxError(err, src, name)
 	}
@@ -67,7 +89,7 @@ func syntaxError(err error, src []byte, name string) error {
 	if errors.As(err, &cerr) {
 		return fmt.Errorf("%s:%d: %s", name, max(cerr.Line, 1), cerr.Message)
 	}
-	return fmt.Errorf("%s: %v", name, err)
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // tooDeep reports whether chunk nests deeper than limit, and the line where it

@@ -266,8 +266,23 @@ func (v *vm) compileChunk(L *lua.LState, src []byte, name string) int {
 	}
 	// Lua's convention: "=name" and "@name" are shown as name.
 	name = strings.TrimLeft(name, "=@")
-	proto, err := compile(src, name, maxLoadDepth)
+	// The parse tree is Go memory the budget does not see; charged while
+	// it lives, it is forgotten at the next measure.
+	if L.ReserveMemory(len(src)*parseBytesPerByte) != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString("not enough memory to compile the chunk"))
+		return 2
+	}
+	var interrupt func() error
+	ctx := L.Context()
+	if ctx != nil {
+		interrupt = ctx.Err
+	}
+	proto, err := compile(src, name, maxLoadDepth, interrupt)
 	if err != nil {
+		if ctx != nil && ctx.Err() != nil {
+			L.RaiseError("%s", ctx.Err().Error()) // as the VM does between instructions
+		}
 		L.Push(lua.LNil)
 		L.Push(lua.LString(err.Error()))
 		return 2
@@ -355,7 +370,7 @@ func (m *modules) get(name string) (*lua.FunctionProto, error) {
 		if err != nil {
 			return nil, fmt.Errorf("module '%s': cannot read %s: %v", name, file, errors.Unwrap(err))
 		}
-		proto, err := compile(src, file, 0)
+		proto, err := compile(src, file, 0, nil)
 		if err != nil {
 			return nil, fmt.Errorf("error loading module '%s': %v", name, err)
 		}

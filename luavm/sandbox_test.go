@@ -3,6 +3,7 @@ package luavm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,6 +122,11 @@ func TestLoadFunction(t *testing.T) {
 		{"return io", "nil"},
 		{strings.Repeat("do ", 300) + strings.Repeat("end ", 300), "(load):1: chunk nests deeper than 200 levels"},
 		{"return " + strings.Repeat("{", 300) + strings.Repeat("}", 300), "nests deeper"},
+		// A megabyte of nesting is refused as it is read, not after seconds
+		// of parsing into hundreds of MiB.
+		{"return " + strings.Repeat("(", maxLoadSize-10), "(load):1: chunk nests deeper than 200 levels"},
+		{"return " + strings.Repeat("a .. ", maxLoadSize/5-10) + "a", "nests deeper"},
+		{"return " + strings.Repeat("{", maxLoadSize-10), "nests deeper"},
 		{strings.Repeat(" ", maxLoadSize+1), "chunk too large"},
 	}
 	for _, tt := range tests {
@@ -128,6 +134,42 @@ func TestLoadFunction(t *testing.T) {
 		if !strings.Contains(got, tt.want) {
 			t.Errorf("load(%.20q...) = %q, want %q", tt.code, got, tt.want)
 		}
+	}
+}
+
+// TestLoadWithinItsBounds: load parses under the call's context and charges
+// the parse tree to the memory budget. A flat megabyte of code parses for
+// about a second, beyond the reach of the VM's checks between instructions,
+// and its tree is tens of MiB of Go memory.
+func TestLoadWithinItsBounds(t *testing.T) {
+	s, _ := loadSource(t, "a.lua", `
+return {
+  route = { memory_limit_mb = 16 },
+  init = function() return { name = "a", version = "1" }, { tools = {} }, {} end,
+  tools = function() return { { name = "load" } } end,
+  handle_tool = function(_, args)
+    local fn, err = load(string.rep("x = 1 ", args.n))
+    return tostring(fn ~= nil) .. " " .. tostring(err)
+  end,
+}`)
+	ss, _ := open(t, s, "")
+	if got := text(t, mustCall(t, ss, "load", `{"n":1000}`)); got != "true nil" {
+		t.Errorf("a small chunk: %q", got)
+	}
+	if got := text(t, mustCall(t, ss, "load", `{"n":170000}`)); got != "false not enough memory to compile the chunk" {
+		t.Errorf("a megabyte under a budget of 16 MiB: %q", got)
+	}
+
+	calls := 0
+	interrupt := func() error {
+		if calls++; calls == 2 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	}
+	_, err := compile([]byte(strings.Repeat("x = 1 ", 170000)), "x", maxLoadDepth, interrupt)
+	if !errors.Is(err, context.DeadlineExceeded) || calls != 2 {
+		t.Errorf("an interrupted parse: %v after %d checks, want the interrupt's error after 2", err, calls)
 	}
 }
 

@@ -441,10 +441,26 @@ type Lexer struct {
 	PNewLine      bool
 	Token         ast.Token
 	PrevTokenType int
+	// patched for luamcp: the bounds of ParseWith. maxStack bounds the
+	// parser's stack (0: no bound); interrupt, when set, is called every
+	// interruptEvery tokens (tokens counts them).
+	maxStack  int
+	interrupt func() error
+	tokens    int
 }
+
+// interruptEvery is how many tokens the lexer reads between two calls of
+// Options.Interrupt. Patched for luamcp.
+const interruptEvery = 1 << 12
 
 func (lx *Lexer) Lex(lval *yySymType) int {
 	lx.PrevTokenType = lx.Token.Type
+	// patched for luamcp: Options.Interrupt.
+	if lx.tokens++; lx.interrupt != nil && lx.tokens%interruptEvery == 0 {
+		if err := lx.interrupt(); err != nil {
+			panic(err)
+		}
+	}
 	tok, err := lx.scanner.Scan(lx)
 	if err != nil {
 		panic(err)
@@ -457,6 +473,15 @@ func (lx *Lexer) Lex(lval *yySymType) int {
 	return int(tok.Type)
 }
 
+// TooDeep is the Message of the Error that ends a parse whose stack reached
+// Options.MaxStack. Patched for luamcp.
+const TooDeep = "chunk nests too deep"
+
+// tooDeep ends a parse whose stack reached maxStack. Patched for luamcp.
+func (lx *Lexer) tooDeep() {
+	panic(lx.scanner.Error(lx.Token.Str, TooDeep))
+}
+
 func (lx *Lexer) Error(message string) {
 	panic(lx.scanner.Error(lx.Token.Str, message))
 }
@@ -466,7 +491,28 @@ func (lx *Lexer) TokenError(tok ast.Token, message string) {
 }
 
 func Parse(reader io.Reader, name string) (chunk []ast.Stmt, err error) {
-	lexer := &Lexer{NewScanner(reader, name), nil, false, ast.Token{Str: ""}, TNil}
+	return ParseWith(reader, name, Options{})
+}
+
+// Options bound a parse (ParseWith). Patched for luamcp.
+type Options struct {
+	// MaxStack bounds the parser's stack to that many entries (0: no
+	// bound). Each level of nesting (a parenthesis, a block, an operand of a
+	// right-associative operator) holds one to a few entries until the level
+	// closes, so the bound refuses a deeply nested chunk as it is read: a
+	// megabyte of "(" or "a .." held hundreds of MiB of stack and took
+	// seconds before a check of the finished tree could refuse it.
+	MaxStack int
+	// Interrupt, when set, is called every few thousand tokens; an error
+	// it returns ends the parse with that error (a parse of a megabyte
+	// takes about a second).
+	Interrupt func() error
+}
+
+// ParseWith is Parse within the bounds of opts. Patched for luamcp.
+func ParseWith(reader io.Reader, name string, opts Options) (chunk []ast.Stmt, err error) {
+	lexer := &Lexer{scanner: NewScanner(reader, name), Token: ast.Token{Str: ""}, PrevTokenType: TNil,
+		maxStack: opts.MaxStack, interrupt: opts.Interrupt}
 	chunk = nil
 	defer func() {
 		if e := recover(); e != nil {

@@ -551,6 +551,11 @@ yystack:
 	}
 
 	yyp++
+	// patched for luamcp: a parse stack past the lexer's bound ends the
+	// parse (Lexer.tooDeep) before it grows further.
+	if lx, ok := yylex.(*Lexer); ok && lx.maxStack > 0 && yyp >= lx.maxStack {
+		lx.tooDeep()
+	}
 	if yyp >= len(yyS) {
 		nyys := make([]yySymType, len(yyS)*2)
 		copy(nyys, yyS)
