@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -24,7 +25,8 @@ import (
 //
 // A value is a tag byte and its payload: nil, false, true, an integer
 // (zigzag varint), a float (8 bytes, little endian), a new string (length,
-// bytes; it gets the next string number), a string met before (its number),
+// bytes; it gets the next string number), a string met before (its number:
+// a short one by its contents, a long one by its bytes' address),
 // a table (its number), mcp.null. Numbering tables and strings keeps shared
 // sub-tables shared and cycles cycles, and writes a repeated key once. The
 // walk is iterative: no depth limit applies.
@@ -49,9 +51,20 @@ const (
 	kindMeta
 )
 
-// maxInterned is the longest string Freeze numbers for reuse; longer ones
-// are rarely repeated and would only grow the index.
+// maxInterned is the longest string Freeze numbers for reuse by its
+// contents; a longer one is numbered by its bytes' address (longString):
+// hashing it would cost as much as writing it, and the repeats that matter
+// are references to one string (Lua strings are references: a megabyte
+// string put in 200 places of a state holds one megabyte, and was written
+// 200 times).
 const maxInterned = 128
+
+// longString identifies a string longer than maxInterned by its bytes:
+// two Lua strings with the same bytes are one string.
+type longString struct {
+	data *byte
+	n    int
+}
 
 // errCorrupt is returned by Thaw for bytes Freeze did not write.
 var errCorrupt = errors.New("bridge: thaw: corrupt frozen state")
@@ -63,7 +76,8 @@ type freezer struct {
 	ids   map[*lua.LTable]int
 	nodes []freezeNode
 	strs  map[string]int // short strings written, by number
-	nstr  int            // strings written (each new one gets the next number)
+	long  map[longString]int
+	nstr  int // strings written (each new one gets the next number)
 	ents  []entry
 	body  []byte
 }
@@ -132,18 +146,12 @@ func (f *freezer) value(v lua.LValue, parent int, key lua.LValue) *pathError {
 		}
 	case lua.LString:
 		s := string(v)
-		if id, ok := f.strs[s]; ok {
+		if id, ok := f.stringID(s); ok {
 			f.body = append(f.body, tagStringRef)
 			f.body = binary.AppendUvarint(f.body, uint64(id))
 			return nil
 		}
-		if len(s) <= maxInterned {
-			if f.strs == nil {
-				f.strs = make(map[string]int)
-			}
-			f.strs[s] = f.nstr
-		}
-		f.nstr++ // a long string is numbered too (never referred to): Thaw numbers every new string
+		f.nstr++ // Thaw numbers every new string alike
 		f.body = append(f.body, tagString)
 		f.body = binary.AppendUvarint(f.body, uint64(len(s)))
 		f.body = append(f.body, s...)
@@ -160,6 +168,30 @@ func (f *freezer) value(v lua.LValue, parent int, key lua.LValue) *pathError {
 		return f.fail(parent, key, "a hibernating session's state cannot hold a "+typeName(v))
 	}
 	return nil
+}
+
+// stringID returns the number of s when it was written before; otherwise
+// it gives s the next number (f.nstr) and reports false.
+func (f *freezer) stringID(s string) (int, bool) {
+	if len(s) <= maxInterned {
+		id, ok := f.strs[s]
+		if !ok {
+			if f.strs == nil {
+				f.strs = make(map[string]int)
+			}
+			f.strs[s] = f.nstr
+		}
+		return id, ok
+	}
+	k := longString{unsafe.StringData(s), len(s)}
+	id, ok := f.long[k]
+	if !ok {
+		if f.long == nil {
+			f.long = make(map[longString]int)
+		}
+		f.long[k] = f.nstr
+	}
+	return id, ok
 }
 
 // table returns the number of src, numbering it (and its metatable) on first
