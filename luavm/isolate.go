@@ -13,7 +13,8 @@ import lua "github.com/yuin/gopher-lua"
 // _G, package.loaded, and every table that is a value of one of them when the
 // snapshot is taken, which covers the libraries (string, table, math, os,
 // coroutine, package, mcp), the modules the script required and the tables
-// it keeps in globals. Each is recorded shallowly: its metatable and its
+// it keeps in globals; and the metatables of mcp.null and of the array and
+// object markers, which every request can reach. Each is recorded shallowly: its metatable and its
 // key/value pairs. When the state comes back, a check compares them (a few
 // hundred map lookups for the standard libraries, only for the tables the
 // patched gopher-lua saw written to), and a change is undone.
@@ -91,6 +92,18 @@ func (v *vm) snapshotGlobals() *globals {
 	}
 	if mt, ok := v.L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
 		watch(mt)
+	}
+	// The tables Go lends to every request: the metatables of mcp.null and
+	// of the array and object markers (getmetatable reaches them), and ctx's.
+	for _, r := range v.mod.Roots() {
+		switch r := r.(type) {
+		case *lua.LTable:
+			watch(r)
+		case *lua.LUserData:
+			if mt, ok := r.Metatable.(*lua.LTable); ok {
+				watch(mt)
+			}
+		}
 	}
 	return g
 }

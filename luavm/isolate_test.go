@@ -30,6 +30,11 @@ local poisons = {
   numeric = function() _G[1] = "x"; string[5] = 1; math[true] = 1 end,
   many = function() for i = 1, 1000 do _G["g" .. i] = i end end,
   trim = function() string.trim = nil end,
+  markers = function()
+    getmetatable(mcp.array({})).__jsontype = "object"
+    getmetatable(mcp.object({})).__index = function() return "pwned" end
+    getmetatable(mcp.null).__tostring = function() return "pwned" end
+  end,
 }
 return {
   init = function() return { name = "iso", version = "1" }, { tools = {} }, {} end,
@@ -44,6 +49,7 @@ return {
       evil = tostring(package.loaded.evil), mode = CONFIG.mode, extra = tostring(CONFIG.extra),
       undefined = tostring(undefined_global), one = tostring(rawget(_G, 1)), s5 = tostring(string[5]),
       mtrue = tostring(math[true]), g1 = tostring(rawget(_G, "g1")), meta = tostring(getmetatable(_G)),
+      array = mcp.json_encode(mcp.array({})), field = tostring(mcp.object({}).any), null = tostring(mcp.null),
     })
   end,
 }
@@ -77,7 +83,7 @@ func TestStatelessIsolation(t *testing.T) {
 	}
 	for _, kind := range []string{
 		"global", "string_meta", "string_format", "remove", "loaded", "module_field",
-		"config", "metatable", "numeric", "many", "trim",
+		"config", "metatable", "numeric", "many", "trim", "markers",
 	} {
 		t.Run(kind, func(t *testing.T) {
 			logger, _ := newLogger()
