@@ -10,8 +10,9 @@ const maxKeptClones = 1024
 // Clone returns a deep copy of v inside this state, fully independent of v:
 // every table reachable from v (values, keys and nothing else) is copied.
 // Shared sub-tables stay shared and cycles stay cycles, so a backup restores
-// exactly the shape it copied. Metatables, functions, userdata (mcp.null
-// included) and threads are copied by reference. Non-table values are
+// exactly the shape it copied. A metatable is copied like any other table,
+// but the array and object markers; functions, userdata (mcp.null included)
+// and threads are copied by reference. Non-table values are
 // returned as they are. The walk is iterative: no depth limit applies.
 //
 // The error is always nil today; it is kept so that a size limit can be added
@@ -29,6 +30,9 @@ func (c *Codec) Clone(v lua.LValue) (lua.LValue, error) {
 		w := c.work[len(c.work)-1]
 		c.work = c.work[:len(c.work)-1]
 		dst := c.clones[w.src]
+		if mt, ok := w.src.Metatable.(*lua.LTable); ok && mt != c.arrayMeta && mt != c.objectMeta {
+			dst.Metatable = c.cloneTable(mt) // a table of the value: a write through it must not reach src
+		}
 		for i := 1; i <= w.n; i++ {
 			if v := w.src.RawGetInt(i); v != lua.LNil {
 				dst.RawSetInt(i, c.cloneValue(v))
@@ -75,9 +79,9 @@ func (c *Codec) cloneTable(src *lua.LTable) *lua.LTable {
 	from := len(c.ents)
 	c.ents = appendHash(c.ents, src, n)
 	dst := c.l.CreateTable(n, len(c.ents)-from)
-	dst.Metatable = src.Metatable
 	c.clones[src] = dst
 	c.work = append(c.work, cloneWork{src: src, n: n, from: from, to: len(c.ents)})
+	dst.Metatable = src.Metatable // a plain metatable is copied as dst is filled
 	return dst
 }
 

@@ -50,6 +50,9 @@ func TestCloneSharingAndCycles(t *testing.T) {
 		local shared = {n = 1}
 		local t = {a = shared, b = shared, f = print}
 		t.self = t
+		local mt = {n = 0}
+		t.obj = setmetatable({}, mt)
+		t.mt = mt
 		t.list = {shared, t}
 		t[shared] = "table key"
 		return t`)
@@ -70,6 +73,11 @@ func TestCloneSharingAndCycles(t *testing.T) {
 		assert(c.f == print, "functions by reference")
 		t.a.n = 2
 		assert(c.a.n == 1)
+		-- A metatable is a table of the value like any other: copied, and
+		-- shared where it was.
+		assert(getmetatable(c.obj) ~= t.mt and getmetatable(c.obj) == c.mt, "metatable copied")
+		getmetatable(c.obj).n = 1
+		assert(t.mt.n == 0)
 		return "ok"`); got != lua.LString("ok") {
 		t.Fatal(got)
 	}
