@@ -2,7 +2,8 @@
 -- LuaLS stubs for `local re = require("re")`, always available: regular expressions in Go's
 -- RE2 syntax (https://pkg.go.dev/regexp/syntax), linear in time on any input. Write patterns in
 -- long strings ([[\d+]]) to keep the backslashes. A pattern that does not compile (or is over
--- 16 KiB), or a subject over 16 MiB, is nil, message. Compiled patterns are cached.
+-- 16 KiB), or a subject over 16 MiB, is nil, message. Compiled patterns are cached. Time is linear
+-- in the subject times up to the pattern's size; a long search ends with its call's deadline.
 
 ---@class re
 local re = {}

@@ -2,7 +2,6 @@ package hostlib
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -42,21 +41,21 @@ var reModule = module{
 // bounded without bookkeeping (a script uses a handful of patterns).
 var reCache = struct {
 	sync.Mutex
-	m map[string]*regexp.Regexp
-}{m: make(map[string]*regexp.Regexp)}
+	m map[string]*pattern
+}{m: make(map[string]*pattern)}
 
 // compilePattern returns the compiled pattern, from the cache when it can.
-func compilePattern(pattern string) (*regexp.Regexp, error) {
-	if len(pattern) > maxRegexpLen {
+func compilePattern(src string) (*pattern, error) {
+	if len(src) > maxRegexpLen {
 		return nil, fmt.Errorf("re: pattern longer than %d bytes", maxRegexpLen)
 	}
 	reCache.Lock()
-	re := reCache.m[pattern]
+	p := reCache.m[src]
 	reCache.Unlock()
-	if re != nil {
-		return re, nil
+	if p != nil {
+		return p, nil
 	}
-	re, err := regexp.Compile(pattern)
+	p, err := newPattern(src)
 	if err != nil {
 		return nil, fmt.Errorf("re: %v", err)
 	}
@@ -64,25 +63,25 @@ func compilePattern(pattern string) (*regexp.Regexp, error) {
 	if len(reCache.m) >= reCacheSize {
 		clear(reCache.m)
 	}
-	reCache.m[pattern] = re
+	reCache.m[src] = p
 	reCache.Unlock()
-	return re, nil
+	return p, nil
 }
 
 // reArgs reads (pattern, s) and compiles the pattern; on failure it pushes
 // nil, message and returns nil.
-func reArgs(L *lua.LState) (*regexp.Regexp, string) {
-	pattern, s := L.CheckString(1), L.CheckString(2)
+func reArgs(L *lua.LState) (*pattern, string) {
+	src, s := L.CheckString(1), L.CheckString(2)
 	if len(s) > maxReInput {
 		fail(L, "re: input longer than %d bytes", maxReInput)
 		return nil, ""
 	}
-	re, err := compilePattern(pattern)
+	p, err := compilePattern(src)
 	if err != nil {
 		fail(L, "%v", err)
 		return nil, ""
 	}
-	return re, s
+	return p, s
 }
 
 // limitArg reads the optional count n at argument i: -1 (all, up to
@@ -122,11 +121,16 @@ func tooMany(L *lua.LState, n, got int, what string) bool {
 // re.match(pattern, s) -> the captures, or the whole match when the pattern
 // has no group; nil when it does not match. An unmatched group is "".
 func reMatch(_ *State, L *lua.LState) int {
-	re, s := reArgs(L)
-	if re == nil {
+	p, s := reArgs(L)
+	if p == nil {
 		return 2
 	}
-	m := re.FindStringSubmatch(s)
+	var m []string
+	if p.risky(L, s) {
+		m = submatches(s, p.index(L, s, 0))
+	} else {
+		m = p.re.FindStringSubmatch(s)
+	}
 	if m == nil {
 		L.Push(lua.LNil)
 		return 1
@@ -148,16 +152,16 @@ func reMatch(_ *State, L *lua.LState) int {
 // charged to the memory budget; its strings share the bytes of s.
 func reFindAll(_ *State, L *lua.LState) int {
 	n := limitArg(L, 3)
-	re, s := reArgs(L)
-	if re == nil {
+	p, s := reArgs(L)
+	if p == nil {
 		return 2
 	}
 	out := L.CreateTable(0, 0)
-	if re.NumSubexp() == 0 {
-		ms := re.FindAllString(s, searchLimit(n))
-		if tooMany(L, n, len(ms), "matches") {
-			return 2
-		}
+	ms := p.findAll(L, s, searchLimit(n))
+	if tooMany(L, n, len(ms), "matches") {
+		return 2
+	}
+	if groups := p.re.NumSubexp(); groups == 0 {
 		if err := keep(L, "re.find_all", len(ms)*sizeItem); err != nil {
 			return fail(L, "%v", err)
 		}
@@ -165,14 +169,10 @@ func reFindAll(_ *State, L *lua.LState) int {
 			if i%checkEvery == 0 {
 				checkContext(L)
 			}
-			out.Append(lua.LString(m))
+			out.Append(lua.LString(m[0]))
 		}
 	} else {
-		ms := re.FindAllStringSubmatch(s, searchLimit(n))
-		if tooMany(L, n, len(ms), "matches") {
-			return 2
-		}
-		if err := keep(L, "re.find_all", len(ms)*(sizeList+re.NumSubexp()*sizeItem)); err != nil {
+		if err := keep(L, "re.find_all", len(ms)*(sizeList+groups*sizeItem)); err != nil {
 			return fail(L, "%v", err)
 		}
 		for i, m := range ms {
@@ -198,15 +198,15 @@ func reFindAll(_ *State, L *lua.LState) int {
 // only when that fits the memory budget.
 func reReplace(_ *State, L *lua.LState) int {
 	repl := L.CheckString(3)
-	re, s := reArgs(L)
-	if re == nil {
+	p, s := reArgs(L)
+	if p == nil {
 		return 2
 	}
-	if size, ok := replacedSize(L, re, s, repl); !ok {
+	if size, ok := replacedSize(L, p, s, repl); !ok {
 		checkContext(L)
 		return fail(L, "%v", budgetError(L, "re.replace", size))
 	}
-	out := re.ReplaceAllString(s, repl)
+	out := p.replace(L, s, repl)
 	if err := keep(L, "re.replace", len(out)); err != nil {
 		return fail(L, "%v", err)
 	}
@@ -223,7 +223,7 @@ type stopSearch struct{}
 // capture lies within it). It reports whether that fits L's memory budget,
 // stopping at the match that takes it past the limit, or once the call is
 // cancelled.
-func replacedSize(L *lua.LState, re *regexp.Regexp, s, repl string) (size int64, fits bool) {
+func replacedSize(L *lua.LState, p *pattern, s, repl string) (size int64, fits bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(stopSearch); !ok {
@@ -235,16 +235,31 @@ func replacedSize(L *lua.LState, re *regexp.Regexp, s, repl string) (size int64,
 	dollars := int64(strings.Count(repl, "$"))
 	size = int64(len(s))
 	count := 0
-	re.ReplaceAllStringFunc(s, func(m string) string {
-		size += int64(len(repl)) + dollars*int64(len(m))
+	// add counts a match of n bytes, and reports whether to go on.
+	add := func(n int) bool {
+		size += int64(len(repl)) + dollars*int64(n)
 		count++
 		if pastLimit(L, size) {
-			panic(stopSearch{})
+			return false
 		}
 		if count%checkEvery == 0 {
 			if ctx := L.Context(); ctx != nil && ctx.Err() != nil {
-				panic(stopSearch{})
+				return false
 			}
+		}
+		return true
+	}
+	if p.risky(L, s) {
+		fits = true
+		p.each(L, s, -1, func(m []int) bool {
+			fits = add(m[1] - m[0])
+			return fits
+		})
+		return size, fits && room(L, size) >= size
+	}
+	p.re.ReplaceAllStringFunc(s, func(m string) string {
+		if !add(len(m)) {
+			panic(stopSearch{})
 		}
 		return ""
 	})
@@ -256,11 +271,11 @@ func replacedSize(L *lua.LState, re *regexp.Regexp, s, repl string) (size int64,
 // without it more than maxMatches pieces is nil, message.
 func reSplit(_ *State, L *lua.LState) int {
 	n := limitArg(L, 3)
-	re, s := reArgs(L)
-	if re == nil {
+	p, s := reArgs(L)
+	if p == nil {
 		return 2
 	}
-	parts := re.Split(s, searchLimit(n))
+	parts := p.split(L, s, searchLimit(n))
 	if tooMany(L, n, len(parts), "pieces") {
 		return 2
 	}
@@ -280,10 +295,14 @@ func reSplit(_ *State, L *lua.LState) int {
 
 // re.test(pattern, s) -> whether s has a match.
 func reTest(_ *State, L *lua.LState) int {
-	re, s := reArgs(L)
-	if re == nil {
+	p, s := reArgs(L)
+	if p == nil {
 		return 2
 	}
-	L.Push(lua.LBool(re.MatchString(s)))
+	if p.risky(L, s) {
+		L.Push(lua.LBool(p.index(L, s, 0) != nil))
+	} else {
+		L.Push(lua.LBool(p.re.MatchString(s)))
+	}
 	return 1
 }
