@@ -73,6 +73,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.IntFlag{Name: "max-sessions", Value: mcp.DefaultMaxSessions, Usage: "live sessions across all routes; an initialize past it gets 503"},
 					&cli.IntFlag{Name: "max-listens", Value: mcp.DefaultMaxListens, Usage: "open subscriptions/listen streams (2026-07-28) across all routes; a listen past it gets 503"},
 					&cli.IntFlag{Name: "max-stateless", Value: mcp.DefaultMaxStateless, Usage: "open requests served without a session (stateless routes, 2026-07-28) across all routes; one past it gets 503"},
+					&cli.IntFlag{Name: "max-connections", Usage: "open TCP connections; past it new ones wait for one to close. 0: three quarters of the open-file limit"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
 					&cli.StringFlag{Name: "state-key-file", Usage: "file holding the key (16 bytes or more) that signs the 2026-07-28 era's requestState; default: $" + stateKeyEnv + ", else random per process"},
 					envFileFlag(),
@@ -146,6 +147,9 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if n := c.Int("max-connections"); n < 0 {
+		return fmt.Errorf("--max-connections must be at least 1 (0: from the open-file limit), not %d", n)
+	}
 	memory := c.Int("memory-limit-mb")
 	if memory < 1 {
 		return fmt.Errorf("--memory-limit-mb must be at least 1, got %d", memory)
@@ -153,6 +157,7 @@ func serve(c *cli.Context) error {
 	srv, err := edge.Listen(edge.Config{
 		Addr: c.String("addr"), CertFile: c.String("tls-cert"), KeyFile: c.String("tls-key"), HTTP3: c.Bool("http3"),
 		Logger: logger, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+		MaxConnections: c.Int("max-connections"),
 	})
 	if err != nil {
 		return err

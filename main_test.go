@@ -84,6 +84,7 @@ func TestServeErrors(t *testing.T) {
 		{"max running", []string{"--dir", scripts, "--max-running", "-1"}, "--max-running must be at least 1"},
 		{"max sessions", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions must be at least 1"},
 		{"max listens", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-listens", "-1"}, "--max-listens must be at least 1"},
+		{"max connections", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-connections", "-1"}, "--max-connections must be at least 1"},
 		{"max stateless", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-stateless", "0"}, "--max-stateless must be at least 1"},
 		{"memory limit", []string{"--dir", scripts, "--memory-limit-mb", "0"}, "--memory-limit-mb must be at least 1"},
 		{"state key file missing", []string{"--dir", scripts, "--state-key-file", filepath.Join(empty, "absent.key")}, "--state-key-file"},

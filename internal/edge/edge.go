@@ -71,6 +71,9 @@ type Config struct {
 	// a TCP connection; IdleTimeout closes a connection that has had no
 	// request in flight for that long (every protocol). Zero: no bound.
 	ReadHeaderTimeout, IdleTimeout time.Duration
+	// MaxConnections caps the open TCP connections (limit.go); past it new
+	// ones wait. 0 means DefaultMaxConnections(); negative, no cap.
+	MaxConnections int
 }
 
 // protocols validates the TLS and HTTP/3 settings.
@@ -145,6 +148,12 @@ func Listen(cfg Config) (*Server, error) {
 	s.tcp, err = net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, err
+	}
+	if n := cfg.MaxConnections; n >= 0 {
+		if n == 0 {
+			n = DefaultMaxConnections()
+		}
+		s.tcp = newLimitListener(s.tcp, n, logger)
 	}
 	if protocols == HTTPS3 {
 		port := s.Port()

@@ -1,0 +1,85 @@
+package edge
+
+import (
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Each open TCP connection costs a file descriptor and about 11 KiB of
+// memory before it sends a byte (9,000 connections holding half a request
+// line took 100 MB), and net/http accepts as many as come. Past the process's
+// open-file limit every accept fails, and so does everything else that opens
+// a file: a script's fs and http calls, a reload's read of the script, the
+// cluster's connection to NATS. The listener therefore holds at most
+// Config.MaxConnections connections at once; past it, Accept waits for one
+// to close and new connections wait in the kernel's queue.
+
+// DefaultMaxConnections returns the cap used when Config.MaxConnections is 0:
+// three quarters of the process's open-file limit, so that a quarter stays
+// for everything else, and at least 64.
+func DefaultMaxConnections() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
+		return 1 << 16
+	}
+	return max(64, int(rl.Cur)*3/4)
+}
+
+// limitListener accepts at most cap(slots) connections at once.
+type limitListener struct {
+	net.Listener
+	slots  chan struct{} // one element per open connection
+	closed chan struct{} // closed by Close: a waiting Accept returns
+	once   sync.Once
+	logger *slog.Logger
+	warned time.Time // last "at capacity" warning; Accept's goroutine only
+}
+
+func newLimitListener(l net.Listener, n int, logger *slog.Logger) *limitListener {
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), closed: make(chan struct{}), logger: logger}
+}
+
+// Accept waits for a free slot, then for a connection.
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		if now := time.Now(); now.Sub(l.warned) >= time.Minute {
+			l.warned = now
+			l.logger.Warn("at the connection cap: new connections wait for open ones to close", "max_connections", cap(l.slots))
+		}
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.closed:
+			return nil, net.ErrClosed
+		}
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, l: l}, nil
+}
+
+// Close closes the listener and ends a waiting Accept.
+func (l *limitListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// limitConn gives its slot back when it is closed, once.
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { <-c.l.slots })
+	return err
+}
