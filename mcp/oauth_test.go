@@ -192,3 +192,40 @@ func TestStatelessClientAnswerOnlyFromCaller(t *testing.T) {
 		})
 	}
 }
+
+// TestStatelessPendingShareOfASubject: on a stateless route with oauth, one
+// token subject's requests to its client take at most an eighth of the
+// route's places, so that its calls cannot hold them all and leave every
+// other subject's elicitation failing at once.
+func TestStatelessPendingShareOfASubject(t *testing.T) {
+	f := newFakeServer()
+	opts := mcp.Options{Path: "/mcp", Sessions: false, Verifier: fakeVerifier{}, OAuth: &mcp.OAuth{
+		Issuer: "https://as.example", Audience: "https://mcp.example/mcp"}}
+	rt := newRoute(t, f, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"elicit","arguments":{}}}`
+	first := func(who string) map[string]any {
+		s := rt.stream(ctx, "", call, "Authorization: Bearer tok-"+who)
+		t.Cleanup(s.close)
+		return s.nextEvent().msg()
+	}
+	for i := range 128 {
+		if m := first("bob"); m["method"] != "elicitation/create" {
+			t.Fatalf("bob's elicitation %d: %v", i+1, m)
+		}
+	}
+	// The 129th fails at once: a plain answer, not a stream with a request.
+	resp := rt.open(ctx, http.MethodPost, call, "Authorization: Bearer tok-bob")
+	if resp.Header.Get("Content-Type") == "text/event-stream" {
+		resp.Body.Close()
+		t.Fatal("bob's 129th elicitation was sent: one subject can take every place")
+	}
+	if r := readReply(t, resp); r.errorCode() != mcp.CodeInternalError {
+		t.Errorf("bob's 129th call: %d %s", r.status, r.body)
+	}
+	resp.Body.Close()
+	if m := first("alice"); m["method"] != "elicitation/create" {
+		t.Fatalf("alice's elicitation beside bob's: %v", m)
+	}
+}

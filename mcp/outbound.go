@@ -12,8 +12,13 @@ import (
 )
 
 // maxPendingRequests bounds the requests to the client awaiting an answer,
-// per session (or per route in stateless mode).
-const maxPendingRequests = 1024
+// per session (or per route in stateless mode), and maxPendingPerOwner
+// those of one token subject in a route's table: one subject's calls cannot
+// take every place and leave the others' elicitations failing.
+const (
+	maxPendingRequests = 1024
+	maxPendingPerOwner = maxPendingRequests / 8
+)
 
 var (
 	errStreamClosed    = errors.New("mcp: the call's stream to the client is closed")
@@ -73,6 +78,8 @@ type clientAnswer struct {
 type pendingTable struct {
 	mu sync.Mutex
 	m  map[string]pendingRequest
+	// owned counts the entries of each non-empty owner.
+	owned map[string]int
 }
 
 // pendingRequest is one request to a client awaiting its answer.
@@ -89,20 +96,38 @@ type pendingRequest struct {
 func (t *pendingTable) add(key, owner string, ch chan clientAnswer) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.m) >= maxPendingRequests {
+	if len(t.m) >= maxPendingRequests || (owner != "" && t.owned[owner] >= maxPendingPerOwner) {
 		return false
 	}
 	if t.m == nil {
 		t.m = make(map[string]pendingRequest)
 	}
 	t.m[key] = pendingRequest{ch: ch, owner: owner}
+	if owner != "" {
+		if t.owned == nil {
+			t.owned = make(map[string]int)
+		}
+		t.owned[owner]++
+	}
 	return true
 }
 
 func (t *pendingTable) remove(key string) {
 	t.mu.Lock()
-	delete(t.m, key)
+	if p, ok := t.m[key]; ok {
+		t.deleteLocked(key, p.owner)
+	}
 	t.mu.Unlock()
+}
+
+// deleteLocked removes the entry key of owner.
+func (t *pendingTable) deleteLocked(key, owner string) {
+	delete(t.m, key)
+	if owner != "" {
+		if t.owned[owner]--; t.owned[owner] == 0 {
+			delete(t.owned, owner)
+		}
+	}
 }
 
 // resolve hands a to the request waiting under key for an answer from
@@ -113,7 +138,7 @@ func (t *pendingTable) resolve(key, owner string, a clientAnswer) bool {
 	p, ok := t.m[key]
 	ok = ok && p.owner == owner
 	if ok {
-		delete(t.m, key)
+		t.deleteLocked(key, owner)
 	}
 	t.mu.Unlock()
 	if ok {
