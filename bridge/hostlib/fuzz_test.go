@@ -1,6 +1,7 @@
 package hostlib
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -112,6 +113,24 @@ func FuzzRe(f *testing.F) {
 		}
 		if parts, ok := call(t, L, "re", "split", lp, ls, lua.LNumber(10))[0].(*lua.LTable); !ok || parts.Len() > 10 {
 			t.Fatalf("split(%q, %q, 10) = %v", pattern, s, parts)
+		}
+		// The searches that watch the call's context find what regexp finds.
+		p, err := newPattern(pattern)
+		if err != nil {
+			t.Fatalf("newPattern(%q): %v", pattern, err)
+		}
+		saved := riskyWork
+		riskyWork = -1
+		defer func() { riskyWork = saved }()
+		L.SetContext(context.Background())
+		if got, want := p.findAll(L, s, 10), re.FindAllStringSubmatch(s, 10); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("watched find_all(%q, %q) = %q, regexp %q", pattern, s, got, want)
+		}
+		if got, want := p.split(L, s, 10), re.Split(s, 10); !slices.Equal(got, want) {
+			t.Fatalf("watched split(%q, %q) = %q, regexp %q", pattern, s, got, want)
+		}
+		if got, want := p.replace(L, s, "<$1>"), re.ReplaceAllString(s, "<$1>"); got != want {
+			t.Fatalf("watched replace(%q, %q) = %q, regexp %q", pattern, s, got, want)
 		}
 	})
 }

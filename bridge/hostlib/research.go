@@ -5,6 +5,7 @@ import (
 	"io"
 	"regexp"
 	"regexp/syntax"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -39,7 +40,11 @@ type pattern struct {
 	// after is `(?s:.)(src)`, compiled on first need (afterPattern): a
 	// search resumed at pos > 0 reads from the rune before pos, so that
 	// src's assertions (^, \b, (?m)^) see the text before pos, and the
-	// leading `.` keeps the match from starting before pos.
+	// leading `.` keeps the match from starting before pos. inner is src as
+	// it goes in the group: src itself, or, when src may hold a \Q that
+	// runs to its end (and would quote the group's ")"), the parsed
+	// pattern written back without it.
+	inner     string
 	afterOnce sync.Once
 	after     *regexp.Regexp
 	afterErr  error
@@ -61,7 +66,11 @@ func newPattern(src string) (*pattern, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pattern{re: re, src: src, insts: len(prog.Inst)}, nil
+	inner := src
+	if strings.Contains(src, `\Q`) {
+		inner = parsed.String()
+	}
+	return &pattern{re: re, src: src, inner: inner, insts: len(prog.Inst)}, nil
 }
 
 // risky reports whether a search of s may run long enough that it must
@@ -71,7 +80,7 @@ func (p *pattern) risky(L *lua.LState, s string) bool {
 }
 
 func (p *pattern) afterPattern() (*regexp.Regexp, error) {
-	p.afterOnce.Do(func() { p.after, p.afterErr = regexp.Compile(`(?s:.)(` + p.src + `)`) })
+	p.afterOnce.Do(func() { p.after, p.afterErr = regexp.Compile(`(?s:.)(` + p.inner + `)`) })
 	return p.after, p.afterErr
 }
 

@@ -24,7 +24,7 @@ func TestWatchedSearchesMatchRegexp(t *testing.T) {
 	patterns := []string{
 		``, `a`, `a*`, `a?`, `x*`, `\b`, `\B`, `\bw\w*`, `^`, `$`, `^a`, `(?m)^\w+`, `(?m)$`,
 		`(a)|(b)`, `(?P<k>\w+)=(?P<v>\w*)`, `(a*)(b?)`, `\s+`, `.`, `(?s).`, `[^,]*`, `,`,
-		`(?i)é+`, `\A|\z`, `a|`, `|a`, `\d+(\.\d+)?`,
+		`(?i)é+`, `\A|\z`, `a|`, `|a`, `\d+(\.\d+)?`, `\Q`, `a\Q)(`, `\Qa,\E|b`,
 	}
 	subjects := []string{
 		"", "a", "aaa", "abab", "word, other word", "k=v, k2=, =x", "\n\nline1\nline2\n",
