@@ -149,11 +149,12 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := cfg.MaxConnections; n >= 0 {
-		if n == 0 {
-			n = DefaultMaxConnections()
-		}
-		s.tcp = newLimitListener(s.tcp, n, logger)
+	maxConns := cfg.MaxConnections
+	if maxConns == 0 {
+		maxConns = DefaultMaxConnections()
+	}
+	if maxConns > 0 {
+		s.tcp = newLimitListener(s.tcp, maxConns, logger)
 	}
 	if protocols == HTTPS3 {
 		port := s.Port()
@@ -168,6 +169,11 @@ func Listen(cfg Config) (*Server, error) {
 			QUICConfig:  &quic.Config{KeepAlivePeriod: quicKeepAlive},
 			IdleTimeout: cfg.IdleTimeout,
 			Logger:      logger,
+		}
+		if maxConns > 0 {
+			q := &quicLimit{max: int64(maxConns), conf: s.h3.QUICConfig.Clone(), logger: logger}
+			s.h3.QUICConfig.GetConfigForClient = q.allow
+			s.h3.ConnContext = q.opened
 		}
 		// One day: long enough to matter, short enough that a server that
 		// drops --http3 is not tried for long.

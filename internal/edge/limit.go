@@ -1,11 +1,16 @@
 package edge
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/quic-go/quic-go"
 )
 
 // Each open TCP connection costs a file descriptor and about 11 KiB of
@@ -15,7 +20,9 @@ import (
 // a file: a script's fs and http calls, a reload's read of the script, the
 // cluster's connection to NATS. The listener therefore holds at most
 // Config.MaxConnections connections at once; past it, Accept waits for one
-// to close and new connections wait in the kernel's queue.
+// to close and new connections wait in the kernel's queue. HTTP/3
+// connections share the UDP socket and cost no descriptor, but memory each:
+// past the same cap of them a new one is refused (quicLimit).
 
 // DefaultMaxConnections returns the cap used when Config.MaxConnections is 0:
 // three quarters of the process's open-file limit, so that a quarter stays
@@ -82,4 +89,36 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { <-c.l.slots })
 	return err
+}
+
+// quicLimit caps the established HTTP/3 connections: quic-go asks
+// allow before a connection's handshake, and opened counts a connection
+// once http3 serves it, until it closes. Handshakes under way are not
+// counted (quic-go bounds them itself), so the cap is approximate by those.
+type quicLimit struct {
+	max    int64
+	open   atomic.Int64
+	conf   *quic.Config // what allow hands back: the server's own
+	logger *slog.Logger
+	warned atomic.Int64 // unix seconds of the last "at capacity" warning
+}
+
+var errQUICCapacity = errors.New("at the connection cap")
+
+// allow is quic.Config.GetConfigForClient.
+func (q *quicLimit) allow(*quic.ClientInfo) (*quic.Config, error) {
+	if q.open.Load() >= q.max {
+		if now, last := time.Now().Unix(), q.warned.Load(); now-last >= 60 && q.warned.CompareAndSwap(last, now) {
+			q.logger.Warn("at the connection cap: new HTTP/3 connections are refused", "max_connections", q.max)
+		}
+		return nil, errQUICCapacity
+	}
+	return q.conf, nil
+}
+
+// opened is http3.Server.ConnContext.
+func (q *quicLimit) opened(ctx context.Context, c *quic.Conn) context.Context {
+	q.open.Add(1)
+	context.AfterFunc(c.Context(), func() { q.open.Add(-1) })
+	return ctx
 }

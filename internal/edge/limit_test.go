@@ -2,12 +2,19 @@ package edge
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 )
 
 // TestConnectionCap: with MaxConnections open connections, a new one is not
@@ -79,5 +86,58 @@ func TestConnectionCap(t *testing.T) {
 func TestDefaultMaxConnections(t *testing.T) {
 	if n := DefaultMaxConnections(); n < 64 {
 		t.Errorf("DefaultMaxConnections() = %d", n)
+	}
+}
+
+// TestHTTP3ConnectionCap: past MaxConnections established HTTP/3
+// connections a new one is refused; once one closes, a new one is served.
+func TestHTTP3ConnectionCap(t *testing.T) {
+	const cap = 2
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	pool := x509.NewCertPool()
+	pool.AddCert(writeCert(t, "h3", certFile, keyFile))
+	s, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, HTTP3: true, MaxConnections: cap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	go s.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	url := "https://127.0.0.1:" + strconv.Itoa(s.Port()) + "/"
+	// get makes a request on a connection of its own (a Transport each).
+	get := func() (*http3.Transport, error) {
+		tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, QUICConfig: &quic.Config{HandshakeIdleTimeout: time.Second}}
+		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(url)
+		if err != nil {
+			tr.Close()
+			return nil, err
+		}
+		resp.Body.Close()
+		return tr, nil
+	}
+	var open []*http3.Transport
+	for range cap {
+		tr, err := get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		open = append(open, tr)
+	}
+	if tr, err := get(); err == nil {
+		tr.Close()
+		t.Fatal("a connection past the cap was served")
+	}
+	open[0].Close()
+	var served bool
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); { // liveness bound only
+		if tr, err := get(); err == nil {
+			tr.Close()
+			served = true
+			break
+		}
+	}
+	if !served {
+		t.Fatal("no connection served once one closed")
 	}
 }
