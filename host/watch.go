@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"io/fs"
 	"maps"
 	"os"
@@ -86,6 +87,18 @@ func (w *watcher) loop(h *Host) {
 				return
 			}
 			h.logger.Warn("watching the scripts folder", "err", err)
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				// The kernel dropped events: which files changed, and which
+				// new folders need a watch, is unknown. Watch the tree again
+				// and have apply look at everything (the folder's own path
+				// stands for all of it).
+				_ = w.addTree(h.cfg.Dir)
+				if len(pending) == 0 {
+					first = time.Now()
+				}
+				pending[h.cfg.Dir] = struct{}{}
+				timer.Reset(h.cfg.Debounce)
+			}
 		case ev, ok := <-w.fsw.Events:
 			if !ok {
 				return
@@ -134,7 +147,9 @@ func (w *watcher) relevant(ev fsnotify.Event) bool {
 // apply brings the mounts in line with a batch of changed paths. A server
 // file is mounted, reloaded or unmounted; any other path is a module (or a
 // folder of modules): every script that required it reloads, and every
-// script that failed to load is tried again. The work runs in the
+// script that failed to load is tried again. The scripts folder itself (sent
+// after lost events) stands for every file in it: each server file is looked
+// at, and each script that required a module reloads. The work runs in the
 // background (Host.change): a script that loops while it loads delays only
 // itself, never the watcher or the files that follow.
 func (h *Host) apply(paths []string) {
@@ -148,6 +163,11 @@ func (h *Host) apply(paths []string) {
 	for _, p := range paths {
 		rel, err := filepath.Rel(h.cfg.Dir, p)
 		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		if rel == "." {
+			h.rescan(files)
+			modules = append(modules, "")
 			continue
 		}
 		if filepath.Dir(rel) == "." && strings.HasSuffix(rel, ".lua") {
@@ -197,14 +217,37 @@ func (h *Host) changed(before uint64) {
 }
 
 // dependsOn reports whether one of the files required is, or lies under,
-// one of the changed paths.
+// one of the changed paths ("" is the whole folder).
 func dependsOn(required, changed []string) bool {
 	for _, f := range required {
 		for _, c := range changed {
-			if f == c || strings.HasPrefix(f, c+"/") {
+			if c == "" || f == c || strings.HasPrefix(f, c+"/") {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// rescan adds to files every server file in the folder and every mounted
+// one, unforced: plan mounts the new, unmounts the gone and reloads those
+// whose content changed. It runs with h.mu held.
+func (h *Host) rescan(files map[string]bool) {
+	entries, err := os.ReadDir(h.cfg.Dir)
+	if err != nil {
+		h.logger.Warn("rescanning the scripts folder", "err", err)
+	}
+	for _, e := range entries {
+		if isServerFile(e) {
+			p := filepath.Join(h.cfg.Dir, e.Name())
+			if _, ok := files[p]; !ok {
+				files[p] = false
+			}
+		}
+	}
+	for file := range h.mounts {
+		if _, ok := files[file]; !ok {
+			files[file] = false
+		}
+	}
 }
