@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -24,9 +25,10 @@ const maxDebounceFactor = 10
 // A watcher turns file events in the scripts folder, and its sub-folders,
 // into batches for Host.apply.
 type watcher struct {
-	fsw  *fsnotify.Watcher
-	quit chan struct{}
-	done chan struct{}
+	fsw    *fsnotify.Watcher
+	quit   chan struct{}
+	done   chan struct{}
+	logger *slog.Logger
 }
 
 // watch starts watching the scripts folder and every sub-folder in it.
@@ -35,7 +37,7 @@ func (h *Host) watch() (*watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &watcher{fsw: fsw, quit: make(chan struct{}), done: make(chan struct{})}
+	w := &watcher{fsw: fsw, quit: make(chan struct{}), done: make(chan struct{}), logger: h.logger}
 	if err := w.addTree(h.cfg.Dir); err != nil {
 		fsw.Close()
 		return nil, err
@@ -61,6 +63,15 @@ func (w *watcher) addTree(dir string) error {
 		}
 		return w.fsw.Add(path)
 	})
+}
+
+// rewatch watches dir and the folders under it once the watcher runs: a
+// failure (the system's limit of watches reached: ENOSPC) is logged, since
+// edits under the folders it missed go unseen.
+func (w *watcher) rewatch(dir string) {
+	if err := w.addTree(dir); err != nil {
+		w.logger.Warn("watching a folder of the scripts folder failed: edits under it go unseen until a restart", "dir", dir, "err", err)
+	}
 }
 
 func (w *watcher) stop() {
@@ -92,7 +103,7 @@ func (w *watcher) loop(h *Host) {
 				// new folders need a watch, is unknown. Watch the tree again
 				// and have apply look at everything (the folder's own path
 				// stands for all of it).
-				_ = w.addTree(h.cfg.Dir)
+				w.rewatch(h.cfg.Dir)
 				if len(pending) == 0 {
 					first = time.Now()
 				}
@@ -133,7 +144,7 @@ func (w *watcher) relevant(ev fsnotify.Event) bool {
 	}
 	if ev.Has(fsnotify.Create) {
 		if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
-			_ = w.addTree(ev.Name)
+			w.rewatch(ev.Name)
 			return true
 		}
 	}
