@@ -39,6 +39,12 @@ func (leanSession) CallTool(ctx context.Context, call *mcp.Call, name string, ar
 	return leanResult, nil
 }
 
+// Tools lists the one tool, without x-mcp-header: the route checks a
+// 2026-07-28 call's headers until it has seen a listing.
+func (leanSession) Tools(context.Context) ([]mcp.Item, error) {
+	return []mcp.Item{{Key: "add", JSON: json.RawMessage(`{"name":"add","inputSchema":{"type":"object"}}`)}}, nil
+}
+
 func (leanSession) Channels(context.Context) ([]string, error) { return nil, nil }
 func (leanSession) Close(string)                               {}
 

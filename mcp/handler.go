@@ -452,7 +452,7 @@ func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 	b := getBuf()
 	defer putBuf(b)
 	buf := *b
-	lr := io.LimitReader(r.Body, max+1)
+	lr := io.LimitedReader{R: r.Body, N: max + 1} // a value: no allocation
 	for {
 		if len(buf) == cap(buf) {
 			// Doubling keeps the copies of a body of n bytes under 2n; the
