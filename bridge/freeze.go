@@ -174,22 +174,20 @@ func (f *freezer) value(v lua.LValue, parent int, key lua.LValue) *pathError {
 // it gives s the next number (f.nstr) and reports false.
 func (f *freezer) stringID(s string) (int, bool) {
 	if len(s) <= maxInterned {
-		id, ok := f.strs[s]
-		if !ok {
-			if f.strs == nil {
-				f.strs = make(map[string]int)
-			}
-			f.strs[s] = f.nstr
-		}
-		return id, ok
+		return number(&f.strs, s, f.nstr)
 	}
-	k := longString{unsafe.StringData(s), len(s)}
-	id, ok := f.long[k]
+	return number(&f.long, longString{unsafe.StringData(s), len(s)}, f.nstr)
+}
+
+// number returns the number *m gave k, or gives k the number next (making
+// the map on first use) and reports false.
+func number[K comparable](m *map[K]int, k K, next int) (int, bool) {
+	id, ok := (*m)[k]
 	if !ok {
-		if f.long == nil {
-			f.long = make(map[longString]int)
+		if *m == nil {
+			*m = make(map[K]int)
 		}
-		f.long[k] = f.nstr
+		(*m)[k] = next
 	}
 	return id, ok
 }

@@ -3,6 +3,8 @@ package luavm
 import (
 	"sync"
 	"time"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // A client can make a buggy script crash at request rate (a tool that
@@ -28,13 +30,7 @@ type crashLog struct {
 	mu sync.Mutex
 	// places maps "callback\x00position" to its throttle. Invariant: at
 	// most maxCrashPlaces entries, plus the overflow place "".
-	places map[string]*crashPlace
-}
-
-// crashPlace is the throttle of one place.
-type crashPlace struct {
-	next time.Time // when the next crash of this place is logged
-	held int       // crashes held back since the last line
+	places map[string]*logcap.Throttle
 }
 
 // allow reports whether a crash of place at now is logged and, if so, how
@@ -45,7 +41,7 @@ func (l *crashLog) allow(place string, now time.Time) (ok bool, held int) {
 	p := l.places[place]
 	if p == nil {
 		if l.places == nil {
-			l.places = make(map[string]*crashPlace)
+			l.places = make(map[string]*logcap.Throttle)
 		}
 		if len(l.places) >= maxCrashPlaces {
 			l.forgetQuiet(now)
@@ -55,24 +51,18 @@ func (l *crashLog) allow(place string, now time.Time) (ok bool, held int) {
 			p = l.places[place]
 		}
 		if p == nil {
-			p = new(crashPlace)
+			p = new(logcap.Throttle)
 			l.places[place] = p
 		}
 	}
-	if now.Before(p.next) {
-		p.held++
-		return false, 0
-	}
-	held, p.held = p.held, 0
-	p.next = now.Add(crashLogEvery)
-	return true, held
+	return p.Allow(now, crashLogEvery)
 }
 
 // forgetQuiet drops the places whose window has passed with nothing held
 // back: forgetting them loses no count.
 func (l *crashLog) forgetQuiet(now time.Time) {
 	for k, p := range l.places {
-		if k != "" && p.held == 0 && !now.Before(p.next) {
+		if k != "" && p.Quiet(now) {
 			delete(l.places, k)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // Handler serves one MCP route: JSON-RPC over Streamable HTTP (POST, and GET
@@ -64,7 +66,7 @@ type Handler struct {
 
 	// Space the warnings any client can trigger at will (warnThrottled):
 	// forwards without a valid signature, answers to no request.
-	badForwardWarn, badResponseWarn logThrottle
+	badForwardWarn, badResponseWarn logcap.Throttle
 }
 
 // NewHandler returns the handler of one route served by srv. A nil hub gets
@@ -987,8 +989,8 @@ func (h *Handler) warnAtCap(q *quota, gate Gate, method string) {
 // warnThrottled logs a warning a client can trigger at will through t: the
 // first at once, then at most one per refusalLogEvery, which counts the
 // ones not logged since the last.
-func (h *Handler) warnThrottled(t *logThrottle, msg string, args ...any) {
-	if ok, held := t.allow(time.Now(), refusalLogEvery); ok {
+func (h *Handler) warnThrottled(t *logcap.Throttle, msg string, args ...any) {
+	if ok, held := t.Allow(time.Now(), refusalLogEvery); ok {
 		h.log.Warn(msg, append(args, "unlogged_since_last", held)...)
 	}
 }

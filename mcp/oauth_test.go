@@ -36,6 +36,16 @@ func oauthOptions() mcp.Options {
 	}}
 }
 
+// statelessOAuthOptions is a stateless route whose callers are told apart
+// by their tokens' subjects.
+func statelessOAuthOptions() mcp.Options {
+	return mcp.Options{Path: "/mcp", Sessions: false, Verifier: fakeVerifier{}, OAuth: &mcp.OAuth{
+		Issuer: "https://as.example", Audience: "https://mcp.example/mcp"}}
+}
+
+// elicitCall calls the fake tool that asks its client a question.
+const elicitCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"elicit","arguments":{}}}`
+
 func TestOAuthGate(t *testing.T) {
 	var seen *mcp.AuthInfo
 	opts := oauthOptions()
@@ -140,16 +150,14 @@ func TestStatelessClientAnswerOnlyFromCaller(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeServer()
-			opts := mcp.Options{Path: "/mcp", Sessions: false, Verifier: fakeVerifier{}, OAuth: &mcp.OAuth{
-				Issuer: "https://as.example", Audience: "https://mcp.example/mcp"}}
+			opts := statelessOAuthOptions()
 			rt := newRoute(t, f, opts)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"elicit","arguments":{}}}`
-			bs := rt.stream(ctx, "", call, "Authorization: Bearer tok-bob")
+			bs := rt.stream(ctx, "", elicitCall, "Authorization: Bearer tok-bob")
 			defer bs.close()
 			bobID, _ := bs.nextEvent().msg()["id"].(string)
-			as := rt.stream(ctx, "", call, "Authorization: Bearer tok-alice")
+			as := rt.stream(ctx, "", elicitCall, "Authorization: Bearer tok-alice")
 			defer as.close()
 			aliceID, _ := as.nextEvent().msg()["id"].(string)
 			if bobID == "" || aliceID == "" || bobID == aliceID {
@@ -199,14 +207,12 @@ func TestStatelessClientAnswerOnlyFromCaller(t *testing.T) {
 // other subject's elicitation failing at once.
 func TestStatelessPendingShareOfASubject(t *testing.T) {
 	f := newFakeServer()
-	opts := mcp.Options{Path: "/mcp", Sessions: false, Verifier: fakeVerifier{}, OAuth: &mcp.OAuth{
-		Issuer: "https://as.example", Audience: "https://mcp.example/mcp"}}
+	opts := statelessOAuthOptions()
 	rt := newRoute(t, f, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"elicit","arguments":{}}}`
 	first := func(who string) map[string]any {
-		s := rt.stream(ctx, "", call, "Authorization: Bearer tok-"+who)
+		s := rt.stream(ctx, "", elicitCall, "Authorization: Bearer tok-"+who)
 		t.Cleanup(s.close)
 		return s.nextEvent().msg()
 	}
@@ -216,7 +222,7 @@ func TestStatelessPendingShareOfASubject(t *testing.T) {
 		}
 	}
 	// The 129th fails at once: a plain answer, not a stream with a request.
-	resp := rt.open(ctx, http.MethodPost, call, "Authorization: Bearer tok-bob")
+	resp := rt.open(ctx, http.MethodPost, elicitCall, "Authorization: Bearer tok-bob")
 	if resp.Header.Get("Content-Type") == "text/event-stream" {
 		resp.Body.Close()
 		t.Fatal("bob's 129th elicitation was sent: one subject can take every place")

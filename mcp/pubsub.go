@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // A Subscriber receives the encoded notifications published on the channels
@@ -137,7 +139,7 @@ type quota struct {
 	n   atomic.Int64
 	max atomic.Int64 // 0 = unlimited
 	// warned spaces the log lines of its refusals (Handler.warnAtCap).
-	warned logThrottle
+	warned logcap.Throttle
 }
 
 // take counts one more holder; false at the cap. A holder gives its place

@@ -7,6 +7,10 @@
 // [String] cuts one value; [Handler] cuts every attribute of every record
 // that passes through it. luavm and host wrap the loggers they are given, so
 // whatever a script or a client makes them log is bounded, whoever logs it.
+//
+// [Throttle] bounds the rate instead: a kind of line a client can trigger at
+// will is logged at most once per interval, with the count of those held
+// back.
 package logcap
 
 import (
