@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // A Cluster joins a [Hub] to the other processes ("nodes") serving the same
@@ -137,9 +138,58 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	fr.Header = r.Header.Clone()
 	signForward(fr.Header, h.hub.stateKey(), c.NodeID(), r, now())
 	h.forwarded(ForwardedOut)
-	c.Forward(w, fr, node)
+	bw := &boundedWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: h.opts.WriteTimeout}
+	c.Forward(bw, fr, node)
+	if bw.pending && r.ProtoMajor == 1 {
+		// What the answer left in the connection's buffer goes now, under
+		// the bound, not when the handler returns, under none.
+		_ = bw.FlushError()
+	}
 	return true
 }
+
+// boundedWriter bounds each write of a forwarded answer to the client by
+// timeout, as [sink] bounds the transport's own: a client that stops reading
+// a forwarded stream has it cut (the write fails, the forward ends), rather
+// than holding the forward, its connection and one to the owner for ever.
+// Between writes no deadline is set: a stream may be silent for long.
+type boundedWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	// pending is set when bytes were written since the last flush: they
+	// may wait in the connection's buffer. (A flush with nothing written
+	// would commit an answer without a length to chunked encoding.)
+	pending bool
+}
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	_ = b.rc.SetWriteDeadline(time.Now().Add(b.timeout))
+	n, err := b.ResponseWriter.Write(p)
+	if err == nil {
+		_ = b.rc.SetWriteDeadline(time.Time{})
+	}
+	b.pending = b.pending || n > 0
+	return n, err
+}
+
+// FlushError is what [http.ResponseController.Flush] calls.
+func (b *boundedWriter) FlushError() error {
+	_ = b.rc.SetWriteDeadline(time.Now().Add(b.timeout))
+	err := b.rc.Flush()
+	if err == nil {
+		_ = b.rc.SetWriteDeadline(time.Time{})
+		b.pending = false
+	}
+	return err
+}
+
+// Flush implements [http.Flusher].
+func (b *boundedWriter) Flush() { _ = b.FlushError() }
+
+// Unwrap lets an [http.ResponseController] reach the writer's other
+// methods.
+func (b *boundedWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 
 // remotePush is a Notify or Log for a session of another node, as sent
 // through Cluster.Send.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -29,6 +30,8 @@ type fakeCluster struct {
 	forwarded []string
 	bodies    []string // each forwarded POST's body, as Forward got it
 	deliver   func([]byte)
+	// flooded gets the error that ended a forwarded ?flood=1 stream.
+	flooded chan error
 }
 
 func (c *fakeCluster) NodeID() string { return c.id }
@@ -50,6 +53,21 @@ func (c *fakeCluster) Forward(w http.ResponseWriter, r *http.Request, node strin
 	c.mu.Unlock()
 	if p := c.peers[node]; p != nil && p.handler != nil {
 		p.handler.ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Query().Get("flood") != "" {
+		// A forwarded stream the owner keeps writing to until a write
+		// fails; the error goes to c.flooded.
+		w.WriteHeader(http.StatusOK)
+		chunk := bytes.Repeat([]byte("data: x\n\n"), 8<<10)
+		rc := http.NewResponseController(w)
+		var err error
+		for err == nil {
+			if _, err = w.Write(chunk); err == nil {
+				err = rc.Flush()
+			}
+		}
+		c.flooded <- err
 		return
 	}
 	if r.Method == http.MethodGet && r.URL.Query().Get("hold") != "" {
@@ -234,6 +252,32 @@ func TestClusterShutdownEndsForwardedStreams(t *testing.T) {
 	r := a.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, "Mcp-Session-Id: "+sid)
 	if r.status != http.StatusServiceUnavailable {
 		t.Errorf("a forward after Shutdown: status %d, want 503", r.status)
+	}
+}
+
+// TestClusterForwardSlowReader: the entry node's writes of a forwarded
+// answer are bounded by WriteTimeout, as its own are: a client that stops
+// reading a forwarded stream has it cut, and does not hold the forward (its
+// goroutine, the client's connection and one to the owner) for ever.
+func TestClusterForwardSlowReader(t *testing.T) {
+	ca := &fakeCluster{id: "a", peers: map[string]*fakeCluster{}, flooded: make(chan error, 1)}
+	a := newClusterRouteWith(t, ca, mcp.Options{Path: "/mcp", Sessions: true, WriteTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", a.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The client asks for the stream and never reads it.
+	sid := "b." + strings.Repeat("0", 32)
+	fmt.Fprintf(conn, "GET /mcp?flood=1 HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n",
+		a.srv.Listener.Addr(), sid)
+	select {
+	case err := <-ca.flooded:
+		if err == nil {
+			t.Fatal("the flood ended without an error")
+		}
+	case <-time.After(liveness):
+		t.Fatal("a forwarded stream nobody reads still writes after 10 s (WriteTimeout 200 ms)")
 	}
 }
 
