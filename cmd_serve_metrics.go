@@ -11,11 +11,20 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/internal/edge"
 	"github.com/luamcp/luamcp/internal/metrics"
 )
 
-// metricsWriteTimeout bounds one scrape's answer: /metrics is never a stream.
-const metricsWriteTimeout = 30 * time.Second
+const (
+	// metricsWriteTimeout bounds one scrape's answer: /metrics is never a
+	// stream.
+	metricsWriteTimeout = 30 * time.Second
+	// metricsMaxConnections caps the metrics listener's open connections:
+	// scrapers are few, and a flood of connections to it must not take the
+	// descriptors the MCP listener leaves for everything else
+	// (--max-connections); past it, new ones wait.
+	metricsMaxConnections = 64
+)
 
 // metricsFlag is serve's --metrics-addr.
 func metricsFlag() cli.Flag {
@@ -49,6 +58,7 @@ func listenMetrics(addr string, logger *slog.Logger) (*metricsServer, error) {
 	m := metrics.New()
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
+	ln = edge.LimitListener(ln, metricsMaxConnections, logger)
 	return &metricsServer{m: m, ln: ln, srv: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,

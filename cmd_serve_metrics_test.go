@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -85,5 +87,51 @@ func TestServeMetrics(t *testing.T) {
 	if resp, err := http.Get(scrape[1]); err == nil {
 		resp.Body.Close()
 		t.Error("the metrics listener is still open after serve ended")
+	}
+}
+
+// TestMetricsConnectionCap: the metrics listener holds at most
+// metricsMaxConnections connections; past it a scrape waits for one to
+// close, so that a flood of connections to it cannot take the process's
+// descriptors.
+func TestMetricsConnectionCap(t *testing.T) {
+	ms, err := listenMetrics("127.0.0.1:0", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.close()
+	go func() { _ = ms.srv.Serve(ms.ln) }()
+	url := "http://" + ms.ln.Addr().String() + "/metrics"
+	var idle []net.Conn
+	for range metricsMaxConnections {
+		c, err := net.Dial("tcp", ms.ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n")) // never finished
+		idle = append(idle, c)
+	}
+	scraped := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		scraped <- err
+	}()
+	select {
+	case err := <-scraped:
+		t.Fatalf("a scrape past the cap was served at once (err %v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	idle[0].Close()
+	select {
+	case err := <-scraped:
+		if err != nil {
+			t.Fatalf("the waiting scrape: %v", err)
+		}
+	case <-time.After(10 * time.Second): // liveness bound only
+		t.Fatal("the waiting scrape was not served once a connection closed")
 	}
 }

@@ -45,6 +45,13 @@ type limitListener struct {
 	warned time.Time // last "at capacity" warning; Accept's goroutine only
 }
 
+// LimitListener returns l holding at most n connections at once: past it,
+// Accept waits for one to close. The server's own listeners get theirs from
+// Config.MaxConnections; this is for the others (the metrics listener).
+func LimitListener(l net.Listener, n int, logger *slog.Logger) net.Listener {
+	return newLimitListener(l, n, logger)
+}
+
 func newLimitListener(l net.Listener, n int, logger *slog.Logger) *limitListener {
 	return &limitListener{Listener: l, slots: make(chan struct{}, n), closed: make(chan struct{}), logger: logger}
 }
