@@ -26,9 +26,16 @@ const maxDebounceFactor = 10
 // into batches for Host.apply.
 type watcher struct {
 	fsw    *fsnotify.Watcher
+	dir    string // the scripts folder, cleaned
 	quit   chan struct{}
 	done   chan struct{}
 	logger *slog.Logger
+	// linkDirs are the folders whose hidden entries may be the way of a
+	// link (links.go), mapped to true: the scripts folder, and the folders
+	// outside it that a server file's link leads through, watched too. A
+	// folder that could not be watched maps to false (tried once). Only
+	// watch, before the loop starts, and the loop touch it.
+	linkDirs map[string]bool
 }
 
 // watch starts watching the scripts folder and every sub-folder in it.
@@ -37,11 +44,14 @@ func (h *Host) watch() (*watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &watcher{fsw: fsw, quit: make(chan struct{}), done: make(chan struct{}), logger: h.logger}
+	dir := filepath.Clean(h.cfg.Dir)
+	w := &watcher{fsw: fsw, dir: dir, quit: make(chan struct{}), done: make(chan struct{}), logger: h.logger,
+		linkDirs: map[string]bool{dir: true}}
 	if err := w.addTree(h.cfg.Dir); err != nil {
 		fsw.Close()
 		return nil, err
 	}
+	w.links()
 	go w.loop(h)
 	return w, nil
 }
@@ -72,6 +82,30 @@ func (w *watcher) rewatch(dir string) {
 	if err := w.addTree(dir); err != nil {
 		w.logger.Warn("watching a folder of the scripts folder failed: edits under it go unseen until a restart", "dir", dir, "err", err)
 	}
+}
+
+// links returns the scripts folder's links, and watches the folders outside
+// it that a link leads through (the folder its text names, and the one its
+// target lies in), once each: the kernel reports edits there, and the swap
+// of a hidden link on the way, as it does in the scripts folder.
+func (w *watcher) links() []folderLink {
+	links := folderLinks(w.dir)
+	for _, l := range links {
+		if _, in := under(l.target, w.dir); in {
+			continue // the folder's own watches see it
+		}
+		for _, d := range []string{filepath.Dir(l.raw), filepath.Dir(l.target)} {
+			if _, tried := w.linkDirs[d]; tried {
+				continue
+			}
+			err := w.fsw.Add(d)
+			if err != nil {
+				w.logger.Warn("watching the folder a linked script leads to failed: edits there go unseen", "link", l.path, "dir", d, "err", err)
+			}
+			w.linkDirs[d] = err == nil
+		}
+	}
+	return links
 }
 
 func (w *watcher) stop() {
@@ -129,18 +163,27 @@ func (w *watcher) loop(h *Host) {
 		case <-timer.C:
 			paths := slices.Sorted(maps.Keys(pending))
 			clear(pending)
-			h.apply(paths)
+			h.apply(throughLinks(w.linkDirs, w.links(), paths))
 		}
 	}
 }
 
 // relevant reports whether an event may change what is served: a .lua file
 // that is not hidden, or a folder (created, removed or renamed). A new
-// folder is watched at once.
+// folder is watched at once. A hidden folder or link directly in a folder
+// of linkDirs (created, removed or renamed) is relevant too: it may be the
+// way of a link (throughLinks keeps it only then), but it is not watched.
 func (w *watcher) relevant(ev fsnotify.Event) bool {
 	base := filepath.Base(ev.Name)
 	if strings.HasPrefix(base, ".") {
-		return false
+		if !w.linkDirs[filepath.Dir(ev.Name)] {
+			return false
+		}
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			return true
+		}
+		fi, err := os.Lstat(ev.Name)
+		return err == nil && (fi.IsDir() || fi.Mode()&os.ModeSymlink != 0)
 	}
 	if ev.Has(fsnotify.Create) {
 		if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {

@@ -273,3 +273,84 @@ func TestReloadReachesListenStreams(t *testing.T) {
 		t.Fatalf("after the reload: %s", msg)
 	}
 }
+
+// TestWatchConfigMap: a folder laid out as Kubernetes mounts a ConfigMap
+// (every file a link through "..data", a hidden link to a hidden folder) is
+// served, and an update (a new hidden folder, "..data" swapped to it in one
+// rename, the old folder removed) reloads the servers and the scripts whose
+// modules changed, as an edit in place does.
+func TestWatchConfigMap(t *testing.T) {
+	dir := t.TempDir()
+	version := func(name, server, util string) {
+		write(t, filepath.Join(dir, name, "a.lua"), server)
+		write(t, filepath.Join(dir, name, "good.lua"), goodScript)
+		write(t, filepath.Join(dir, name, "lib", "util.lua"), util)
+	}
+	swap := func(to string) {
+		tmp := filepath.Join(dir, "..data_tmp")
+		if err := os.Symlink(to, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version("..2026_12_05_a", server(`{}`, "one"), utilModule)
+	swap("..2026_12_05_a")
+	for _, name := range []string{"a.lua", "good.lua", "lib"} {
+		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := watchHost(t, dir)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	if got := tools(h, "/mcp/a"); got != "one" {
+		t.Fatalf("tools of a.lua = %q, want one", got)
+	}
+	if got := toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")); !strings.HasPrefix(got, "util:") {
+		t.Fatalf("good.lua answers %q before the update", got)
+	}
+
+	version("..2026_12_05_b", server(`{}`, "one", "two"), `return { tag = function(s) return "v2:" .. tostring(s) end }`)
+	swap("..2026_12_05_b")
+	if err := os.RemoveAll(filepath.Join(dir, "..2026_12_05_a")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a.lua to reload after the swap", func() bool { return tools(h, "/mcp/a") == "one,two" })
+	waitFor(t, "good.lua to reload its module after the swap", func() bool {
+		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
+	})
+}
+
+// TestWatchLinks: a server file linked from outside the folder, and a folder
+// of modules linked from inside it, reload when their targets are edited.
+func TestWatchLinks(t *testing.T) {
+	root := t.TempDir()
+	dir, outside := filepath.Join(root, "scripts"), filepath.Join(root, "shared")
+	write(t, filepath.Join(outside, "far.lua"), server(`{}`, "one"))
+	write(t, filepath.Join(dir, "vendor", "lib", "util.lua"), utilModule)
+	write(t, filepath.Join(dir, "good.lua"), goodScript)
+	for link, target := range map[string]string{
+		"far.lua": filepath.Join(outside, "far.lua"),
+		"lib":     filepath.Join("vendor", "lib"),
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := watchHost(t, dir)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	if got := tools(h, "/mcp/far"); got != "one" {
+		t.Fatalf("tools of far.lua = %q, want one", got)
+	}
+
+	write(t, filepath.Join(outside, "far.lua"), server(`{}`, "one", "two"))
+	waitFor(t, "far.lua to reload", func() bool { return tools(h, "/mcp/far") == "one,two" })
+
+	write(t, filepath.Join(dir, "vendor", "lib", "util.lua"), `return { tag = function(s) return "v2:" .. tostring(s) end }`)
+	waitFor(t, "good.lua to reload its linked module", func() bool {
+		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
+	})
+}
