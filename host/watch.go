@@ -56,9 +56,18 @@ func (h *Host) watch() (*watcher, error) {
 	return w, nil
 }
 
-// addTree watches dir and the folders under it, skipping hidden ones.
+// addTree watches dir and the folders under it, skipping hidden ones. A
+// dir that is itself a symbolic link (serve --dir through a link) is
+// walked through it: WalkDir does not follow a link, even at its root,
+// unless the root names the folder with a trailing separator.
 func (w *watcher) addTree(dir string) error {
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	dir = filepath.Clean(dir)
+	root := dir
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		root = dir + string(filepath.Separator)
+	}
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		path = filepath.Clean(path)
 		if err != nil {
 			if path == dir {
 				return err

@@ -354,3 +354,26 @@ func TestWatchLinks(t *testing.T) {
 		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
 	})
 }
+
+// TestWatchLinkedFolder: a scripts folder named through a symbolic link is
+// watched, sub-folders too.
+func TestWatchLinkedFolder(t *testing.T) {
+	root := t.TempDir()
+	target, dir := filepath.Join(root, "target"), filepath.Join(root, "scripts")
+	write(t, filepath.Join(target, "a.lua"), server(`{}`, "one"))
+	write(t, filepath.Join(target, "lib", "util.lua"), utilModule)
+	write(t, filepath.Join(target, "good.lua"), goodScript)
+	if err := os.Symlink(target, dir); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := watchHost(t, dir)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one", "two"))
+	waitFor(t, "a.lua to reload", func() bool { return tools(h, "/mcp/a") == "one,two" })
+	write(t, filepath.Join(target, "lib", "util.lua"), `return { tag = function(s) return "v2:" .. tostring(s) end }`)
+	waitFor(t, "good.lua to reload its module", func() bool {
+		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
+	})
+}
