@@ -25,11 +25,14 @@ const maxDebounceFactor = 10
 // A watcher turns file events in the scripts folder, and its sub-folders,
 // into batches for Host.apply.
 type watcher struct {
-	fsw    *fsnotify.Watcher
-	dir    string // the scripts folder, cleaned
-	quit   chan struct{}
-	done   chan struct{}
-	logger *slog.Logger
+	fsw *fsnotify.Watcher
+	dir string // the scripts folder, cleaned
+	// resolved is dir with its links resolved: a link whose target lies
+	// under it leads inside the folder.
+	resolved string
+	quit     chan struct{}
+	done     chan struct{}
+	logger   *slog.Logger
 	// linkDirs are the folders whose hidden entries may be the way of a
 	// link (links.go), mapped to true: the scripts folder, and the folders
 	// outside it that a server file's link leads through, watched too. A
@@ -45,7 +48,11 @@ func (h *Host) watch() (*watcher, error) {
 		return nil, err
 	}
 	dir := filepath.Clean(h.cfg.Dir)
-	w := &watcher{fsw: fsw, dir: dir, quit: make(chan struct{}), done: make(chan struct{}), logger: h.logger,
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		resolved = dir
+	}
+	w := &watcher{fsw: fsw, dir: dir, resolved: resolved, quit: make(chan struct{}), done: make(chan struct{}), logger: h.logger,
 		linkDirs: map[string]bool{dir: true}}
 	if err := w.addTree(h.cfg.Dir); err != nil {
 		fsw.Close()
@@ -100,7 +107,7 @@ func (w *watcher) rewatch(dir string) {
 func (w *watcher) links() []folderLink {
 	links := folderLinks(w.dir)
 	for _, l := range links {
-		if _, in := under(l.target, w.dir); in {
+		if _, in := under(l.target, w.resolved); in {
 			continue // the folder's own watches see it
 		}
 		for _, d := range []string{filepath.Dir(l.raw), filepath.Dir(l.target)} {
