@@ -68,6 +68,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 					&cli.BoolFlag{Name: "no-watch", Usage: "do not reload scripts when their files change"},
+					&cli.StringFlag{Name: "watch-poll", Value: "auto", Usage: "also look at the folder every DURATION (1s), for folders that send no file events (NFS, SMB, WSL's Windows drives); auto: on such filesystems only; off: never"},
 					&cli.DurationFlag{Name: "call-timeout", Value: luavm.DefaultCallTimeout, Usage: "hard cap on one callback of a route that sets no call_timeout_ms"},
 					&cli.IntFlag{Name: "max-running", Usage: "Lua calls running at once, shared fairly by the routes; 0: 4 × GOMAXPROCS"},
 					&cli.IntFlag{Name: "max-sessions", Value: mcp.DefaultMaxSessions, Usage: "live sessions across all routes; an initialize past it gets 503"},
@@ -122,6 +123,22 @@ func readStateKey(file string) ([]byte, error) {
 
 // serve runs until SIGINT or SIGTERM, then shuts down: the listener closes
 // first, then every session ends (terminate runs with reason "shutdown").
+// parseWatchPoll reads --watch-poll as host.Config.WatchPoll: "auto" is 0,
+// "off" negative, else a positive duration.
+func parseWatchPoll(v string) (time.Duration, error) {
+	switch v {
+	case "auto":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--watch-poll must be auto, off or a positive duration (1s), not %q", v)
+	}
+	return d, nil
+}
+
 func serve(c *cli.Context) error {
 	logger, err := newLogger(c.String("log-level"), c.String("log-format"), c.App.ErrWriter)
 	if err != nil {
@@ -133,6 +150,10 @@ func serve(c *cli.Context) error {
 	}
 	if maxRunning < 0 {
 		return fmt.Errorf("--max-running must be at least 1 (0: the default), not %d", maxRunning)
+	}
+	watchPoll, err := parseWatchPoll(c.String("watch-poll"))
+	if err != nil {
+		return err
 	}
 	if err := loadEnvFile(c.String("env-file")); err != nil {
 		return err
@@ -190,7 +211,7 @@ func serve(c *cli.Context) error {
 	watch := !c.Bool("no-watch")
 	table := &routeTable{w: c.App.Writer, base: srv.URL()}
 	h, err := host.New(host.Config{
-		Dir: c.String("dir"), Logger: logger, Watch: watch,
+		Dir: c.String("dir"), Logger: logger, Watch: watch, WatchPoll: watchPoll,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: caps["max-sessions"], MaxListens: caps["max-listens"], MaxStateless: caps["max-stateless"],
 		MemoryLimit: int64(memory) << 20, StateKey: stateKey,
 		Observer: ms.observer(), Changed: table.print, PubSub: node.pubsub(), Cluster: node.cluster(),

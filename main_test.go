@@ -85,6 +85,8 @@ func TestServeErrors(t *testing.T) {
 		{"max sessions", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions must be at least 1"},
 		{"max listens", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-listens", "-1"}, "--max-listens must be at least 1"},
 		{"max connections", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-connections", "-1"}, "--max-connections must be at least 1"},
+		{"watch poll", []string{"--dir", scripts, "--watch-poll", "0s"}, "--watch-poll must be auto, off or a positive duration"},
+		{"watch poll unparsable", []string{"--dir", scripts, "--watch-poll", "sometimes"}, "--watch-poll must be auto"},
 		{"max stateless", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-stateless", "0"}, "--max-stateless must be at least 1"},
 		{"memory limit", []string{"--dir", scripts, "--memory-limit-mb", "0"}, "--memory-limit-mb must be at least 1"},
 		{"state key file missing", []string{"--dir", scripts, "--state-key-file", filepath.Join(empty, "absent.key")}, "--state-key-file"},

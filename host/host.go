@@ -54,6 +54,14 @@ type Config struct {
 	// Debounce is how long the watcher waits for a burst of writes to end
 	// before it reloads (default 100 ms).
 	Debounce time.Duration
+	// WatchPoll makes the watcher also look at the folder every WatchPoll
+	// (poll.go), for folders that deliver no file events. 0 means
+	// [DefaultPollInterval] on a filesystem known to deliver none (NFS,
+	// SMB, 9p, FUSE), else never; negative, never.
+	WatchPoll time.Duration
+	// noEvents makes the watcher add no file watches, as on a folder whose
+	// filesystem sends no events: tests of polling set it.
+	noEvents bool
 	// CallTimeout bounds one callback of a route that sets no
 	// call_timeout_ms (0 = the luavm default, 10 minutes).
 	CallTimeout time.Duration

@@ -80,3 +80,11 @@ func TestThroughLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestSilentFilesystem: the test's own folder (a local filesystem) sends
+// file events, so serving it turns no polling on.
+func TestSilentFilesystem(t *testing.T) {
+	if name, silent := silentFilesystem(t.TempDir()); silent {
+		t.Errorf("a local temporary folder is taken for a filesystem without file events (%s)", name)
+	}
+}

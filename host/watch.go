@@ -33,6 +33,12 @@ type watcher struct {
 	quit     chan struct{}
 	done     chan struct{}
 	logger   *slog.Logger
+	// noEvents: no file watches are added (Config.noEvents).
+	noEvents bool
+	// poll is the period of polling (poll.go); 0: none. stamps is what
+	// the last look saw; only the loop touches it.
+	poll   time.Duration
+	stamps map[string]pollStamp
 	// linkDirs are the folders whose hidden entries may be the way of a
 	// link (links.go), mapped to true: the scripts folder, and the folders
 	// outside it that a server file's link leads through, watched too. A
@@ -54,11 +60,24 @@ func (h *Host) watch() (*watcher, error) {
 	}
 	w := &watcher{fsw: fsw, dir: dir, resolved: resolved, quit: make(chan struct{}), done: make(chan struct{}), logger: h.logger,
 		linkDirs: map[string]bool{dir: true}}
-	if err := w.addTree(h.cfg.Dir); err != nil {
-		fsw.Close()
-		return nil, err
+	w.noEvents = h.cfg.noEvents
+	if !w.noEvents {
+		if err := w.addTree(h.cfg.Dir); err != nil {
+			fsw.Close()
+			return nil, err
+		}
+		w.links()
 	}
-	w.links()
+	w.poll = h.cfg.WatchPoll
+	if w.poll == 0 {
+		if fs, silent := silentFilesystem(dir); silent {
+			w.poll = DefaultPollInterval
+			h.logger.Info("the scripts folder's filesystem sends no file events: looking at it every second", "dir", dir, "filesystem", fs)
+		}
+	}
+	if w.poll > 0 {
+		w.stamps, _ = pollLook(dir)
+	}
 	go w.loop(h)
 	return w, nil
 }
@@ -107,7 +126,7 @@ func (w *watcher) rewatch(dir string) {
 func (w *watcher) links() []folderLink {
 	links := folderLinks(w.dir)
 	for _, l := range links {
-		if _, in := under(l.target, w.resolved); in {
+		if _, in := under(l.target, w.resolved); in || w.noEvents {
 			continue // the folder's own watches see it
 		}
 		for _, d := range []string{filepath.Dir(l.raw), filepath.Dir(l.target)} {
@@ -124,6 +143,25 @@ func (w *watcher) links() []folderLink {
 	return links
 }
 
+// restamp records what paths are now in the last look, so that the next
+// look does not report again what file events reported already (a module's
+// dependents would reload twice).
+func (w *watcher) restamp(paths []string) {
+	for _, p := range paths {
+		if _, in := under(p, w.dir); !in {
+			continue
+		}
+		if _, ok := w.stamps[p]; !ok && !strings.HasSuffix(p, ".lua") {
+			continue // a folder the last look did not see: the next one will
+		}
+		if fi, err := os.Stat(p); err == nil {
+			w.stamps[p] = pollStamp{mod: fi.ModTime(), size: fi.Size(), mode: fi.Mode()}
+		} else {
+			delete(w.stamps, p)
+		}
+	}
+}
+
 func (w *watcher) stop() {
 	close(w.quit)
 	<-w.done
@@ -138,11 +176,36 @@ func (w *watcher) loop(h *Host) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var first time.Time
+	var tick <-chan time.Time
+	if w.poll > 0 {
+		t := time.NewTicker(w.poll)
+		defer t.Stop()
+		tick = t.C
+	}
+	warnedPartial := false
 	for {
 		select {
 		case <-w.quit:
 			timer.Stop()
 			return
+		case <-tick:
+			stamps, full := pollLook(w.dir)
+			if !full && !warnedPartial {
+				warnedPartial = true
+				w.logger.Warn("the scripts folder holds too many files to look at them all: edits past the first ones go unseen", "dir", w.dir, "max", maxPollEntries)
+			}
+			changed := pollChanges(w.stamps, stamps)
+			w.stamps = stamps
+			if len(changed) == 0 {
+				continue
+			}
+			if len(pending) == 0 {
+				first = time.Now()
+			}
+			for _, p := range changed {
+				pending[p] = struct{}{}
+			}
+			timer.Reset(h.cfg.Debounce)
 		case err, ok := <-w.fsw.Errors:
 			if !ok {
 				return
@@ -179,7 +242,11 @@ func (w *watcher) loop(h *Host) {
 		case <-timer.C:
 			paths := slices.Sorted(maps.Keys(pending))
 			clear(pending)
-			h.apply(throughLinks(w.linkDirs, w.links(), paths))
+			paths = throughLinks(w.linkDirs, w.links(), paths)
+			if w.poll > 0 {
+				w.restamp(paths)
+			}
+			h.apply(paths)
 		}
 	}
 }

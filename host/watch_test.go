@@ -377,3 +377,53 @@ func TestWatchLinkedFolder(t *testing.T) {
 		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
 	})
 }
+
+// TestWatchPoll: on a folder that sends no file events (none are watched
+// here), polling sees what editors and Kubernetes do: an edit, a new file,
+// a module's edit, a ConfigMap's swap of ..data, a removal.
+func TestWatchPoll(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one"))
+	write(t, filepath.Join(dir, "lib", "util.lua"), utilModule)
+	write(t, filepath.Join(dir, "good.lua"), goodScript)
+	write(t, filepath.Join(dir, "..2026_a", "cm.lua"), server(`{}`, "x"))
+	if err := os.Symlink("..2026_a", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..data", "cm.lua"), filepath.Join(dir, "cm.lua")); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncbuf.Buffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
+		}
+	})
+	h := startHost(t, host.WithoutFileEvents(host.Config{Dir: dir, PoolSize: 1, Watch: true,
+		WatchPoll: 20 * time.Millisecond, Debounce: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one", "two"))
+	waitFor(t, "a.lua to reload", func() bool { return tools(h, "/mcp/a") == "one,two" })
+	write(t, filepath.Join(dir, "b.lua"), server(`{}`, "bee"))
+	waitFor(t, "b.lua to mount", func() bool { return tools(h, "/mcp/b") == "bee" })
+	write(t, filepath.Join(dir, "lib", "util.lua"), `return { tag = function(s) return "v2:" .. tostring(s) end }`)
+	waitFor(t, "good.lua to reload its module", func() bool {
+		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
+	})
+	write(t, filepath.Join(dir, "..2026_b", "cm.lua"), server(`{}`, "x", "y"))
+	tmp := filepath.Join(dir, "..data_tmp")
+	if err := os.Symlink("..2026_b", tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "cm.lua to reload after the swap", func() bool { return tools(h, "/mcp/cm") == "x,y" })
+	if err := os.Remove(filepath.Join(dir, "b.lua")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b.lua to unmount", func() bool { return tools(h, "/mcp/b") == "(not mounted)" })
+}

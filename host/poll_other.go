@@ -1,0 +1,6 @@
+//go:build !linux
+
+package host
+
+// silentFilesystem cannot tell here: polling is on only when asked for.
+func silentFilesystem(string) (string, bool) { return "", false }
