@@ -18,6 +18,10 @@ import (
 // burst: editors save with several writes, renames and chmods.
 const defaultDebounce = 100 * time.Millisecond
 
+// folderCheck is how often the watcher checks that the scripts folder's
+// path still names the folder it watches (one stat).
+const folderCheck = time.Second
+
 // maxDebounceFactor bounds the wait under a steady stream of events, in
 // multiples of the debounce.
 const maxDebounceFactor = 10
@@ -35,6 +39,11 @@ type watcher struct {
 	logger   *slog.Logger
 	// noEvents: no file watches are added (Config.noEvents).
 	noEvents bool
+	// folder is the folder dir named when it was last watched: a deploy
+	// that replaces it (a rename over it, the swap of a link on its path)
+	// leaves the watches on the old one, so the loop checks it every
+	// folderCheck. Only watch, before the loop starts, and the loop touch it.
+	folder os.FileInfo
 	// poll is the period of polling (poll.go); 0: none. stamps is what
 	// the last look saw; only the loop touches it.
 	poll   time.Duration
@@ -61,6 +70,7 @@ func (h *Host) watch() (*watcher, error) {
 	w := &watcher{fsw: fsw, dir: dir, resolved: resolved, quit: make(chan struct{}), done: make(chan struct{}), logger: h.logger,
 		linkDirs: map[string]bool{dir: true}}
 	w.noEvents = h.cfg.noEvents
+	w.folder, _ = os.Stat(dir)
 	if !w.noEvents {
 		if err := w.addTree(h.cfg.Dir); err != nil {
 			fsw.Close()
@@ -143,6 +153,30 @@ func (w *watcher) links() []folderLink {
 	return links
 }
 
+// replaced reports whether the scripts folder's path now names another
+// folder than the one watched, and if so watches the new one instead.
+func (w *watcher) replaced() bool {
+	now, err := os.Stat(w.dir)
+	if err != nil || w.folder != nil && os.SameFile(w.folder, now) {
+		return false // gone (for now: a deploy between its two renames), or the same
+	}
+	w.logger.Info("the scripts folder was replaced: watching the new one", "dir", w.dir)
+	w.folder = now
+	if r, err := filepath.EvalSymlinks(w.dir); err == nil {
+		w.resolved = r
+	}
+	if !w.noEvents {
+		// The old folder's watches go; those of folders outside stay.
+		for _, p := range w.fsw.WatchList() {
+			if _, in := under(p, w.dir); in {
+				_ = w.fsw.Remove(p)
+			}
+		}
+		w.rewatch(w.dir)
+	}
+	return true
+}
+
 // restamp records what paths are now in the last look, so that the next
 // look does not report again what file events reported already (a module's
 // dependents would reload twice).
@@ -183,11 +217,24 @@ func (w *watcher) loop(h *Host) {
 		tick = t.C
 	}
 	warnedPartial := false
+	check := time.NewTicker(folderCheck)
+	defer check.Stop()
 	for {
 		select {
 		case <-w.quit:
 			timer.Stop()
 			return
+		case <-check.C:
+			if !w.replaced() {
+				continue
+			}
+			// Everything may have changed: look at all of it, as after
+			// lost events.
+			if len(pending) == 0 {
+				first = time.Now()
+			}
+			pending[h.cfg.Dir] = struct{}{}
+			timer.Reset(h.cfg.Debounce)
 		case <-tick:
 			stamps, full := pollLook(w.dir)
 			if !full && !warnedPartial {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -426,4 +427,54 @@ func TestWatchPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b.lua to unmount", func() bool { return tools(h, "/mcp/b") == "(not mounted)" })
+}
+
+// TestWatchReplacedFolder: a deploy that replaces the scripts folder (a
+// rename over it, or the swap of a "current" link on its path) is applied,
+// and the new folder is watched from then on.
+func TestWatchReplacedFolder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		replace func(t *testing.T, root, dir string, n int) // puts release n in place
+	}{
+		{"renamed over", func(t *testing.T, root, dir string, n int) {
+			if err := os.Rename(dir, filepath.Join(root, "old"+strconv.Itoa(n))); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(root, "release"+strconv.Itoa(n)), dir); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"link swapped", func(t *testing.T, root, dir string, n int) {
+			tmp := filepath.Join(root, "tmp")
+			if err := os.Symlink("release"+strconv.Itoa(n), tmp); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, dir); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "scripts")
+			write(t, filepath.Join(root, "release1", "a.lua"), server(`{}`, "one"))
+			write(t, filepath.Join(root, "release2", "a.lua"), server(`{}`, "one", "two"))
+			if tc.name == "renamed over" {
+				if err := os.Rename(filepath.Join(root, "release1"), dir); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Symlink("release1", dir); err != nil {
+				t.Fatal(err)
+			}
+			h, _ := watchHost(t, dir)
+			if got := tools(h, "/mcp/a"); got != "one" {
+				t.Fatalf("tools of a.lua = %q, want one", got)
+			}
+			tc.replace(t, root, dir, 2)
+			waitFor(t, "a.lua to reload from the new folder", func() bool { return tools(h, "/mcp/a") == "one,two" })
+			write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one", "two", "three"))
+			waitFor(t, "an edit in the new folder", func() bool { return tools(h, "/mcp/a") == "one,two,three" })
+		})
+	}
 }
