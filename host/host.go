@@ -266,6 +266,10 @@ func New(cfg Config) (*Host, error) {
 	}
 	h.routes.Store(&routeTable{router: mux.NewRouter()})
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == HealthPath || p == ReadyPath {
+			h.serveProbe(w, r, p)
+			return
+		}
 		h.routes.Load().ServeHTTP(w, r)
 	})
 	if cfg.Watch {
@@ -318,6 +322,9 @@ func checkPath(path string) error {
 	}
 	if strings.ContainsAny(path, "{}?#") {
 		return fmt.Errorf("route path %q must not contain {, }, ? or #", path)
+	}
+	if c := cleanPath(path); c == HealthPath || c == ReadyPath || c == HealthPath+"/" || c == ReadyPath+"/" {
+		return fmt.Errorf("route path %q is taken by the health probes (%s, %s)", path, HealthPath, ReadyPath)
 	}
 	return nil
 }
