@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -197,9 +198,19 @@ func (h *Handler) challengeScopes(w http.ResponseWriter, r *http.Request, status
 }
 
 // metadataURL is the absolute URL of the route's metadata document, on the
-// scheme and host the request reached (the entry node's, in a cluster).
+// scheme and host the request reached (the entry node's, in a cluster). A
+// request that reached the audience's own host over http came through a
+// proxy that ended TLS in front of luamcp (the audience is https but on
+// loopback): the client fetches the document over https, as it reached
+// the route, so the URL says https.
 func (h *Handler) metadataURL(r *http.Request) string {
-	return requestScheme(r) + "://" + r.Host + MetadataPath(h.opts.Path)
+	scheme := requestScheme(r)
+	if scheme == "http" {
+		if u, err := url.Parse(h.opts.OAuth.Audience); err == nil && u.Scheme == "https" && strings.EqualFold(u.Host, r.Host) {
+			scheme = "https"
+		}
+	}
+	return scheme + "://" + r.Host + MetadataPath(h.opts.Path)
 }
 
 // checkToolScopes refuses a tools/call whose tool needs scopes the token

@@ -235,3 +235,31 @@ func TestStatelessPendingShareOfASubject(t *testing.T) {
 		t.Fatalf("alice's elicitation beside bob's: %v", m)
 	}
 }
+
+// TestOAuthChallengeBehindTLSProxy: a request that reached the audience's
+// host over plain HTTP came through a proxy that ended TLS: its challenge
+// names the metadata document over https, where the client can fetch it.
+// Any other host keeps the scheme the request came on.
+func TestOAuthChallengeBehindTLSProxy(t *testing.T) {
+	opts := mcp.Options{Path: "/mcp", Sessions: true, AllowRemoteAccess: true, Verifier: fakeVerifier{},
+		OAuth: &mcp.OAuth{Issuer: "https://as.example", Audience: "https://mcp.example.com/mcp"}}
+	rt := newRoute(t, newFakeServer(), opts)
+	for _, tc := range []struct{ host, want string }{
+		{"mcp.example.com", `resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`},
+		{"MCP.example.com", `resource_metadata="https://MCP.example.com/.well-known/oauth-protected-resource/mcp"`},
+		{"10.0.0.5:8750", `resource_metadata="http://10.0.0.5:8750/.well-known/oauth-protected-resource/mcp"`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, rt.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Host = tc.host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(got, tc.want) {
+			t.Errorf("Host %s: %d %q, want 401 with %s", tc.host, resp.StatusCode, got, tc.want)
+		}
+	}
+}
