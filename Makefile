@@ -25,6 +25,7 @@ test: tools
 	@command -v gcc >/dev/null || command -v cc >/dev/null || { echo "make: no C compiler: the race detector needs cgo (apt-get install -y gcc)." >&2; exit 1; }
 	@command -v node >/dev/null || { echo "make: node not found. Install Node.js 20 or newer with npm (https://nodejs.org, or: apt-get install -y nodejs npm)." >&2; exit 1; }
 	@command -v haproxy >/dev/null || { echo "make: haproxy not found: TestClusterHAProxy runs the README's HAProxy configuration (apt-get install -y haproxy)." >&2; exit 1; }
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "make: nginx not found: TestNginx runs the README's nginx configuration (apt-get install -y nginx)." >&2; exit 1; }
 	cd tests/node && npm ci --no-audit --no-fund
 	$(GO) vet ./...
 	cd tests && $(GO) vet ./...
