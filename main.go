@@ -68,6 +68,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 					&cli.BoolFlag{Name: "no-watch", Usage: "do not reload scripts when their files change"},
+					accessLogFlag(),
 					&cli.StringFlag{Name: "watch-poll", Value: "auto", Usage: "also look at the folder every DURATION (1s), for folders that send no file events (NFS, SMB, WSL's Windows drives); auto: on such filesystems only; off: never"},
 					&cli.DurationFlag{Name: "call-timeout", Value: luavm.DefaultCallTimeout, Usage: "hard cap on one callback of a route that sets no call_timeout_ms"},
 					&cli.IntFlag{Name: "max-running", Usage: "Lua calls running at once, shared fairly by the routes; 0: 4 × GOMAXPROCS"},
@@ -231,7 +232,11 @@ func serve(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(h.Handler()) }()
+	handler := h.Handler()
+	if c.Bool("access-log") {
+		handler = accessLog(handler, logger)
+	}
+	go func() { served <- srv.Serve(handler) }()
 
 	select {
 	case err := <-served:

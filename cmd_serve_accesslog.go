@@ -1,0 +1,83 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// accessLogFlag is serve's --access-log.
+func accessLogFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "access-log", Usage: "log every HTTP request at info level: method, path, status, bytes, duration, client, session (hashed)"}
+}
+
+// accessLog logs each request next served, once it is answered: an event
+// stream when it ends. A session id is a bearer credential (whoever has it
+// may use the session, on a route without oauth), so the log carries a
+// short hash of it: enough to follow one session's requests, useless to
+// take it over.
+func accessLog(next http.Handler, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		session := r.Header.Get("Mcp-Session-Id")
+		if session == "" {
+			session = rec.Header().Get("Mcp-Session-Id") // an initialize's answer
+		}
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		logger.Info("http request", "method", r.Method, "path", r.URL.Path, "status", status, "bytes", rec.bytes,
+			"duration", time.Since(start), "client", r.RemoteAddr, "session", sessionTag(session), "proto", r.Proto)
+	})
+}
+
+// sessionTag is what the access log says of a session id: the first 12 hex
+// digits of its SHA-256, or "" for none.
+func sessionTag(id string) string {
+	if id == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:6])
+}
+
+// recorder notes the status and the body bytes of a response as they pass.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 && code >= 200 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// FlushError is what [http.ResponseController.Flush] calls: the error is
+// the transport's to see (a client that stopped reading).
+func (r *recorder) FlushError() error { return http.NewResponseController(r.ResponseWriter).Flush() }
+
+// Flush implements [http.Flusher] for the handlers that assert it.
+func (r *recorder) Flush() { _ = r.FlushError() }
+
+// Unwrap lets an [http.ResponseController] reach the writer's other methods
+// (deadlines, flushing).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
