@@ -69,6 +69,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 					&cli.BoolFlag{Name: "no-watch", Usage: "do not reload scripts when their files change"},
 					accessLogFlag(),
+					&cli.DurationFlag{Name: "drain", Usage: "on SIGTERM or SIGINT, first answer 503 on /readyz and keep serving this long (a load balancer's or Kubernetes' time to stop sending traffic), then shut down"},
 					&cli.StringFlag{Name: "watch-poll", Value: "auto", Usage: "also look at the folder every DURATION (1s), for folders that send no file events (NFS, SMB, WSL's Windows drives); auto: on such filesystems only; off: never"},
 					&cli.DurationFlag{Name: "call-timeout", Value: luavm.DefaultCallTimeout, Usage: "hard cap on one callback of a route that sets no call_timeout_ms"},
 					&cli.IntFlag{Name: "max-running", Usage: "Lua calls running at once, shared fairly by the routes; 0: 4 × GOMAXPROCS"},
@@ -155,6 +156,10 @@ func serve(c *cli.Context) error {
 	watchPoll, err := parseWatchPoll(c.String("watch-poll"))
 	if err != nil {
 		return err
+	}
+	drain := c.Duration("drain")
+	if drain < 0 {
+		return fmt.Errorf("--drain must not be negative, not %s", drain)
 	}
 	if err := loadEnvFile(c.String("env-file")); err != nil {
 		return err
@@ -246,6 +251,13 @@ func serve(c *cli.Context) error {
 	case <-ctx.Done():
 	}
 	stop() // a second signal kills the process at once
+	if drain > 0 {
+		// Not ready from now on, and still serving for drain: the load
+		// balancer takes this process out before it stops accepting.
+		h.Drain()
+		logger.Info("draining: /readyz answers 503, the routes still serve", "for", drain)
+		time.Sleep(drain)
+	}
 	logger.Info("shutting down")
 
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)

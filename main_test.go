@@ -85,6 +85,7 @@ func TestServeErrors(t *testing.T) {
 		{"max sessions", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions must be at least 1"},
 		{"max listens", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-listens", "-1"}, "--max-listens must be at least 1"},
 		{"max connections", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-connections", "-1"}, "--max-connections must be at least 1"},
+		{"drain", []string{"--dir", scripts, "--drain", "-1s"}, "--drain must not be negative"},
 		{"watch poll", []string{"--dir", scripts, "--watch-poll", "0s"}, "--watch-poll must be auto, off or a positive duration"},
 		{"watch poll unparsable", []string{"--dir", scripts, "--watch-poll", "sometimes"}, "--watch-poll must be auto"},
 		{"max stateless", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-stateless", "0"}, "--max-stateless must be at least 1"},
@@ -679,5 +680,55 @@ func (r *serveRun) stop(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second): // liveness bound only
 		t.Fatal("serve did not stop after its context ended")
+	}
+}
+
+// TestServeDrain: with --drain, the end of serve starts with /readyz
+// answering 503 while the routes still serve, for that long.
+func TestServeDrain(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	run := startServe(t, io.Discard, "--dir", dir, "--addr", "127.0.0.1:0", "--drain", "3s")
+	route := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+)(/mcp/s) `).FindStringSubmatch(run.lines(t, 1)[0])
+	if route == nil {
+		t.Fatal("no route line")
+	}
+	get := func(path string) int {
+		resp, err := http.Get(route[1] + path)
+		if err != nil {
+			return -1
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := get("/readyz"); s != http.StatusOK {
+		t.Fatalf("/readyz before the end: %d", s)
+	}
+	start := time.Now()
+	run.cancel()
+	for get("/readyz") != http.StatusServiceUnavailable {
+		if time.Since(start) > 2*time.Second {
+			t.Fatal("/readyz did not turn 503 once serve was told to stop")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	req, _ := http.NewRequest(http.MethodPost, route[1]+route[2], strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a request while draining: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("an initialize while draining: %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
+	}
+	select {
+	case err := <-run.done:
+		if err != nil {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(30 * time.Second): // liveness bound only
+		t.Fatal("serve did not stop after draining")
 	}
 }

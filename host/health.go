@@ -15,8 +15,8 @@ const (
 	// HealthPath answers 200 while the process serves HTTP: liveness.
 	HealthPath = "/healthz"
 	// ReadyPath answers 200 while at least one script is mounted and the
-	// host is not shutting down, else 503: readiness (whether to send it
-	// traffic).
+	// host is neither draining ([Host.Drain]) nor shutting down, else 503:
+	// readiness (whether to send it traffic).
 	ReadyPath = "/readyz"
 )
 
@@ -34,16 +34,28 @@ func (h *Host) serveProbe(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	h.mu.Lock()
-	closed, mounted := h.closed, len(h.mounts)
+	closed, draining, mounted := h.closed, h.draining, len(h.mounts)
 	h.mu.Unlock()
 	switch {
 	case closed:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, "not ready: shutting down")
+	case draining:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "not ready: draining")
 	case mounted == 0:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, "not ready: no server mounted")
 	default:
 		fmt.Fprintln(w, "ready: "+strconv.Itoa(mounted)+" mounted")
 	}
+}
+
+// Drain makes [ReadyPath] answer 503 from now on while everything else is
+// served as before: a load balancer stops sending new traffic before the
+// process stops (serve --drain). It cannot be undone.
+func (h *Host) Drain() {
+	h.mu.Lock()
+	h.draining = true
+	h.mu.Unlock()
 }

@@ -50,6 +50,13 @@ func TestProbes(t *testing.T) {
 	if status, body := probe(http.MethodGet, host.ReadyPath); status != http.StatusOK || body != "ready: 1 mounted\n" {
 		t.Errorf("ready with a script: %d %q", status, body)
 	}
+	h.Drain()
+	if status, body := probe(http.MethodGet, host.ReadyPath); status != http.StatusServiceUnavailable || body != "not ready: draining\n" {
+		t.Errorf("ready while draining: %d %q", status, body)
+	}
+	if got := tools(h, "/mcp/a"); got != "one" {
+		t.Errorf("draining unmounted a.lua: %q", got)
+	}
 	if err := h.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,9 @@ type Host struct {
 	loading map[string]bool
 	redo    map[string]bool
 	closed  bool
-	freed   bool // a route path was released since the last retry of the failed scripts
+	// draining is set by Drain: /readyz answers 503.
+	draining bool
+	freed    bool // a route path was released since the last retry of the failed scripts
 	// settled counts the loads settled and the scripts unmounted: a batch
 	// of changes that moved it calls Config.Changed.
 	settled uint64
