@@ -3,7 +3,6 @@ package host
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 )
 
 // The probes of load balancers and orchestrators (a Kubernetes liveness and
@@ -47,7 +46,7 @@ func (h *Host) serveProbe(w http.ResponseWriter, r *http.Request, path string) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, "not ready: no server mounted")
 	default:
-		fmt.Fprintln(w, "ready: "+strconv.Itoa(mounted)+" mounted")
+		fmt.Fprintln(w, "ready")
 	}
 }
 

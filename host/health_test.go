@@ -47,7 +47,7 @@ func TestProbes(t *testing.T) {
 	}
 	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one"))
 	waitFor(t, "a.lua to mount", func() bool { return tools(h, "/mcp/a") == "one" })
-	if status, body := probe(http.MethodGet, host.ReadyPath); status != http.StatusOK || body != "ready: 1 mounted\n" {
+	if status, body := probe(http.MethodGet, host.ReadyPath); status != http.StatusOK || body != "ready\n" {
 		t.Errorf("ready with a script: %d %q", status, body)
 	}
 	h.Drain()
