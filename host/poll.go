@@ -36,12 +36,18 @@ type pollStamp struct {
 // them (dir may be a link). A link is stamped with what it leads to, so
 // that a change behind it (a ConfigMap's swap of ..data) shows as a change
 // of the link; a linked folder is not walked. full is false when the look
-// stopped at maxPollEntries.
+// stopped at maxPollEntries. stamps is nil when dir cannot be read: a deploy
+// between its two renames, a share that is down for a moment. That look
+// says nothing (taken as "everything is gone", it would unmount every
+// script and end every session).
 func pollLook(dir string) (stamps map[string]pollStamp, full bool) {
 	dir = filepath.Clean(dir)
 	root := dir
 	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		root = dir + string(filepath.Separator)
+	}
+	if _, err := os.ReadDir(root); err != nil {
+		return nil, false
 	}
 	stamps = make(map[string]pollStamp)
 	full = true

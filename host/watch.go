@@ -86,7 +86,9 @@ func (h *Host) watch() (*watcher, error) {
 		}
 	}
 	if w.poll > 0 {
-		w.stamps, _ = pollLook(dir)
+		if w.stamps, _ = pollLook(dir); w.stamps == nil {
+			w.stamps = map[string]pollStamp{}
+		}
 	}
 	go w.loop(h)
 	return w, nil
@@ -237,9 +239,20 @@ func (w *watcher) loop(h *Host) {
 			timer.Reset(h.cfg.Debounce)
 		case <-tick:
 			stamps, full := pollLook(w.dir)
-			if !full && !warnedPartial {
-				warnedPartial = true
-				w.logger.Warn("the scripts folder holds too many files to look at them all: edits past the first ones go unseen", "dir", w.dir, "max", maxPollEntries)
+			if stamps == nil {
+				continue // the folder cannot be read now: the next look will tell
+			}
+			if !full {
+				if !warnedPartial {
+					warnedPartial = true
+					w.logger.Warn("the scripts folder holds too many files to look at them all: edits past the first ones go unseen", "dir", w.dir, "max", maxPollEntries)
+				}
+				// What this look did not reach is not gone.
+				for p, st := range w.stamps {
+					if _, seen := stamps[p]; !seen {
+						stamps[p] = st
+					}
+				}
 			}
 			changed := pollChanges(w.stamps, stamps)
 			w.stamps = stamps

@@ -427,6 +427,24 @@ func TestWatchPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b.lua to unmount", func() bool { return tools(h, "/mcp/b") == "(not mounted)" })
+
+	// A folder that cannot be read for a moment (a deploy between its two
+	// renames, a share that is down) is not a folder whose files are gone.
+	away := dir + ".away"
+	if err := os.Rename(dir, away); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond) // several looks
+	if err := os.Rename(away, dir); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if n := strings.Count(logs.String(), "script unmounted"); n != 1 {
+		t.Errorf("%d scripts unmounted, want only b.lua's: an unreadable folder was taken for an empty one", n)
+	}
+	if got := tools(h, "/mcp/a"); got != "one,two" {
+		t.Errorf("a.lua after the folder came back: %q", got)
+	}
 }
 
 // TestWatchReplacedFolder: a deploy that replaces the scripts folder (a
