@@ -162,7 +162,7 @@ func (w *watcher) replaced() bool {
 	if err != nil || w.folder != nil && os.SameFile(w.folder, now) {
 		return false // gone (for now: a deploy between its two renames), or the same
 	}
-	w.logger.Info("the scripts folder was replaced: watching the new one", "dir", w.dir)
+	w.logger.Info("the scripts folder was replaced or moved back: watching it anew", "dir", w.dir)
 	w.folder = now
 	if r, err := filepath.EvalSymlinks(w.dir); err == nil {
 		w.resolved = r
@@ -286,6 +286,12 @@ func (w *watcher) loop(h *Host) {
 		case ev, ok := <-w.fsw.Events:
 			if !ok {
 				return
+			}
+			if filepath.Clean(ev.Name) == w.dir && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
+				// The folder itself moved or went: its watches are stale.
+				// The folder check watches it anew once the path names a
+				// folder again, even the same one moved back.
+				w.folder = nil
 			}
 			if !w.relevant(ev) {
 				continue
@@ -432,7 +438,12 @@ func dependsOn(required, changed []string) bool {
 func (h *Host) rescan(files map[string]bool) {
 	entries, err := os.ReadDir(h.cfg.Dir)
 	if err != nil {
-		h.logger.Warn("rescanning the scripts folder", "err", err)
+		// Gone for a moment (moved away and back, a deploy between its
+		// renames, a share down) or for good: either way nothing is known
+		// of its files, and taking it for empty would unmount every script
+		// and end every session. The watcher looks again when it is back.
+		h.logger.Warn("rescanning the scripts folder: it cannot be read, its scripts stay mounted", "err", err)
+		return
 	}
 	for _, e := range entries {
 		if isServerFile(e) {

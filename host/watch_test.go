@@ -496,3 +496,26 @@ func TestWatchReplacedFolder(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchFolderAwayForAMoment: the scripts folder moved away and back
+// (a deploy's gap, a remount) is not a folder whose scripts were removed:
+// nothing is unmounted, and edits apply afterwards.
+func TestWatchFolderAwayForAMoment(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one"))
+	h, logs := watchHost(t, dir)
+	away := dir + ".away"
+	if err := os.Rename(dir, away); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond) // past the debounce
+	if err := os.Rename(away, dir); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if strings.Contains(logs.String(), "script unmounted") {
+		t.Errorf("moving the folder away for a moment unmounted its scripts")
+	}
+	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one", "two"))
+	waitFor(t, "a.lua to reload after the folder came back", func() bool { return tools(h, "/mcp/a") == "one,two" })
+}
