@@ -42,10 +42,7 @@ type pollStamp struct {
 // script and end every session).
 func pollLook(dir string) (stamps map[string]pollStamp, full bool) {
 	dir = filepath.Clean(dir)
-	root := dir
-	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		root = dir + string(filepath.Separator)
-	}
+	root := walkRoot(dir)
 	if _, err := os.ReadDir(root); err != nil {
 		return nil, false
 	}

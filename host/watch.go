@@ -42,7 +42,9 @@ type watcher struct {
 	// folder is the folder dir named when it was last watched: a deploy
 	// that replaces it (a rename over it, the swap of a link on its path)
 	// leaves the watches on the old one, so the loop checks it every
-	// folderCheck. Only watch, before the loop starts, and the loop touch it.
+	// folderCheck. nil once an event said the folder itself moved or went:
+	// the next check watches whatever dir names then, even the same folder
+	// moved back. Only watch, before the loop starts, and the loop touch it.
 	folder os.FileInfo
 	// poll is the period of polling (poll.go); 0: none. stamps is what
 	// the last look saw; only the loop touches it.
@@ -100,11 +102,7 @@ func (h *Host) watch() (*watcher, error) {
 // unless the root names the folder with a trailing separator.
 func (w *watcher) addTree(dir string) error {
 	dir = filepath.Clean(dir)
-	root := dir
-	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		root = dir + string(filepath.Separator)
-	}
-	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(walkRoot(dir), func(path string, d fs.DirEntry, err error) error {
 		path = filepath.Clean(path)
 		if err != nil {
 			if path == dir {
@@ -120,6 +118,15 @@ func (w *watcher) addTree(dir string) error {
 		}
 		return w.fsw.Add(path)
 	})
+}
+
+// walkRoot is dir as filepath.WalkDir must be given it to walk the folder
+// it names: with a trailing separator when dir is a symbolic link.
+func walkRoot(dir string) string {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return dir + string(filepath.Separator)
+	}
+	return dir
 }
 
 // rewatch watches dir and the folders under it once the watcher runs: a
