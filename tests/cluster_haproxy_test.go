@@ -1,15 +1,12 @@
 package tests
 
 import (
-	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // haproxyConfig is the HAProxy configuration the README shows (verbatim)
@@ -17,56 +14,15 @@ import (
 var haproxyConfig = filepath.Join("..", "examples", "cluster", "haproxy.cfg")
 
 // startHAProxy runs haproxy with haproxyConfig in front of nodes and returns
-// the address it listens on. A missing haproxy fails the test (CI installs
-// it: .ci/run).
+// the address it listens on.
 func startHAProxy(t *testing.T, nodes []*testNode) string {
 	t.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		t.Fatalf("haproxy not found (apt-get install -y haproxy): %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := ln.Addr().String()
-	ln.Close() // haproxy binds it; nothing else asks for a port meanwhile
-	cmd := exec.Command(bin, "-db", "-f", haproxyConfig)
+	listen := freeAddr(t)
+	cmd := exec.Command(findProxy(t, "haproxy"), "-db", "-f", haproxyConfig)
 	cmd.Env = append(os.Environ(), "LISTEN="+listen,
 		"NODE1="+nodes[0].Addr(), "NODE2="+nodes[1].Addr(), "NODE3="+nodes[2].Addr())
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", out.String())
-		}
-	})
-	deadline := time.Now().Add(waitLong)
-	for {
-		c, err := net.Dial("tcp", listen)
-		if err == nil {
-			c.Close()
-			return listen
-		}
-		select {
-		case <-exited:
-			t.Fatalf("haproxy exited: %s", out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy not listening on %s within %v", listen, waitLong)
-		}
-	}
+	runProxy(t, "haproxy", cmd, listen)
+	return listen
 }
 
 // TestClusterHAProxy runs HAProxy with the README's configuration in front of
@@ -74,17 +30,7 @@ func startHAProxy(t *testing.T, nodes []*testNode) string {
 // initialize answer, so every request of a session lands on its owner and
 // no node forwards one.
 func TestClusterHAProxy(t *testing.T) {
-	cfg, err := os.ReadFile(haproxyConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(readme, cfg) {
-		t.Errorf("README.md does not show %s verbatim", haproxyConfig)
-	}
+	inReadme(t, haproxyConfig)
 
 	nodes, _, _, _ := startClusterNATS(t)
 	addr := startHAProxy(t, nodes)

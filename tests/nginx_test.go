@@ -3,14 +3,12 @@ package tests
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,28 +20,14 @@ import (
 var nginxConfig = filepath.Join("..", "examples", "nginx", "luamcp.conf")
 
 // startNginx runs nginx with nginxConfig in front of upstream (host:port)
-// and returns the address it listens on. A missing nginx fails the test (CI
-// installs it: .ci/run).
+// and returns the address it listens on.
 func startNginx(t *testing.T, upstream string) string {
 	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		bin, err = exec.LookPath("/usr/sbin/nginx") // off a user's PATH on Debian
-	}
-	if err != nil {
-		t.Fatalf("nginx not found (apt-get install -y nginx): %v", err)
-	}
 	conf, err := os.ReadFile(nginxConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := ln.Addr().String()
-	ln.Close() // nginx binds it; nothing else asks for a port meanwhile
-	// The example as it is, but for the two addresses.
+	listen := freeAddr(t)
 	if !bytes.Contains(conf, []byte("server 127.0.0.1:8750;")) || !bytes.Contains(conf, []byte("listen 80;")) {
 		t.Fatalf("%s no longer says server 127.0.0.1:8750 and listen 80, which the test replaces", nginxConfig)
 	}
@@ -70,44 +54,9 @@ http {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	// The master and its worker in a group of their own, killed together:
-	// a worker left behind would hold the output pipe open.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = waitLong
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		if t.Failed() {
-			t.Logf("nginx output:\n%s", out.String())
-		}
-	})
-	deadline := time.Now().Add(waitLong)
-	for {
-		c, err := net.Dial("tcp", listen)
-		if err == nil {
-			c.Close()
-			return listen
-		}
-		select {
-		case <-exited:
-			t.Fatalf("nginx exited: %s", out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx not listening on %s within %v", listen, waitLong)
-		}
-	}
+	cmd := exec.Command(findProxy(t, "nginx"), "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr")
+	runProxy(t, "nginx", cmd, listen)
+	return listen
 }
 
 // TestNginx serves a session route behind nginx with the README's
@@ -116,17 +65,7 @@ http {
 // open (nginx does not hold it back), progress arrives before the result,
 // and DELETE ends the session.
 func TestNginx(t *testing.T) {
-	cfg, err := os.ReadFile(nginxConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(readme, cfg) {
-		t.Errorf("README.md does not show %s verbatim", nginxConfig)
-	}
+	inReadme(t, nginxConfig)
 
 	s := startServer(t, "proxied")
 	proxied := "http://" + startNginx(t, s.hostPort()) + "/mcp/proxied"
