@@ -62,7 +62,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name:   "serve",
 				Usage:  "mount every *.lua file of a folder as an MCP server",
 				Action: serve,
-				Flags: append([]cli.Flag{
+				Flags: fromEnv(append([]cli.Flag{
 					&cli.StringFlag{Name: "dir", Value: "scripts", Usage: "folder of *.lua servers (sub-folders hold modules)"},
 					&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8750", Usage: "address to listen on"},
 					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
@@ -85,7 +85,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "tls-cert", Usage: "PEM certificate chain: serve HTTPS, with HTTP/2 (needs --tls-key)"},
 					&cli.StringFlag{Name: "tls-key", Usage: "PEM private key of --tls-cert"},
 					&cli.BoolFlag{Name: "http3", Usage: "also serve HTTP/3 (QUIC) on the same port over UDP, announced with Alt-Svc (needs --tls-cert)"},
-				}, clusterFlags()...),
+				}, clusterFlags()...)),
 			},
 			checkCommand(),
 			callCommand(),
