@@ -45,6 +45,13 @@ func FuzzHandler(f *testing.F) {
 		{0, false, stateless, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","requestState":"e30.AAAA","inputResponses":{}}}`},
 		{0, false, "Content-Type: application/json\nAccept: application/json, text/event-stream\nMCP-Protocol-Version: 2026-07-28\nMcp-Method: tools/call\nMcp-Name: region\nMcp-Param-Region: =?base64?ZXU=?=\nMcp-Param-N: 4.0\nMcp-Param-Flag: true",
 			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"region","arguments":{"region":"eu","n":4,"opts":{"flag":true}},` + meta + `}}`},
+		{0, false, "Content-Type: application/json\nAccept: application/json, text/event-stream\nMCP-Protocol-Version: 2026-07-28\nMcp-Method: server/discover",
+			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + meta + `}}`},
+		{0, false, "Content-Type: application/json\nAccept: application/json, text/event-stream\nMCP-Protocol-Version: 2026-07-28\nMcp-Method: subscriptions/listen",
+			`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"tools/list_changed":true,"resources/updated":["mem://greeting"]},` + meta + `}}`},
+		{0, false, "Content-Type: application/json\nAccept: application/json, text/event-stream\nMCP-Protocol-Version: 2026-07-28\nMcp-Method: resources/read\nMcp-Name: mem://greeting",
+			`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"mem://greeting",` + meta + `}}`},
+		{0, false, stateless, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},` + meta + `}}`},
 		{0, false, "Content-Type: text/plain", `{`},
 		{3, false, "Origin: http://evil.example", ""},
 	} {
