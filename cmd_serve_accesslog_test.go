@@ -1,7 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -64,4 +70,42 @@ func TestAccessLog(t *testing.T) {
 		t.Errorf("the log shows the session id itself:\n%s", logs.String())
 	}
 	run.stop(t)
+}
+
+// TestAccessLogKeepsDeadlines: behind the access log, a handler still sets
+// write deadlines and sees its flushes fail, so a client that stops reading
+// is still dropped (the transport relies on both).
+func TestAccessLogKeepsDeadlines(t *testing.T) {
+	failed := make(chan error, 1)
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if err := rc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+			failed <- err
+			return
+		}
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		var err error
+		for err == nil {
+			if _, err = w.Write(chunk); err == nil {
+				err = rc.Flush()
+			}
+		}
+		failed <- err
+	})
+	srv := httptest.NewServer(accessLog(inner, slog.New(slog.DiscardHandler)))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") // and never read
+	select {
+	case err := <-failed:
+		if errors.Is(err, http.ErrNotSupported) {
+			t.Fatalf("the access log hides the write deadline: %v", err)
+		}
+	case <-time.After(10 * time.Second): // liveness bound only
+		t.Fatal("writes to a client that stopped reading still block after 10 s (deadline 200 ms)")
+	}
 }
