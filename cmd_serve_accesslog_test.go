@@ -26,28 +26,13 @@ func TestAccessLog(t *testing.T) {
 	if route == nil {
 		t.Fatal("no route line")
 	}
-	post := func(body, session string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, route[1], strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
-	}
-	initResp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
+	initResp := postMCP(t, nil, route[1], "", initializeBody)
 	sid := initResp.Header.Get("Mcp-Session-Id")
 	if sid == "" {
 		t.Fatalf("initialize: %d, no session", initResp.StatusCode)
 	}
-	post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, sid)
-	post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`, "not-a-session")
+	postMCP(t, nil, route[1], sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	postMCP(t, nil, route[1], "not-a-session", `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 
 	tag := sessionTag(sid)
 	want := []*regexp.Regexp{

@@ -52,15 +52,7 @@ func TestServeCluster(t *testing.T) {
 		t.Fatalf("line %q does not show the metrics URL", lines.Text())
 	}
 	go io.Copy(io.Discard, outR)
-	req, _ := http.NewRequest(http.MethodPost, route[1], strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := postMCP(t, nil, route[1], "", initializeBody)
 	if sid := resp.Header.Get("Mcp-Session-Id"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(sid, "node-7.") {
 		t.Fatalf("initialize: status %d, session %q, want one of node-7", resp.StatusCode, sid)
 	}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,15 +26,7 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatalf("status lines %q: want the route, then where the metrics are", status)
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, route[1], strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := postMCP(t, nil, route[1], "", initializeBody)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("initialize: HTTP %d", resp.StatusCode)
 	}
@@ -46,7 +37,7 @@ func TestServeMetrics(t *testing.T) {
 	var inits uint64
 	var families map[string]*dto.MetricFamily
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp, err = http.Get(scrape[1])
+		resp, err := http.Get(scrape[1])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -134,15 +134,7 @@ func TestServe(t *testing.T) {
 		t.Errorf("status line %q does not report bad.lua", status[1])
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, route[1], strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := postMCP(t, nil, route[1], "", initializeBody)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize: status %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
 	}
@@ -154,6 +146,33 @@ func TestServe(t *testing.T) {
 	if _, err := http.Post(route[1], "application/json", strings.NewReader("{}")); err == nil {
 		t.Error("the listener is still open after shutdown")
 	}
+}
+
+// initializeBody is a 2025-11-25 initialize.
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// postMCP posts body to url as an MCP client does, in session sid unless
+// it is "", with client (nil: http.DefaultClient), and returns the answer,
+// its body read and closed.
+func postMCP(t *testing.T, client *http.Client, url, sid, body string) *http.Response {
+	t.Helper()
+	if client == nil {
+		client = http.DefaultClient
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
 }
 
 func writeScripts(t *testing.T, files map[string]string) string {
@@ -489,15 +508,7 @@ func TestServeTLS(t *testing.T) {
 	pool.AppendCertsFromPEM(pemCert)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest(http.MethodPost, route[1], strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := postMCP(t, &http.Client{Transport: tr}, route[1], "", initializeBody)
 	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
 		t.Errorf("initialize: status %d over %s, want 200 over HTTP/2", resp.StatusCode, resp.Proto)
 	}
@@ -507,15 +518,7 @@ func TestServeTLS(t *testing.T) {
 	// The same over HTTP/3, on the port Alt-Svc names.
 	h3 := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	defer h3.Close()
-	req, _ = http.NewRequest(http.MethodPost, route[1], strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err = (&http.Client{Transport: h3}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp = postMCP(t, &http.Client{Transport: h3}, route[1], "", initializeBody)
 	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 3 || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Errorf("initialize over HTTP/3: status %d over %s, session %q", resp.StatusCode, resp.Proto, resp.Header.Get("Mcp-Session-Id"))
 	}
@@ -711,15 +714,7 @@ func TestServeDrain(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	req, _ := http.NewRequest(http.MethodPost, route[1]+route[2], strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("a request while draining: %v", err)
-	}
-	resp.Body.Close()
+	resp := postMCP(t, nil, route[1]+route[2], "", initializeBody)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Errorf("an initialize while draining: %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
 	}

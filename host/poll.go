@@ -31,6 +31,11 @@ type pollStamp struct {
 	mode fs.FileMode
 }
 
+// stampOf is the stamp of fi.
+func stampOf(fi fs.FileInfo) pollStamp {
+	return pollStamp{mod: fi.ModTime(), size: fi.Size(), mode: fi.Mode()}
+}
+
 // pollLook returns the stamps of what in dir may change what is served:
 // the .lua files and the folders, hidden ones aside, as the watcher sees
 // them (dir may be a link). A link is stamped with what it leads to, so
@@ -73,7 +78,7 @@ func pollLook(dir string) (stamps map[string]pollStamp, full bool) {
 		if !fi.IsDir() && !strings.HasSuffix(d.Name(), ".lua") {
 			return nil
 		}
-		stamps[path] = pollStamp{mod: fi.ModTime(), size: fi.Size(), mode: fi.Mode()}
+		stamps[path] = stampOf(fi)
 		return nil
 	})
 	return stamps, full

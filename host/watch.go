@@ -198,7 +198,7 @@ func (w *watcher) restamp(paths []string) {
 			continue // a folder the last look did not see: the next one will
 		}
 		if fi, err := os.Stat(p); err == nil {
-			w.stamps[p] = pollStamp{mod: fi.ModTime(), size: fi.Size(), mode: fi.Mode()}
+			w.stamps[p] = stampOf(fi)
 		} else {
 			delete(w.stamps, p)
 		}

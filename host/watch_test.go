@@ -46,6 +46,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// utilModuleV2 is utilModule edited: its tags start with "v2:".
+const utilModuleV2 = `return { tag = function(s) return "v2:" .. tostring(s) end }`
+
+// waitForUtilV2 waits until goodScript at url answers with utilModuleV2's
+// tag: it reloaded its edited module.
+func waitForUtilV2(t *testing.T, what, url string) {
+	t.Helper()
+	waitFor(t, what, func() bool { return strings.HasPrefix(toolText(t, rpcOK(t, url, "echo")), "v2:") })
+}
+
 func write(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -313,15 +323,13 @@ func TestWatchConfigMap(t *testing.T) {
 		t.Fatalf("good.lua answers %q before the update", got)
 	}
 
-	version("..2026_12_05_b", server(`{}`, "one", "two"), `return { tag = function(s) return "v2:" .. tostring(s) end }`)
+	version("..2026_12_05_b", server(`{}`, "one", "two"), utilModuleV2)
 	swap("..2026_12_05_b")
 	if err := os.RemoveAll(filepath.Join(dir, "..2026_12_05_a")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a.lua to reload after the swap", func() bool { return tools(h, "/mcp/a") == "one,two" })
-	waitFor(t, "good.lua to reload its module after the swap", func() bool {
-		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
-	})
+	waitForUtilV2(t, "good.lua to reload its module after the swap", srv.URL+"/mcp/good")
 }
 
 // TestWatchLinks: a server file linked from outside the folder, and a folder
@@ -350,10 +358,8 @@ func TestWatchLinks(t *testing.T) {
 	write(t, filepath.Join(outside, "far.lua"), server(`{}`, "one", "two"))
 	waitFor(t, "far.lua to reload", func() bool { return tools(h, "/mcp/far") == "one,two" })
 
-	write(t, filepath.Join(dir, "vendor", "lib", "util.lua"), `return { tag = function(s) return "v2:" .. tostring(s) end }`)
-	waitFor(t, "good.lua to reload its linked module", func() bool {
-		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
-	})
+	write(t, filepath.Join(dir, "vendor", "lib", "util.lua"), utilModuleV2)
+	waitForUtilV2(t, "good.lua to reload its linked module", srv.URL+"/mcp/good")
 }
 
 // TestWatchLinkedFolder: a scripts folder named through a symbolic link is
@@ -373,10 +379,8 @@ func TestWatchLinkedFolder(t *testing.T) {
 
 	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one", "two"))
 	waitFor(t, "a.lua to reload", func() bool { return tools(h, "/mcp/a") == "one,two" })
-	write(t, filepath.Join(target, "lib", "util.lua"), `return { tag = function(s) return "v2:" .. tostring(s) end }`)
-	waitFor(t, "good.lua to reload its module", func() bool {
-		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
-	})
+	write(t, filepath.Join(target, "lib", "util.lua"), utilModuleV2)
+	waitForUtilV2(t, "good.lua to reload its module", srv.URL+"/mcp/good")
 }
 
 // TestWatchPoll: on a folder that sends no file events (none are watched
@@ -410,10 +414,8 @@ func TestWatchPoll(t *testing.T) {
 	waitFor(t, "a.lua to reload", func() bool { return tools(h, "/mcp/a") == "one,two" })
 	write(t, filepath.Join(dir, "b.lua"), server(`{}`, "bee"))
 	waitFor(t, "b.lua to mount", func() bool { return tools(h, "/mcp/b") == "bee" })
-	write(t, filepath.Join(dir, "lib", "util.lua"), `return { tag = function(s) return "v2:" .. tostring(s) end }`)
-	waitFor(t, "good.lua to reload its module", func() bool {
-		return strings.HasPrefix(toolText(t, rpcOK(t, srv.URL+"/mcp/good", "echo")), "v2:")
-	})
+	write(t, filepath.Join(dir, "lib", "util.lua"), utilModuleV2)
+	waitForUtilV2(t, "good.lua to reload its module", srv.URL+"/mcp/good")
 	write(t, filepath.Join(dir, "..2026_b", "cm.lua"), server(`{}`, "x", "y"))
 	tmp := filepath.Join(dir, "..data_tmp")
 	if err := os.Symlink("..2026_b", tmp); err != nil {
