@@ -7,7 +7,7 @@ SHELL := bash
 GO       ?= go
 FUZZTIME ?= 10s
 
-.PHONY: build serve test check tools
+.PHONY: build serve test check cross tools
 
 build: tools
 	$(GO) build -o luamcp .
@@ -26,9 +26,12 @@ test: tools
 	@command -v node >/dev/null || { echo "make: node not found. Install Node.js 20 or newer with npm (https://nodejs.org, or: apt-get install -y nodejs npm)." >&2; exit 1; }
 	@command -v haproxy >/dev/null || { echo "make: haproxy not found: TestClusterHAProxy runs the README's HAProxy configuration (apt-get install -y haproxy)." >&2; exit 1; }
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "make: nginx not found: TestNginx runs the README's nginx configuration (apt-get install -y nginx)." >&2; exit 1; }
+	@command -v wine >/dev/null || { echo "make: wine not found: TestWindows runs luamcp.exe under Wine (apt-get install -y wine wine64)." >&2; exit 1; }
+	@command -v x86_64-w64-mingw32-gcc >/dev/null || { echo "make: x86_64-w64-mingw32-gcc not found: TestWindows builds a DLL Wine 8 lacks (apt-get install -y gcc-mingw-w64-x86-64)." >&2; exit 1; }
 	cd tests/node && npm ci --no-audit --no-fund
 	$(GO) vet ./...
 	cd tests && $(GO) vet ./...
+	$(MAKE) --no-print-directory cross
 	$(GO) test -race -count=1 ./...
 	GO=$(GO) .ci/fuzz.sh $(FUZZTIME)
 	cd tests && $(GO) test -race -count=1 -timeout 30m -skip '^TestConformance$$' ./...
@@ -54,6 +57,12 @@ check: tools
 	@unformatted="$$(gofmt -l . )"; if [ -n "$$unformatted" ]; then echo "gofmt needed on:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	cd tests && $(GO) vet ./...
+
+# The product and its tests compile, and pass vet, for the other platforms
+# users run: Windows (run under Wine by TestWindows), macOS, 32-bit Linux.
+CROSS ?= windows/amd64 darwin/arm64 linux/386
+cross: tools
+	for p in $(CROSS); do echo "vet $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; done
 
 tools:
 	@command -v $(GO) >/dev/null || { echo "make: $(GO) not found. Install Go 1.26 or newer (https://go.dev/dl/) and put it on PATH." >&2; exit 1; }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"sync/atomic"
 )
@@ -282,12 +283,16 @@ func parseCursor(params []byte) (int, bool) {
 			return 0, false
 		}
 		offset = offset*10 + int(c-'0')
-		if offset > 1<<40 {
+		if offset > maxCursorOffset {
 			return 0, false
 		}
 	}
 	return offset, true
 }
+
+// maxCursorOffset bounds a cursor's offset: no list is that long, and ten
+// times it plus a digit fits an int, on 32-bit platforms too.
+const maxCursorOffset = min(1<<40, (math.MaxInt-9)/10)
 
 // complete answers completion/complete: the values capped at 100, hasMore
 // and total.

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 // The end-to-end tests run the proxies the README shows (HAProxy, nginx) in
@@ -44,11 +46,11 @@ func freeAddr(t *testing.T) string {
 // runProxy starts cmd, a proxy that will listen on listen, and waits until
 // it does. The proxy runs in a process group of its own, killed whole when
 // the test ends (a worker left behind would hold the output pipe open);
-// its output is logged when the test failed.
-func runProxy(t *testing.T, name string, cmd *exec.Cmd, listen string) {
+// its output is logged when the test failed, and returned.
+func runProxy(t *testing.T, name string, cmd *exec.Cmd, listen string) *syncbuf.Buffer {
 	t.Helper()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := new(syncbuf.Buffer)
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = waitLong
 	if err := cmd.Start(); err != nil {
@@ -71,7 +73,7 @@ func runProxy(t *testing.T, name string, cmd *exec.Cmd, listen string) {
 		c, err := net.Dial("tcp", listen)
 		if err == nil {
 			c.Close()
-			return
+			return out
 		}
 		select {
 		case <-exited:

@@ -1,7 +1,7 @@
 ---@meta exec
 -- LuaLS stubs for `local exec = require("exec")`: the programs route.allow.exec names, run
--- without a shell, in their own process group, killed with their children when the call times
--- out or is cancelled.
+-- without a shell, in their own process group (a job object on Windows), killed with their
+-- children when the call times out or is cancelled.
 
 ---@class exec.Command
 ---@field [integer] string the program, then its arguments

@@ -69,6 +69,9 @@ func ParseAllow(v lua.LValue, dir string, getenv Getenv) (*Grants, error) {
 			return nil, err
 		}
 	}
+	if err := checkGrantsForPlatform(g); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 

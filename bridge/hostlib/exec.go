@@ -42,9 +42,6 @@ var execModule = module{
 // execOptions are the keys of exec.run's table besides the argument list.
 var execOptions = []string{"cwd", "stdin", "timeout_ms", "max_bytes", "env"}
 
-// childEnv are the variables of the process environment a child inherits.
-var childEnv = []string{"PATH", "HOME", "LANG"}
-
 // Variables exec.run's env may not set: they make any program, whatever it
 // is, load code or files the script chooses, so a script granted a harmless
 // program (echo) and a write root would run anything. They are the
@@ -56,7 +53,7 @@ var childEnv = []string{"PATH", "HOME", "LANG"}
 // that runs commands from its own arguments (sh, env, git -c ...) grants
 // what it runs: that is its grant's meaning, not a variable's.
 var (
-	refusedEnvPrefixes = []string{"LD_", "DYLD_", "BASH_FUNC_"}
+	refusedEnvPrefixes = []string{"LD_", "DYLD_", "BASH_FUNC_", "COR_PROFILER_PATH_", "CORECLR_PROFILER_PATH_"}
 	refusedEnv         = map[string]bool{
 		// glibc
 		"GCONV_PATH": true, "GETCONF_DIR": true, "GLIBC_TUNABLES": true, "HOSTALIASES": true,
@@ -70,12 +67,20 @@ var (
 		"PERL5OPT": true, "PERL5LIB": true, "PERLLIB": true, "PERL5DB": true,
 		"RUBYOPT": true, "RUBYLIB": true, "NODE_OPTIONS": true, "NODE_PATH": true,
 		"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true,
+		// .NET (Windows and Unix): a profiler or start-up hook is a library
+		// the runtime loads into any .NET program
+		"COR_ENABLE_PROFILING": true, "COR_PROFILER": true, "COR_PROFILER_PATH": true,
+		"CORECLR_ENABLE_PROFILING": true, "CORECLR_PROFILER": true, "CORECLR_PROFILER_PATH": true,
+		"DOTNET_STARTUP_HOOKS": true, "DOTNET_ADDITIONAL_DEPS": true,
 	}
 )
 
-// envRefused reports whether exec.run's env may not set name (refusedEnv).
+// envRefused reports whether exec.run's env may not set name (refusedEnv,
+// and the platform's own: platformRefusedEnv). Names compare as the
+// platform does (envName: regardless of case on Windows).
 func envRefused(name string) bool {
-	if refusedEnv[name] {
+	name = envName(name)
+	if refusedEnv[name] || slices.Contains(platformRefusedEnv, name) {
 		return true
 	}
 	for _, p := range refusedEnvPrefixes {
@@ -295,12 +300,18 @@ func runProgram(ctx context.Context, spec *execSpec) (*execResult, error) {
 		Stdin:       pipes[0][0],
 		Stdout:      pipes[1][1],
 		Stderr:      pipes[2][1],
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: groupAttr(),
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("exec: %s: %v", name, startError(err))
 	}
-	pgid := cmd.Process.Pid
+	group, err := adopt(cmd.Process)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("exec: %s: %v", name, err)
+	}
+	defer group.release()
 	// The child has its copies; the parent keeps the ends it uses.
 	for _, f := range []*os.File{pipes[0][0], pipes[1][1], pipes[2][1]} {
 		f.Close()
@@ -326,16 +337,16 @@ func runProgram(ctx context.Context, spec *execSpec) (*execResult, error) {
 	select {
 	case waitErr = <-exited:
 	case <-ctx.Done():
-		syscall.Kill(-pgid, syscall.SIGTERM)
+		group.terminate()
 		select {
 		case waitErr = <-exited:
 		case <-time.After(killGrace):
-			syscall.Kill(-pgid, syscall.SIGKILL)
+			group.kill()
 			waitErr = <-exited
 		}
 	}
 	// Descendants still in the group die with the call.
-	syscall.Kill(-pgid, syscall.SIGKILL)
+	group.kill()
 	// The child is gone: a writer still blocked on its stdin writes to a
 	// descendant outside the group (setsid) that inherited it. Closing the
 	// pipe here ends the write (pipes are non-blocking, so Close interrupts

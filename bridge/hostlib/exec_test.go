@@ -1,3 +1,5 @@
+//go:build unix
+
 package hostlib
 
 import (
@@ -94,11 +96,14 @@ func TestExec(t *testing.T) {
 		{"killed by a signal", `eq(exec.run{ "sh", "-c", "kill -9 $$" }.code, 137)`},
 		{"code-loading variables refused", `
 			for _, k in ipairs{ "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "GCONV_PATH",
-				"BASH_ENV", "ENV", "SHELLOPTS", "PS4", "PYTHONPATH", "PERL5OPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS" } do
+				"BASH_ENV", "ENV", "SHELLOPTS", "PS4", "PYTHONPATH", "PERL5OPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS",
+				"CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64", "DOTNET_STARTUP_HOOKS", "COR_ENABLE_PROFILING" } do
 				local v, err = exec.run{ "/bin/echo", "x", env = { [k] = "out/x.so" } }
 				eq(v, nil); eq(err, "exec: env." .. k .. " is refused: it would make /bin/echo load code the script chooses")
 			end
-			eq(exec.run{ "sh", "-c", "echo $LD:$ENVX", env = { LD = "a", ENVX = "b" } }.stdout, "a:b\n")`},
+			eq(exec.run{ "sh", "-c", "echo $LD:$ENVX", env = { LD = "a", ENVX = "b" } }.stdout, "a:b\n")
+			-- Unix compares names exactly: ld_preload is another variable (Windows refuses Path too).
+			eq(exec.run{ "sh", "-c", "echo $ld_preload", env = { ld_preload = "c" } }.stdout, "c\n")`},
 		{"wrong types raise", `fails(exec.run, {}); fails(exec.run, "sh"); fails(exec.run, { "sh", timeout = 5 })
 			fails(exec.run, { "sh", {} }); fails(exec.run, { "sh", env = { ["A=B"] = "x" } }); fails(exec.run, { "sh", max_bytes = -1 })`},
 	})

@@ -302,9 +302,9 @@ func fsList(s *State, L *lua.LState) int {
 		return 2
 	}
 	defer root.Close()
-	// O_DIRECTORY|O_NONBLOCK: a named pipe is refused (ENOTDIR), not
+	// O_NONBLOCK and openDirOnly: a named pipe is refused (ENOTDIR), not
 	// opened, which would wait for a writer beyond cancellation.
-	f, err := root.OpenFile(p.rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+	f, err := root.OpenFile(p.rel, os.O_RDONLY|syscall.O_NONBLOCK|openDirOnly, 0)
 	if err != nil {
 		return fsFail(L, p, err)
 	}

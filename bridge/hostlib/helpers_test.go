@@ -1,6 +1,8 @@
 package hostlib
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,3 +72,31 @@ func runCases(t *testing.T, L *lua.LState, cases []luaCase) {
 }
 
 func lstr(s string) lua.LString { return lua.LString(s) }
+
+// newLib returns a library for the grants the Lua table allow gives, with
+// dir as the scripts folder.
+func newLib(t testing.TB, dir, allow string) *Lib {
+	t.Helper()
+	L := lua.NewState()
+	defer L.Close()
+	if err := L.DoString("return " + allow); err != nil {
+		t.Fatal(err)
+	}
+	g, err := ParseAllow(L.Get(-1), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := New(Config{Grants: g, Dir: dir})
+	t.Cleanup(lib.Close)
+	return lib
+}
+
+func mkfile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -24,16 +23,10 @@ import (
 // connections share the UDP socket and cost no descriptor, but memory each:
 // past the same cap of them a new one is refused (quicLimit).
 
-// DefaultMaxConnections returns the cap used when Config.MaxConnections is 0:
-// three quarters of the process's open-file limit, so that a quarter stays
-// for everything else, and at least 64.
-func DefaultMaxConnections() int {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
-		return 1 << 16
-	}
-	return max(64, int(rl.Cur)*3/4)
-}
+// unlimitedMaxConnections is the default cap where the process has no
+// open-file limit (or one too large to mean anything): about 700 MiB of idle
+// connections.
+const unlimitedMaxConnections = 1 << 16
 
 // limitListener accepts at most cap(slots) connections at once.
 type limitListener struct {

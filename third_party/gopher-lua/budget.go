@@ -292,8 +292,9 @@ func addSize(a, b int) int {
 }
 
 // maxHint bounds the capacity hints newTableCost reads, so that its sums
-// cannot overflow: a hint that large cannot be allocated anyway.
-const maxHint = 1 << 40
+// cannot overflow: a hint that large cannot be allocated anyway. (Patched
+// for luamcp: 1<<40 overflowed int on 32-bit platforms.)
+const maxHint = min(1<<40, math.MaxInt>>8)
 
 // newTableCost is the size of a table created with these capacity hints.
 func newTableCost(acap, hcap int) int {

@@ -1,0 +1,49 @@
+//go:build unix
+
+package hostlib
+
+import (
+	"os"
+	"syscall"
+)
+
+// A procGroup is the processes a program exec.run started may make: on Unix
+// its process group (the child leads a new one), on Windows a job object. A
+// descendant that leaves the group (setsid) is out of its reach.
+type procGroup struct {
+	pgid int
+}
+
+// groupAttr makes the child lead a new process group.
+func groupAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// adopt returns the group of a child started with groupAttr.
+func adopt(p *os.Process) (procGroup, error) {
+	return procGroup{pgid: p.Pid}, nil
+}
+
+// terminate asks the group to end (SIGTERM).
+func (g procGroup) terminate() { syscall.Kill(-g.pgid, syscall.SIGTERM) }
+
+// kill ends whatever is left of the group (SIGKILL).
+func (g procGroup) kill() { syscall.Kill(-g.pgid, syscall.SIGKILL) }
+
+// release frees what the group holds in this process: nothing on Unix.
+func (g procGroup) release() {}
+
+// childEnv are the variables of the process environment a child inherits.
+var childEnv = []string{"PATH", "HOME", "LANG"}
+
+// platformRefusedEnv are variables exec.run's env may not set on this
+// platform besides refusedEnv: none on Unix.
+var platformRefusedEnv []string
+
+// envName is a variable's name as the platform compares it: exactly, on
+// Unix.
+func envName(name string) string { return name }
+
+// checkGrantsForPlatform refuses grants unsafe on this platform alone:
+// none on Unix.
+func checkGrantsForPlatform(*Grants) error { return nil }

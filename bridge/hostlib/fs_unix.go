@@ -1,0 +1,8 @@
+//go:build unix
+
+package hostlib
+
+import "syscall"
+
+// openDirOnly makes an open fail unless it names a directory.
+const openDirOnly = syscall.O_DIRECTORY

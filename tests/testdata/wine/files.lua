@@ -1,0 +1,24 @@
+-- files.lua: fs with Windows paths, for the Windows test (windows_test.go).
+local fs = require("fs")
+
+return {
+  route = { allow = { write = { "data" } } },
+
+  init = function() return { name = "files", version = "1.0.0" }, { tools = {} }, {} end,
+
+  tools = { { name = "files", description = "write, read and list in data", input_schema = { type = "object" } } },
+
+  handle_tool = function()
+    -- Either separator works; nothing outside the granted folder does.
+    local out = {}
+    local function try(label, v, err) out[#out + 1] = label .. "=" .. tostring(v or err) end
+    try("write", fs.write("data/a.txt", "alpha"))
+    try("read", fs.read("data\\a.txt"))
+    local list = fs.list("data")
+    try("list", list and list[1].name)
+    try("escape", fs.read("data\\..\\..\\files.lua"))
+    try("drive", fs.read("C:\\windows\\win.ini"))
+    try("stream", fs.read("data\\a.txt:hidden"))
+    return { content = { { type = "text", text = table.concat(out, "; ") } } }
+  end,
+}
