@@ -1,6 +1,7 @@
 package hostlib
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -147,7 +148,7 @@ var errNotRegular = errors.New("not a regular file")
 func fsFail(L *lua.LState, p fsPath, err error) int {
 	var msg string
 	switch {
-	case errors.Is(err, syscall.ENOTEMPTY): // before ErrExist, which it also is
+	case errors.Is(err, errNotEmpty): // before ErrExist, which it also is
 		msg = "folder not empty"
 	case errors.Is(err, fs.ErrNotExist):
 		msg = "not found"
@@ -155,7 +156,7 @@ func fsFail(L *lua.LState, p fsPath, err error) int {
 		msg = "already exists"
 	case errors.Is(err, fs.ErrPermission):
 		msg = "permission denied"
-	case errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, errNotDir):
 		msg = "not a folder"
 	case errors.Is(err, syscall.EISDIR):
 		msg = "is a folder"
@@ -309,6 +310,11 @@ func fsList(s *State, L *lua.LState) int {
 		return fsFail(L, p, err)
 	}
 	defer f.Close()
+	if openDirOnly == 0 { // the platform opened whatever it was
+		if st, err := f.Stat(); err != nil || !st.IsDir() {
+			return fsFail(L, p, cmp.Or(err, errNotDir))
+		}
+	}
 	var entries []fs.DirEntry
 	for {
 		batch, err := f.ReadDir(1024)

@@ -19,6 +19,7 @@ return {
     try("escape", fs.read("data\\..\\..\\files.lua"))
     try("drive", fs.read("C:\\windows\\win.ini"))
     try("stream", fs.read("data\\a.txt:hidden"))
+    try("list file", fs.list("data/a.txt"))
     return { content = { { type = "text", text = table.concat(out, "; ") } } }
   end,
 }

@@ -23,7 +23,8 @@ function M.handle_tool(name, _, _, state)
     return text(tostring(state.n)), state
   elseif name == "tree" then
     -- tree.exe starts a child of its own; both must die when the call ends.
-    local r, err = exec.run({ env.get("TREE_EXE"), "parent", env.get("TREE_BEAT"), timeout_ms = 500 })
+    -- (5 s: two programs start under Wine first, slowly on a loaded machine.)
+    local r, err = exec.run({ env.get("TREE_EXE"), "parent", env.get("TREE_BEAT"), timeout_ms = 5000 })
     return text(err or ("exited " .. r.code)), state
   end
   -- Where a program finds programs and DLLs is not the script's to choose,
