@@ -1,6 +1,7 @@
 package luavm
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -54,8 +55,14 @@ func readSource(f *os.File, err error) ([]byte, error) {
 	if len(src) > MaxSourceBytes {
 		return nil, tooBig
 	}
-	return src, nil
+	// Editors on Windows (Notepad before 2019, Visual Studio, PowerShell
+	// 5's Set-Content -Encoding UTF8) start a UTF-8 file with a byte order
+	// mark, which Lua 5.1 reads as an invalid token.
+	return bytes.TrimPrefix(src, utf8BOM), nil
 }
+
+// utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // kind names the type of a file that is not a regular one.
 func kind(m fs.FileMode) string {
