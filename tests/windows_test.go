@@ -90,8 +90,8 @@ func newWinePrefix(t *testing.T, wine, cc string) []string {
 // started both die when the call times out (the job object: on Unix a
 // process group); exec.run's env may not set Path, in any case; a script
 // may not be granted exec and write together; fs takes either separator
-// and refuses what leaves its folder, another drive and an alternate data
-// stream.
+// and refuses what leaves its folder, another drive, an alternate data
+// stream, a device name and a UNC path.
 func TestWindows(t *testing.T) {
 	wine, cc := wineTools(t)
 	env := newWinePrefix(t, wine, cc)
@@ -133,7 +133,9 @@ func TestWindows(t *testing.T) {
 	files.wantText(t, "files", nil, `write=true; read=alpha; list=a.txt; `+
 		`escape=fs: data\..\..\files.lua escapes its root; `+
 		`drive=fs: C:\windows\win.ini is outside the allowed folders (route.allow.read, route.allow.write); `+
-		`stream=fs: data\a.txt:hidden escapes its root; list file=fs: data/a.txt: not a folder`)
+		`stream=fs: data\a.txt:hidden escapes its root; device=fs: data\CON escapes its root; `+
+		`unc=fs: \\server\share\a.txt is outside the allowed folders (route.allow.read, route.allow.write); `+
+		`list file=fs: data/a.txt: not a folder`)
 
 	c.wantText(t, "tree", nil, `exec: `+windowsPath(tree)+` timed out after 5000 ms`)
 	// The child wrote its counter every 20 ms until it was killed, before

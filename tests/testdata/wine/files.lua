@@ -19,6 +19,8 @@ return {
     try("escape", fs.read("data\\..\\..\\files.lua"))
     try("drive", fs.read("C:\\windows\\win.ini"))
     try("stream", fs.read("data\\a.txt:hidden"))
+    try("device", fs.write("data\\CON", "x"))
+    try("unc", fs.read("\\\\server\\share\\a.txt"))
     try("list file", fs.list("data/a.txt"))
     return { content = { { type = "text", text = table.concat(out, "; ") } } }
   end,
