@@ -12,7 +12,8 @@ return {
     -- Either separator works; nothing outside the granted folder does.
     local out = {}
     local function try(label, v, err) out[#out + 1] = label .. "=" .. tostring(v or err) end
-    try("write", fs.write("data/a.txt", "alpha"))
+    fs.write("data/a.txt", "first")
+    try("write", fs.write("data/a.txt", "alpha")) -- replaces the file
     try("read", fs.read("data\\a.txt"))
     local list = fs.list("data")
     try("list", list and list[1].name)
