@@ -27,6 +27,7 @@ test: tools
 	@command -v haproxy >/dev/null || { echo "make: haproxy not found: TestClusterHAProxy runs the README's HAProxy configuration (apt-get install -y haproxy)." >&2; exit 1; }
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "make: nginx not found: TestNginx runs the README's nginx configuration (apt-get install -y nginx)." >&2; exit 1; }
 	@command -v wine >/dev/null || { echo "make: wine not found: TestWindows runs luamcp.exe under Wine (apt-get install -y wine wine64)." >&2; exit 1; }
+	@command -v systemd-socket-activate >/dev/null || { echo "make: systemd-socket-activate not found: the systemd tests run luamcp under it and check the unit files with systemd-analyze (apt-get install -y systemd)." >&2; exit 1; }
 	@command -v x86_64-w64-mingw32-gcc >/dev/null || { echo "make: x86_64-w64-mingw32-gcc not found: TestWindows builds a DLL Wine 8 lacks (apt-get install -y gcc-mingw-w64-x86-64)." >&2; exit 1; }
 	cd tests/node && npm ci --no-audit --no-fund
 	$(GO) vet ./...

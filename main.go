@@ -181,12 +181,30 @@ func serve(c *cli.Context) error {
 	if memory < 1 {
 		return fmt.Errorf("--memory-limit-mb must be at least 1, got %d", memory)
 	}
+	activated, err := activatedListener()
+	if err != nil {
+		return err
+	}
+	if activated != nil {
+		logger.Info("serving the socket systemd passed (socket activation)", "addr", activated.Addr().String())
+		if c.IsSet("addr") {
+			logger.Warn("--addr is ignored: systemd passed the socket to serve", "addr", c.String("addr"))
+		}
+	}
+	systemd, err := newSDNotifier(logger)
+	if err != nil {
+		return err
+	}
+	defer systemd.close()
 	srv, err := edge.Listen(edge.Config{
-		Addr: c.String("addr"), CertFile: c.String("tls-cert"), KeyFile: c.String("tls-key"), HTTP3: c.Bool("http3"),
+		Addr: c.String("addr"), Listener: activated, CertFile: c.String("tls-cert"), KeyFile: c.String("tls-key"), HTTP3: c.Bool("http3"),
 		Logger: logger, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
 		MaxConnections: c.Int("max-connections"),
 	})
 	if err != nil {
+		if activated != nil {
+			activated.Close()
+		}
 		return err
 	}
 	defer srv.Close()
@@ -215,7 +233,7 @@ func serve(c *cli.Context) error {
 	}()
 	ms.cluster(node)
 	watch := !c.Bool("no-watch")
-	table := &routeTable{w: c.App.Writer, base: srv.URL()}
+	table := &routeTable{w: c.App.Writer, base: srv.URL(), systemd: systemd}
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch, WatchPoll: watchPoll,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: caps["max-sessions"], MaxListens: caps["max-listens"], MaxStateless: caps["max-stateless"],
@@ -242,6 +260,10 @@ func serve(c *cli.Context) error {
 		handler = accessLog(handler, logger)
 	}
 	go func() { served <- srv.Serve(handler) }()
+	// The listener was bound before the scripts loaded: requests are
+	// answered from now on.
+	systemd.notify("READY=1\nSTATUS=" + table.status())
+	defer systemd.watchdog()()
 
 	select {
 	case err := <-served:
@@ -251,14 +273,17 @@ func serve(c *cli.Context) error {
 	case <-ctx.Done():
 	}
 	stop() // a second signal kills the process at once
+	systemd.notify("STOPPING=1")
 	if drain > 0 {
 		// Not ready from now on, and still serving for drain: the load
 		// balancer takes this process out before it stops accepting.
 		h.Drain()
 		logger.Info("draining: /readyz answers 503, the routes still serve", "for", drain)
+		systemd.notify("STATUS=draining: /readyz answers 503, the routes still serve")
 		time.Sleep(drain)
 	}
 	logger.Info("shutting down")
+	systemd.notify("STATUS=shutting down")
 
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
@@ -294,10 +319,11 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 // after every change the watcher applies, so that the terminal shows what is
 // served now. Prints never interleave.
 type routeTable struct {
-	mu   sync.Mutex
-	w    io.Writer
-	base string     // the server's URL
-	host *host.Host // nil until start: changes applied while host.New runs are in the first print
+	mu      sync.Mutex
+	w       io.Writer
+	base    string      // the server's URL
+	systemd *sdNotifier // told the new status after each change (systemctl status shows it)
+	host    *host.Host  // nil until start: changes applied while host.New runs are in the first print
 }
 
 // start prints the table for the first time; later changes print it again.
@@ -314,7 +340,24 @@ func (t *routeTable) print() {
 	defer t.mu.Unlock()
 	if t.host != nil {
 		printStatus(t.w, t.base, t.host)
+		t.systemd.notify("STATUS=" + t.statusLocked())
 	}
+}
+
+// status is one line saying what is served, for systemd.
+func (t *routeTable) status() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.statusLocked()
+}
+
+func (t *routeTable) statusLocked() string {
+	n := len(t.host.Routes())
+	s := fmt.Sprintf("serving %d script%s at %s", n, map[bool]string{true: "s"}[n != 1], t.base)
+	if n := len(t.host.LoadErrors()); n > 0 {
+		s += fmt.Sprintf(", %d not mounted", n)
+	}
+	return s
 }
 
 // printStatus lists each mounted URL with its mode and tools, then the

@@ -58,6 +58,10 @@ type Config struct {
 	// Addr is the TCP address to listen on ("127.0.0.1:8750"; port 0 picks
 	// a free port). HTTP/3 listens on UDP at the same host and port.
 	Addr string
+	// Listener, when set, is a listening TCP socket to serve instead of
+	// binding Addr (systemd's socket activation); HTTP/3 binds UDP on its
+	// address.
+	Listener net.Listener
 	// CertFile and KeyFile are PEM files of the server's certificate chain
 	// and private key: both set for HTTPS, neither for cleartext HTTP. They
 	// are loaded again when they change (a renewal needs no restart).
@@ -145,8 +149,11 @@ func Listen(cfg Config) (*Server, error) {
 		// ServeTLS offers h2 and http/1.1 by ALPN on a clone of this.
 		s.http.TLSConfig = tlsConf
 	}
-	s.tcp, err = net.Listen("tcp", cfg.Addr)
-	if err != nil {
+	host, _, _ := net.SplitHostPort(cfg.Addr)
+	if cfg.Listener != nil {
+		s.tcp = cfg.Listener
+		host, _, _ = net.SplitHostPort(s.tcp.Addr().String())
+	} else if s.tcp, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, err
 	}
 	maxConns := cfg.MaxConnections
@@ -158,7 +165,6 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	if protocols == HTTPS3 {
 		port := s.Port()
-		host, _, _ := net.SplitHostPort(cfg.Addr)
 		s.udp, err = net.ListenPacket("udp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
 			s.tcp.Close()
