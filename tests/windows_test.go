@@ -130,7 +130,7 @@ func TestWindows(t *testing.T) {
 	c.wantText(t, "path", nil, `exec: env.Path is refused: it would make `+windowsPath(tree)+` load code the script chooses`)
 
 	files := connectGo(t, "http://"+addr+"/mcp/files", nil, latestVersion)
-	files.wantText(t, "files", nil, `write=true; read=alpha; list=a.txt; `+
+	files.wantText(t, "files", nil, `write=true; read=alpha; case=alpha; list=a.txt; `+
 		`escape=fs: data\..\..\files.lua escapes its root; `+
 		`drive=fs: C:\windows\win.ini is outside the allowed folders (route.allow.read, route.allow.write); `+
 		`stream=fs: data\a.txt:hidden escapes its root; device=fs: data\CON escapes its root; `+

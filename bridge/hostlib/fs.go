@@ -82,7 +82,7 @@ func (l *Lib) resolve(path string, need access) (fsPath, error) {
 	try := func(roots []Root) bool {
 		for _, r := range roots {
 			rc := splitPath(r.Path)
-			if len(comps) >= len(rc) && slices.Equal(comps[:len(rc)], rc) {
+			if len(comps) >= len(rc) && slices.EqualFunc(comps[:len(rc)], rc, sameName) {
 				p.root, p.rel = r, strings.Join(comps[len(rc):], "/")
 				return true
 			}

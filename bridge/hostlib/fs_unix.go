@@ -12,3 +12,7 @@ var (
 	errNotEmpty error = syscall.ENOTEMPTY
 	errNotDir   error = syscall.ENOTDIR
 )
+
+// sameName reports whether two components of a path name the same entry:
+// byte for byte, as Unix filesystems compare names.
+func sameName(a, b string) bool { return a == b }

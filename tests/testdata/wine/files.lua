@@ -15,6 +15,7 @@ return {
     fs.write("data/a.txt", "first")
     try("write", fs.write("data/a.txt", "alpha")) -- replaces the file
     try("read", fs.read("data\\a.txt"))
+    try("case", fs.read("DATA\\A.TXT"))
     local list = fs.list("data")
     try("list", list and list[1].name)
     try("escape", fs.read("data\\..\\..\\files.lua"))
