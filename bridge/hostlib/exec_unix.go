@@ -14,9 +14,12 @@ type procGroup struct {
 	pgid int
 }
 
-// groupAttr makes the child lead a new process group.
+// groupAttr makes the child lead a new process group (and, on Linux, die
+// with luamcp: dieWithParent).
 func groupAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+	a := &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(a)
+	return a
 }
 
 // adopt returns the group of a child started with groupAttr.
