@@ -261,11 +261,12 @@ type execResult struct {
 	stdout, stderr capped
 }
 
-// runProgram runs spec under ctx and its own timeout. The child leads a new
-// process group; when the call ends early the group gets SIGTERM, then
-// SIGKILL after killGrace, and whatever is left of the group when the child
-// exits is killed too, so no descendant outlives the call (one that left the
-// group with setsid is out of reach).
+// runProgram runs spec under ctx and its own timeout. The child runs in a
+// [procGroup] of its own (a process group; a job object on Windows); when
+// the call ends early the group is asked to end (SIGTERM), then killed after
+// killGrace, and whatever is left of the group when the child exits is
+// killed too, so no descendant outlives the call (one that left the group
+// with setsid is out of reach).
 func runProgram(ctx context.Context, spec *execSpec) (*execResult, error) {
 	name := spec.args[0]
 	parent := ctx
