@@ -254,6 +254,11 @@ func serve(c *cli.Context) error {
 
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP applies the folder as it is now (systemctl reload; the way to
+	// apply changes with --no-watch). Not on Windows, which has no SIGHUP.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	served := make(chan error, 1)
 	handler := h.Handler()
 	if c.Bool("access-log") {
@@ -265,12 +270,23 @@ func serve(c *cli.Context) error {
 	systemd.notify("READY=1\nSTATUS=" + table.status())
 	defer systemd.watchdog()()
 
-	select {
-	case err := <-served:
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		return errors.Join(err, h.Shutdown(sctx))
-	case <-ctx.Done():
+	for running := true; running; {
+		select {
+		case err := <-served:
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			return errors.Join(err, h.Shutdown(sctx))
+		case <-hup:
+			logger.Info("SIGHUP: applying the scripts folder as it is now")
+			// In the background: a script that loops while it loads must
+			// not hold up a SIGTERM.
+			go func() {
+				h.Reload()
+				logger.Info("SIGHUP: the scripts folder is applied", "mounted", len(h.Routes()), "not_mounted", len(h.LoadErrors()))
+			}()
+		case <-ctx.Done():
+			running = false
+		}
 	}
 	stop() // a second signal kills the process at once
 	systemd.notify("STOPPING=1")

@@ -319,7 +319,7 @@ func (w *watcher) loop(h *Host) {
 			if w.poll > 0 {
 				w.restamp(paths)
 			}
-			h.apply(paths)
+			h.apply(paths, nil)
 		}
 	}
 }
@@ -361,11 +361,16 @@ func (w *watcher) relevant(ev fsnotify.Event) bool {
 // after lost events) stands for every file in it: each server file is looked
 // at, and each script that required a module reloads. The work runs in the
 // background (Host.change): a script that loops while it loads delays only
-// itself, never the watcher or the files that follow.
-func (h *Host) apply(paths []string) {
+// itself, never the watcher or the files that follow. done, if not nil, is
+// called once the batch has settled.
+func (h *Host) apply(paths []string, done func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if done == nil {
+		done = func() {}
+	}
 	if h.closed {
+		done()
 		return
 	}
 	files := make(map[string]bool)
@@ -402,13 +407,28 @@ func (h *Host) apply(paths []string) {
 	for file := range h.failed {
 		files[file] = files[file] || retry
 	}
-	if len(files) > 0 {
-		before := h.settled
-		h.work.Go(func() {
-			h.change(files, false)
-			h.changed(before)
-		})
+	if len(files) == 0 {
+		done()
+		return
 	}
+	before := h.settled
+	h.work.Go(func() {
+		defer done()
+		h.change(files, false)
+		h.changed(before)
+	})
+}
+
+// Reload applies the scripts folder as it is now, as the watcher does after
+// a change it could not pin down: new server files mount, removed ones
+// unmount, changed ones reload (their sessions kept), every script that
+// requires a module reloads, and those that failed are tried again. It
+// returns once that has settled. serve calls it on SIGHUP, with or without
+// the watcher (--no-watch: changes are applied only then).
+func (h *Host) Reload() {
+	done := make(chan struct{})
+	h.apply([]string{h.cfg.Dir}, func() { close(done) })
+	<-done
 }
 
 // changed calls Config.Changed when something settled since before.

@@ -1,0 +1,86 @@
+//go:build unix
+
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServeReloadOnSIGHUP: with --no-watch, an edit is applied only on
+// SIGHUP (systemctl reload), and the session made before it lives on.
+func TestServeReloadOnSIGHUP(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	run := startServe(t, io.Discard, "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch")
+	lines := make(chan string, 100)
+	go func() {
+		for run.out.Scan() {
+			lines <- run.out.Text()
+		}
+		close(lines)
+	}()
+	next := func(what string) string {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("serve ended before printing %s: %v", what, <-run.done)
+			}
+			return l
+		case <-time.After(10 * time.Second): // liveness bound only
+			t.Fatalf("serve did not print %s", what)
+		}
+		return ""
+	}
+	route := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+/mcp/s) +session +tools: a, b$`).FindStringSubmatch(next("the route table"))
+	if route == nil {
+		t.Fatal("no route line for s.lua")
+	}
+	resp := postMCP(t, nil, route[1], "", initializeBody)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatalf("initialize: %d, no session", resp.StatusCode)
+	}
+
+	edited := strings.Replace(sessionScript, `name = "b"`, `name = "c"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "s.lua"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-lines:
+		t.Fatalf("with --no-watch, serve printed %q before any SIGHUP", l)
+	case <-time.After(700 * time.Millisecond): // past the watcher's debounce, had there been one
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if l := next("the table after SIGHUP"); !regexp.MustCompile(`/mcp/s +session +tools: a, c$`).MatchString(l) {
+		t.Errorf("the table after SIGHUP: %q", l)
+	}
+	req, _ := http.NewRequest(http.MethodPost, route[1], strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"c","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	call, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(call.Body)
+	call.Body.Close()
+	if call.StatusCode != http.StatusOK || !strings.Contains(string(body), `"text":"c"`) {
+		t.Errorf("the session made before the reload, calling the new tool: %d %s", call.StatusCode, body)
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+	run.stop(t)
+}
