@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +89,7 @@ func newWinePrefix(t *testing.T, wine, cc string) []string {
 // TestWindows serves scripts with luamcp.exe under Wine: a session keeps
 // its state, across a hot reload too; exec.run's program and the child it
 // started both die when the call times out (the job object: on Unix a
-// process group); exec.run's env may not set Path, in any case; a script
+// process group), and when luamcp.exe is killed; exec.run's env may not set Path, in any case; a script
 // may not be granted exec and write together; fs takes either separator
 // and refuses what leaves its folder, another drive, an alternate data
 // stream, a device name and a UNC path.
@@ -175,4 +176,30 @@ func TestWindows(t *testing.T) {
 		}
 	}
 	c.wantText(t, "count", nil, "4")
+
+	// luamcp.exe killed mid-call: the job's processes die with it (its last
+	// handle closes). The child counts from 0 again; once it moves, kill.
+	go c.CallTool(context.Background(), &sdk.CallToolParams{Name: "hang"})
+	var moved []byte
+	for deadline := time.Now().Add(waitLong); ; time.Sleep(50 * time.Millisecond) {
+		now, _ := os.ReadFile(beat)
+		if moved != nil && len(now) > 0 && string(now) != string(moved) {
+			break
+		}
+		if len(now) > 0 && string(now) != string(first) {
+			moved = now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tree.exe's child of the hang call never counted")
+		}
+	}
+	if err := serve.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // Wine closes the dead process's handles
+	before, _ := os.ReadFile(beat)
+	time.Sleep(300 * time.Millisecond)
+	if after, _ := os.ReadFile(beat); string(after) != string(before) {
+		t.Errorf("tree.exe's child outlived luamcp.exe: its counter moved from %s to %s", before, after)
+	}
 }

@@ -13,6 +13,7 @@ M.tools = {
   { name = "count", description = "count this session's calls", input_schema = { type = "object" } },
   { name = "tree", description = "run tree.exe until the call times out", input_schema = { type = "object" } },
   { name = "path", description = "set PATH for a program", input_schema = { type = "object" } },
+  { name = "hang", description = "run tree.exe for a minute", input_schema = { type = "object" } },
 }
 
 local function text(s) return { content = { { type = "text", text = s } } } end
@@ -21,10 +22,11 @@ function M.handle_tool(name, _, _, state)
   if name == "count" then
     state.n = state.n + 1
     return text(tostring(state.n)), state
-  elseif name == "tree" then
+  elseif name == "tree" or name == "hang" then
     -- tree.exe starts a child of its own; both must die when the call ends.
     -- (5 s: two programs start under Wine first, slowly on a loaded machine.)
-    local r, err = exec.run({ env.get("TREE_EXE"), "parent", env.get("TREE_BEAT"), timeout_ms = 5000 })
+    local timeout = name == "tree" and 5000 or 60000
+    local r, err = exec.run({ env.get("TREE_EXE"), "parent", env.get("TREE_BEAT"), timeout_ms = timeout })
     return text(err or ("exited " .. r.code)), state
   end
   -- Where a program finds programs and DLLs is not the script's to choose,
