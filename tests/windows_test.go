@@ -61,8 +61,9 @@ func goBuildWindows(t *testing.T, pkg, out string) {
 
 // newWinePrefix makes a Wine prefix of its own for the test, and gives it
 // the bcryptprimitives.dll Go's runtime needs where Wine 8 has none
-// (testdata/wine/prng.c). Its wineserver is stopped when the test ends.
-func newWinePrefix(t *testing.T, wine, cc string) []string {
+// (testdata/wine/prng.c), and drive Y:, a network drive to Windows
+// programs, on netDir. Its wineserver is stopped when the test ends.
+func newWinePrefix(t *testing.T, wine, cc, netDir string) []string {
 	t.Helper()
 	prefix := t.TempDir()
 	env := append(os.Environ(), "WINEPREFIX="+prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
@@ -76,6 +77,18 @@ func newWinePrefix(t *testing.T, wine, cc string) []string {
 		kill.Env = env
 		_ = kill.Run() // no wineserver left is fine
 	})
+	if err := os.Symlink(netDir, filepath.Join(prefix, "dosdevices", "y:")); err != nil {
+		t.Fatal(err)
+	}
+	reg := exec.Command(wine, "reg", "add", `HKLM\Software\Wine\Drives`, "/v", "y:", "/t", "REG_SZ", "/d", "network", "/f")
+	reg.Env = env
+	if b, err := reg.CombinedOutput(); err != nil {
+		t.Fatalf("wine reg add: %v\n%s", err, b)
+	}
+	// Drive types are read when a Wine session starts: end this one.
+	stop := exec.Command(filepath.Join(filepath.Dir(wine), "wineserver"), "-k")
+	stop.Env = env
+	_ = stop.Run()
 	dll := filepath.Join(prefix, "drive_c", "windows", "system32", "bcryptprimitives.dll")
 	if _, err := os.Stat(dll); os.IsNotExist(err) {
 		build := exec.Command(cc, "-shared", "-O2", "-o", dll, filepath.Join("testdata", "wine", "prng.c"), "-ladvapi32")
@@ -92,15 +105,31 @@ func newWinePrefix(t *testing.T, wine, cc string) []string {
 // process group), and when luamcp.exe is killed; exec.run's env may not set Path, in any case; a script
 // may not be granted exec and write together; fs takes either separator
 // and refuses what leaves its folder, another drive, an alternate data
-// stream, a device name and a UNC path.
+// stream, a device name and a UNC path; a folder on a network drive is
+// polled.
 func TestWindows(t *testing.T) {
 	wine, cc := wineTools(t)
-	env := newWinePrefix(t, wine, cc)
+	netDir := t.TempDir()
+	copyFile(t, filepath.Join("testdata", "wine", "files.lua"), filepath.Join(netDir, "files.lua"))
+	env := newWinePrefix(t, wine, cc, netDir)
 	bin := t.TempDir()
 	exe := filepath.Join(bin, "luamcp.exe")
 	tree := filepath.Join(bin, "tree.exe")
 	goBuildWindows(t, "..", exe)
 	goBuildWindows(t, "./testdata/wine/tree", tree)
+
+	// A scripts folder on a network drive is also polled (--watch-poll
+	// auto): change notifications there depend on the server.
+	netAddr := freeAddr(t)
+	onNet := exec.Command(wine, exe, "serve", "--dir", `Y:\`, "--addr", netAddr)
+	onNet.Env = env
+	netOut := runProxy(t, "luamcp.exe on a network drive", onNet, netAddr)
+	for deadline := time.Now().Add(waitLong); !strings.Contains(netOut.String(), `looking at it every second" dir=Y:\ filesystem="network drive`); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("luamcp.exe serving Y: (a network drive) did not say it polls:\n%s", netOut)
+		}
+	}
+	onNet.Process.Kill()
 
 	dir := t.TempDir()
 	for _, name := range []string{"win.lua", "files.lua", "both.lua"} {
