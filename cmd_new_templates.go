@@ -1,5 +1,7 @@
 package main
 
+import "runtime"
+
 // template is one starter `luamcp new --template` writes.
 type template struct {
 	source  string   // the script; NAME is replaced
@@ -12,7 +14,16 @@ var templates = map[string]template{
 	"":     {source: starter, try: `greet '{"name":"you"}'`},
 	"http": {source: httpStarter, try: `repo_info '{"repo":"golang/go"}'`},
 	"fs":   {source: fsStarter, try: `save '{"name":"first","text":"hello"}'`, folders: []string{"data"}},
-	"exec": {source: execStarter, try: `word_count '{"text":"one two three"}'`},
+	"exec": execTemplate(runtime.GOOS),
+}
+
+// execTemplate is the exec starter for goos: wc wraps nicely (stdin in,
+// output parsed) but is no Windows program, so Windows gets hostname.
+func execTemplate(goos string) template {
+	if goos == "windows" {
+		return template{source: execStarterWindows, try: `machine_name`}
+	}
+	return template{source: execStarter, try: `word_count '{"text":"one two three"}'`}
 }
 
 // httpStarter is a tool that calls an HTTP API.
@@ -185,6 +196,53 @@ return {
     end
     local lines, words, bytes = r.stdout:match("(%d+)%s+(%d+)%s+(%d+)")
     return string.format("%s lines, %s words, %s bytes", lines, words, bytes)
+  end,
+}
+`
+
+// execStarterWindows is execStarter for Windows, around hostname.exe.
+const execStarterWindows = `-- NAME: an MCP server that wraps a command-line program, served by luamcp.
+--
+--   luamcp call NAME.lua machine_name
+--
+-- route.allow.exec names the programs the script may run (looked up on PATH
+-- when it loads: "hostname" finds hostname.exe). exec.run takes the program
+-- and its arguments as a list and never goes through a shell: nothing in an
+-- argument is interpreted. The child gets a minimal environment and is
+-- killed, with its children, when the call times out or the client cancels.
+-- See docs/script-api.md, "Reaching the world".
+
+local exec = require("exec")
+
+---@type luamcp.Server
+return {
+  route = { allow = { exec = { "hostname" } } },
+
+  init = function(params)
+    return { name = "NAME", version = "0.1.0" }, { tools = {} }, {}
+  end,
+
+  tools = function(state)
+    return {
+      { name = "machine_name", description = "The name of the machine the server runs on", input_schema = { type = "object" } },
+    }
+  end,
+
+  handle_tool = function(name, args, ctx, state)
+    if name ~= "machine_name" then
+      return nil, "unknown tool " .. name
+    end
+    -- exec.run returns {code=, stdout=, stderr=}, or nil and a message
+    -- (refused, timed out, cancelled). A non-zero exit code is a result.
+    local r, err = exec.run{ "hostname", timeout_ms = 5000 }
+    if not r then
+      return nil, err
+    end
+    if r.code ~= 0 then
+      return nil, "hostname failed: " .. r.stderr
+    end
+    -- Windows programs end their lines with \r\n: trim them.
+    return (r.stdout:gsub("%s+$", ""))
   end,
 }
 `

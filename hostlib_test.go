@@ -138,6 +138,18 @@ func TestNewTemplates(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "data", "first.txt")); err != nil || string(b) != "hello" {
 		t.Errorf("the fs starter wrote %q, %v", b, err)
 	}
+	// The Windows exec starter (TestWindows runs it under Wine) loads and
+	// answers here too: hostname is a Unix program as well.
+	win := filepath.Join(dir, "t_win.lua")
+	if err := os.WriteFile(win, []byte(strings.ReplaceAll(execTemplate("windows").source, "NAME", "t_win")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	var res bytes.Buffer
+	if err := newApp(&res, io.Discard).Run([]string{"luamcp", "call", win, "machine_name"}); err != nil ||
+		!strings.Contains(res.String(), `"text": "`+host+`"`) {
+		t.Errorf("the Windows exec starter answered %s, %v; want the host name %q", res.String(), err, host)
+	}
 	if err := newApp(io.Discard, io.Discard).Run([]string{"luamcp", "new", "--dir", dir, "--template", "ftp", "x"}); err == nil ||
 		!strings.Contains(err.Error(), "want http, fs or exec") {
 		t.Errorf("an unknown template: %v", err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -117,6 +118,23 @@ func TestWindows(t *testing.T) {
 	tree := filepath.Join(bin, "tree.exe")
 	goBuildWindows(t, "..", exe)
 	goBuildWindows(t, "./testdata/wine/tree", tree)
+
+	// `luamcp new --template exec` writes the Windows starter, which runs.
+	starters := t.TempDir()
+	wineRun := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(wine, append([]string{exe}, args...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("luamcp.exe %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	wineRun("new", "--dir", windowsPath(starters), "--template", "exec", "w")
+	if out := wineRun("call", windowsPath(filepath.Join(starters, "w.lua")), "machine_name"); !regexp.MustCompile(`"text": "[^"\\]+",\s+"type": "text"|"type": "text",\s+"text": "[^"\\]+"`).MatchString(out) || !strings.Contains(out, `"isError": false`) {
+		t.Errorf("the Windows exec starter's machine_name answered %s", out)
+	}
 
 	// A scripts folder on a network drive is also polled (--watch-poll
 	// auto): change notifications there depend on the server.
