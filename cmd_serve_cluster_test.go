@@ -128,14 +128,7 @@ func TestServeClusterTLS(t *testing.T) {
 	client := &http.Client{Transport: tr}
 	post := func(url, sid, body string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		}
-		resp, err := client.Do(req)
+		resp, err := client.Do(mcpRequest(url, sid, body))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,12 +64,7 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 	if l := next("the table after SIGHUP"); !regexp.MustCompile(`/mcp/s +session +tools: a, c$`).MatchString(l) {
 		t.Errorf("the table after SIGHUP: %q", l)
 	}
-	req, _ := http.NewRequest(http.MethodPost, route[1], strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"c","arguments":{}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", session)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	call, err := http.DefaultClient.Do(req)
+	call, err := http.DefaultClient.Do(mcpRequest(route[1], session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"c","arguments":{}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,10 +138,7 @@ func firstPost(t *testing.T, url string) (int, error) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(initializeBody))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(mcpRequest(url, "", initializeBody))
 		if err == nil {
 			resp.Body.Close()
 			return resp.StatusCode, nil

@@ -151,6 +151,19 @@ func TestServe(t *testing.T) {
 // initializeBody is a 2025-11-25 initialize.
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
+// mcpRequest is a POST of body to url with the headers every MCP request
+// carries, and the session's when sid is not "".
+func mcpRequest(url, sid, body string) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	return req
+}
+
 // postMCP posts body to url as an MCP client does, in session sid unless
 // it is "", with client (nil: http.DefaultClient), and returns the answer,
 // its body read and closed.
@@ -159,14 +172,7 @@ func postMCP(t *testing.T, client *http.Client, url, sid, body string) *http.Res
 	if client == nil {
 		client = http.DefaultClient
 	}
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	}
-	resp, err := client.Do(req)
+	resp, err := client.Do(mcpRequest(url, sid, body))
 	if err != nil {
 		t.Fatal(err)
 	}
