@@ -81,12 +81,24 @@ type keyedMAC struct {
 // signForward marks h, the headers of r as they go to the owner, as
 // forwarded by node, and signs them.
 func signForward(h http.Header, key []byte, node string, r *http.Request, at time.Time) {
-	session := r.Header.Get("Mcp-Session-Id")
-	proto := requestScheme(r)
+	signForwardFields(h, key, node, r.Method, r.URL.Path, r.Header.Get("Mcp-Session-Id"), r.RemoteAddr, requestScheme(r), at)
+}
+
+// markForward sets the forward headers but the signature on h, for r.
+func markForward(h http.Header, node string, r *http.Request) {
+	slab := [3]string{node, r.RemoteAddr, requestScheme(r)}
+	h[ForwardedHeader] = slab[0:1:1]
+	h[ForwardedForHeader] = slab[1:2:2]
+	h[ForwardedProtoHeader] = slab[2:3:3]
+}
+
+// signForwardFields sets the forward headers on h for a request with these
+// fields, and signs them.
+func signForwardFields(h http.Header, key []byte, node, method, path, session, client, proto string, at time.Time) {
 	unix := at.Unix()
-	mac := forwardMAC(key, node, r.Method, r.URL.Path, session, r.RemoteAddr, proto, unix)
+	mac := forwardMAC(key, node, method, path, session, client, proto, unix)
 	h.Set(ForwardedHeader, node)
-	h.Set(ForwardedForHeader, r.RemoteAddr)
+	h.Set(ForwardedForHeader, client)
 	h.Set(ForwardedProtoHeader, proto)
 	h.Set(ForwardSignatureHeader, strconv.FormatInt(unix, 10)+"."+base64.RawURLEncoding.EncodeToString(mac))
 }
@@ -128,11 +140,22 @@ func verifyForward(r *http.Request, key []byte, at time.Time) (client, proto str
 // reached the entry node on.
 type forwardedProtoKey struct{}
 
+// linkedKey marks the context of a request a cluster link carried: its
+// forward headers are trusted ([Handler.serveLinked]).
+type linkedKey struct{}
+
 // requestScheme is the scheme r reached the cluster on: its own, or the
 // entry node's for a forwarded request.
 func requestScheme(r *http.Request) string {
-	if p, ok := r.Context().Value(forwardedProtoKey{}).(string); ok {
+	ctx := r.Context()
+	if p, ok := ctx.Value(forwardedProtoKey{}).(string); ok {
 		return p
+	}
+	if ctx.Value(linkedKey{}) != nil {
+		if r.Header.Get(ForwardedProtoHeader) == "https" {
+			return "https"
+		}
+		return "http"
 	}
 	if r.TLS != nil {
 		return "https"

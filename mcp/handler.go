@@ -183,6 +183,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusForbidden, nil, CodeInvalidRequest, "Forwarded request refused: not signed by a node of this cluster")
 			return
 		}
+		if lc, ok := h.hub.cluster.(LinkCluster); ok && h.opts.Sessions && r.Method == http.MethodGet && upgradesTo(r, LinkProtocol) {
+			h.serveLink(lc, w, r)
+			return
+		}
 		r = r.WithContext(context.WithValue(r.Context(), forwardedProtoKey{}, proto))
 		r.RemoteAddr = client
 		h.forwarded(ForwardedIn)
@@ -195,6 +199,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.forward(w, r) {
 		return
 	}
+	h.serveAuthorizing(w, r)
+}
+
+// serveAuthorizing serves r, which passed the gates of this node or of the
+// node that forwarded it, from the oauth check on.
+func (h *Handler) serveAuthorizing(w http.ResponseWriter, r *http.Request) {
 	var info *AuthInfo
 	if h.opts.OAuth != nil {
 		if info = h.authenticate(w, r); info == nil {

@@ -98,6 +98,10 @@ func (k *sink) hangUp() {
 		return
 	}
 	k.hangable, k.dead = false, true
+	if e, ok := k.w.(responseEnder); ok {
+		e.EndResponse()
+		return
+	}
 	conn, bw, err := k.rc.Hijack()
 	if err != nil {
 		return
@@ -109,6 +113,11 @@ func (k *sink) hangUp() {
 	}
 	_ = conn.Close()
 }
+
+// A responseEnder is a response writer that can end its response before
+// its handler returns without a connection of its own to close: a request a
+// cluster link carried ([Link]).
+type responseEnder interface{ EndResponse() }
 
 var errSinkDead = errors.New("mcp: the response is no longer writable")
 

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/luamcp/luamcp/mcp"
 )
 
 // The forwarder: a request for another node's session goes to that node as
@@ -95,6 +97,13 @@ type peer struct {
 	// sweep closes the connections idle longer than idleConnTimeout; nil
 	// while idle is empty.
 	sweep *time.Timer
+	// links carry the node's POSTs and DELETEs, one per route path
+	// ([peer.link]); sign signs their opening (nil: no links).
+	links map[string]*linkSlot
+	sign  SignFunc
+	// noLinkUntil is set when the node refused a link: until then its
+	// requests go over HTTP/1.1.
+	noLinkUntil time.Time
 }
 
 // upstreamConn is one connection to a node.
@@ -222,6 +231,7 @@ func (p *peer) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
+	p.closeLinksLocked()
 	for _, c := range p.idle {
 		c.nc.Close()
 	}
@@ -258,12 +268,21 @@ func (p *peer) idleCount() int {
 // before it is used ([upstreamConn.alive]), which catches connections the
 // node closed for being idle, the usual stale connection.
 func (p *peer) forward(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet && p.sign != nil {
+		if handled, err := p.forwardLinked(w, r); handled {
+			return err
+		}
+	}
 	st := forwardStates.Get().(*forwardState)
 	defer func() {
 		if cap(st.buf) <= 2*inlineBody {
 			forwardStates.Put(st)
 		}
 	}()
+	if p.sign != nil {
+		// A LinkCluster's forwards come marked, not signed ([SignFunc]).
+		p.sign(r.Header, r.Method, r.URL.Path, r.Header.Get("Mcp-Session-Id"), r.Header.Get(mcp.ForwardedForHeader), r.Header.Get(mcp.ForwardedProtoHeader))
+	}
 	req, inline, err := p.appendRequest(st.buf[:0], r)
 	if err != nil {
 		return err

@@ -89,6 +89,9 @@ type Node struct {
 	// left or that could not be reached is removed.
 	known map[string]knownAddr
 	left  *nats.Subscription // leftSubject
+	// sign signs the opening of links (SignLinks): peers made after it is
+	// set forward POSTs and DELETEs on links.
+	sign SignFunc
 
 	stop chan struct{}  // closed by Close: ends the heartbeat
 	done sync.WaitGroup // the heartbeat
@@ -278,6 +281,9 @@ func (n *Node) peerTo(ctx context.Context, node string) (*peer, error) {
 		k := n.known[node]
 		if k.peer == nil || k.url != string(e.Value()) {
 			p, err := newPeer(node, string(e.Value()), n.roots)
+			if p != nil {
+				p.sign = n.sign
+			}
 			if err != nil {
 				n.log.Warn("cluster: node has a bad address", "node", node, "addr", string(e.Value()), "err", err)
 				n.forgetLocked(node)

@@ -48,10 +48,14 @@ type Node struct {
 	Member  *cluster.Node
 	Conn    *nats.Conn
 
-	srv      *http.Server
-	served   chan struct{} // closed when Serve has returned
-	stopOnce sync.Once
-	stopErr  error
+	srv    *http.Server
+	served chan struct{} // closed when Serve has returned
+	// hijacked are the connections the server handed over (cluster
+	// links): http.Server.Close does not close them.
+	hijackedMu sync.Mutex
+	hijacked   map[net.Conn]struct{}
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // StartNode listens on a free port of 127.0.0.1, joins the cluster and
@@ -92,7 +96,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if cfg.Wrap != nil {
 		h = cfg.Wrap(h)
 	}
-	n.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	n.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnState: n.track}
 	go func() {
 		defer close(n.served)
 		_ = n.srv.Serve(ln)
@@ -103,12 +107,32 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 // Addr is the node's listener address (127.0.0.1:PORT).
 func (n *Node) Addr() string { return n.URL[len("http://"):] }
 
-// CloseListener closes the node's listener and every connection on it, as
-// if its process had crashed: the host, the NATS connection and the
-// heartbeat live on (so the bucket still lists the node).
+// CloseListener closes the node's listener and every connection on it
+// (the links other nodes opened included), as if its process had crashed:
+// the host, the NATS connection and the heartbeat live on (so the bucket
+// still lists the node).
 func (n *Node) CloseListener() {
 	_ = n.srv.Close()
 	<-n.served
+	n.hijackedMu.Lock()
+	for c := range n.hijacked {
+		c.Close()
+	}
+	n.hijacked = nil
+	n.hijackedMu.Unlock()
+}
+
+// track notes the connections the server hands over.
+func (n *Node) track(c net.Conn, s http.ConnState) {
+	if s != http.StateHijacked {
+		return
+	}
+	n.hijackedMu.Lock()
+	if n.hijacked == nil {
+		n.hijacked = map[net.Conn]struct{}{}
+	}
+	n.hijacked[c] = struct{}{}
+	n.hijackedMu.Unlock()
 }
 
 // Stop ends the node as `luamcp serve` does: its sessions (ctx bounds
