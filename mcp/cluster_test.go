@@ -36,7 +36,18 @@ type fakeCluster struct {
 
 func (c *fakeCluster) NodeID() string { return c.id }
 
-func (c *fakeCluster) Forward(w http.ResponseWriter, r *http.Request, node string) {
+func (c *fakeCluster) Forward(w http.ResponseWriter, r *http.Request, node string, stop <-chan struct{}) {
+	// The forward ends when the client leaves or stop closes.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	r = r.WithContext(ctx)
 	if r.Method == http.MethodPost {
 		// The handler hands the body over read, with its length.
 		b, err := io.ReadAll(r.Body)

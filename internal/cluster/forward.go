@@ -249,8 +249,9 @@ func (p *peer) idleCount() int {
 	return len(p.idle)
 }
 
-// forward sends r to the node and copies the answer to w. It returns an
-// error only when nothing was written to w: the node could not be reached,
+// forward sends r to the node and copies the answer to w, until the
+// client leaves or stop is closed. It returns an error only when nothing
+// was written to w: the node could not be reached,
 // the connection failed before an answer's head, or the answer's head was
 // malformed. When the node fails once the answer's head was written, the
 // client's response is aborted (http.ErrAbortHandler, as
@@ -267,11 +268,23 @@ func (p *peer) idleCount() int {
 // it and died. A reused connection idle for more than peekAfter is checked
 // before it is used ([upstreamConn.alive]), which catches connections the
 // node closed for being idle, the usual stale connection.
-func (p *peer) forward(w http.ResponseWriter, r *http.Request) error {
+func (p *peer) forward(w http.ResponseWriter, r *http.Request, stop <-chan struct{}) error {
 	if r.Method != http.MethodGet && p.sign != nil {
-		if handled, err := p.forwardLinked(w, r); handled {
+		if handled, err := p.forwardLinked(w, r, stop); handled {
 			return err
 		}
+	}
+	if stop != nil {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		r = r.WithContext(ctx)
 	}
 	st := forwardStates.Get().(*forwardState)
 	defer func() {

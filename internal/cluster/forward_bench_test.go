@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -138,7 +139,7 @@ func BenchmarkForward(b *testing.B) {
 			rd.Reset(body)
 			r.Body = io.NopCloser(rd)
 			r.ContentLength = int64(len(body))
-			a.Forward(w, r, "b")
+			a.Forward(w, r, "b", nil)
 			if w.status != http.StatusOK || w.n != len(answer) {
 				panic("forward failed: status " + strconv.Itoa(w.status))
 			}
@@ -158,3 +159,51 @@ func BenchmarkForward(b *testing.B) {
 type loopNext func() bool
 
 func (f loopNext) Next() bool { return f() }
+
+// BenchmarkLink measures one tools/call forwarded on a link, both ends in
+// this process: the forwarder's frame out and answer in, and the owner's
+// frame in, request, response writer and frames out (its handler writes a
+// canned answer).
+func BenchmarkLink(b *testing.B) {
+	const answer = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}}`
+	o := startLinkOwner(b, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	}, nil)
+	p := linkPeer(b, o)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
+	run := func(pb interface{ Next() bool }) {
+		w := &discardWriter{h: make(http.Header)}
+		r, _ := http.NewRequest(http.MethodPost, "http://entry.example:8750/mcp/echo", nil)
+		r.Header = http.Header{
+			"Accept":                 {"application/json, text/event-stream"},
+			"Content-Type":           {"application/json"},
+			"Mcp-Session-Id":         {"b.0123456789abcdef0123456789abcdef"},
+			"Mcp-Protocol-Version":   {"2025-06-18"},
+			"User-Agent":             {"Go-http-client/1.1"},
+			"Luamcp-Forwarded-By":    {"a"},
+			"Luamcp-Forwarded-For":   {"127.0.0.1:50000"},
+			"Luamcp-Forwarded-Proto": {"http"},
+		}
+		rd := strings.NewReader(body)
+		for pb.Next() {
+			clear(w.h)
+			w.n = 0
+			rd.Reset(body)
+			r.Body = io.NopCloser(rd)
+			r.ContentLength = int64(len(body))
+			if err := p.forward(w, r, nil); err != nil || w.status != http.StatusOK || w.n != len(answer) {
+				panic(fmt.Sprint("forward failed: ", w.status, err))
+			}
+		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		run(loopNext(b.Loop))
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) { run(pb) })
+	})
+}

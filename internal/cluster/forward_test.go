@@ -129,7 +129,7 @@ func (o *rawOwner) none(t *testing.T) {
 func entryFor(t *testing.T, p *peer, errs chan<- error) *httptest.Server {
 	t.Helper()
 	entry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := p.forward(w, r)
+		err := p.forward(w, r, nil)
 		if errs != nil {
 			errs <- err
 		}
@@ -141,7 +141,7 @@ func entryFor(t *testing.T, p *peer, errs chan<- error) *httptest.Server {
 	return entry
 }
 
-func mustPeer(t *testing.T, addr string) *peer {
+func mustPeer(t testing.TB, addr string) *peer {
 	t.Helper()
 	p, err := newPeer("b", addr, nil)
 	if err != nil {

@@ -93,6 +93,9 @@ type linkWriter struct {
 	// room, when not nil, is closed after the next write: senders waiting
 	// for buf to shrink below maxLinkPending.
 	room chan struct{}
+	// deadlineSet is when run last set the connection's write deadline
+	// (to linkWriteTimeout later); only run touches it.
+	deadlineSet time.Time
 
 	kick chan struct{} // capacity 1
 	done chan struct{} // closed when run returns
@@ -124,7 +127,13 @@ func (w *linkWriter) run() {
 		if len(b) == 0 {
 			continue
 		}
-		_ = w.conn.SetWriteDeadline(time.Now().Add(linkWriteTimeout))
+		// The deadline is moved once a second, not at every batch (a timer
+		// update each): a write is bounded by linkWriteTimeout give or
+		// take that second.
+		if now := time.Now(); now.Sub(w.deadlineSet) > time.Second {
+			_ = w.conn.SetWriteDeadline(now.Add(linkWriteTimeout))
+			w.deadlineSet = now
+		}
 		_, err := w.conn.Write(b)
 		w.mu.Lock()
 		if cap(b) <= 4*maxDataFrame {
@@ -245,20 +254,53 @@ func appendString32(b []byte, s string) []byte {
 // readFrame reads one frame from br; its payload is a new slice of at most
 // max bytes.
 func readFrame(br *bufio.Reader, max int) (typ byte, stream uint32, payload []byte, err error) {
-	var h [frameHeaderLen]byte
-	if _, err = io.ReadFull(br, h[:]); err != nil {
+	// The header is peeked, not copied out: a local array handed to
+	// io.ReadFull would escape, an allocation per frame.
+	h, err := br.Peek(frameHeaderLen)
+	if err != nil {
+		if err == io.EOF && len(h) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
 		return 0, 0, nil, err
 	}
 	typ, stream = h[0], binary.BigEndian.Uint32(h[1:5])
 	n := binary.BigEndian.Uint32(h[5:9])
+	br.Discard(frameHeaderLen)
 	if int64(n) > int64(max) {
 		return 0, 0, nil, fmt.Errorf("cluster: a link frame of %d bytes (at most %d)", n, max)
 	}
+	if typ == frameEnd && n == 1 {
+		// The commonest frame has one of two payloads: shared, not made.
+		b, err := br.ReadByte()
+		if err != nil {
+			return 0, 0, nil, unexpected(err)
+		}
+		if b == endComplete {
+			return typ, stream, endCompletePayload, nil
+		}
+		if b == endAborted {
+			return typ, stream, endAbortedPayload, nil
+		}
+		return typ, stream, []byte{b}, nil
+	}
 	payload = make([]byte, n)
 	if _, err = io.ReadFull(br, payload); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, unexpected(err)
 	}
 	return typ, stream, payload, nil
+}
+
+// endCompletePayload and endAbortedPayload are the payloads of frameEnd;
+// nothing writes them.
+var endCompletePayload, endAbortedPayload = []byte{endComplete}, []byte{endAborted}
+
+// unexpected is err, a read failing inside a frame: the end of input there
+// is not a clean end.
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // payloadString is p as a string without a copy: p is a payload readFrame

@@ -36,6 +36,9 @@ const (
 // forward it over HTTP/1.1.
 var errNoLink = errors.New("cluster: no link to the node")
 
+// errStopped ends a forward that this node's shutdown cut before an answer.
+var errStopped = errors.New("cluster: this node shuts down")
+
 // errStreamOverflow ends a stream whose client fell maxStreamBuffered
 // behind.
 var errStreamOverflow = errors.New("cluster: the client fell too far behind a forwarded answer")
@@ -64,10 +67,11 @@ type linkStream struct {
 	ready chan struct{} // capacity 1: frames or err arrived
 
 	mu     sync.Mutex
-	frames []linkFrame // arrived, not yet taken
-	bytes  int         // their payloads' size
-	err    error       // the link failed, or the client fell behind
-	ended  bool        // frameEnd arrived: nothing follows
+	frames []linkFrame  // arrived, not yet taken; first in inline
+	inline [3]linkFrame // a whole answer's head, data and end
+	bytes  int          // their payloads' size
+	err    error        // the link failed, or the client fell behind
+	ended  bool         // frameEnd arrived: nothing follows
 }
 
 type linkFrame struct {
@@ -113,8 +117,12 @@ func (p *peer) link(ctx context.Context, path string) (*clientLink, error) {
 		p.mu.Unlock()
 		select {
 		case <-s.ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		default: // being dialled: wait (ctx.Done makes a channel: not on the common path)
+			select {
+			case <-s.ready:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 		if s.l != nil && s.l.alive() {
 			return s.l, nil
@@ -314,6 +322,7 @@ func (l *clientLink) open() (*linkStream, error) {
 	}
 	l.next++
 	st := &linkStream{id: l.next, ready: make(chan struct{}, 1)}
+	st.frames = st.inline[:0]
 	l.streams[st.id] = st
 	return st, nil
 }
@@ -386,7 +395,7 @@ func appendRequestFrame(b []byte, id uint32, r *http.Request, uri string) ([]byt
 // forwardLinked sends r on a link to the node and copies the answer to w.
 // handled is false when no link can carry it (errNoLink): the caller
 // forwards it over HTTP/1.1. Errors are as [peer.forward]'s.
-func (p *peer) forwardLinked(w http.ResponseWriter, r *http.Request) (handled bool, err error) {
+func (p *peer) forwardLinked(w http.ResponseWriter, r *http.Request, stop <-chan struct{}) (handled bool, err error) {
 	uri := p.prefix + r.URL.RequestURI()
 	if !requestFits(r, uri) {
 		return false, nil
@@ -423,12 +432,12 @@ func (p *peer) forwardLinked(w http.ResponseWriter, r *http.Request) (handled bo
 			}
 			return true, err
 		}
-		return true, l.copyAnswer(w, r, st)
+		return true, l.copyAnswer(w, r, st, stop)
 	}
 }
 
 // copyAnswer copies the answer of st to w as its frames arrive.
-func (l *clientLink) copyAnswer(w http.ResponseWriter, r *http.Request, st *linkStream) error {
+func (l *clientLink) copyAnswer(w http.ResponseWriter, r *http.Request, st *linkStream, stop <-chan struct{}) error {
 	ctx := r.Context()
 	var frames [8]linkFrame
 	headDone := false
@@ -438,7 +447,13 @@ func (l *clientLink) copyAnswer(w http.ResponseWriter, r *http.Request, st *link
 		case <-st.ready:
 		case <-ctx.Done():
 			l.cancel(st)
-			return nil // the client left, or this node shuts down
+			return nil // the client left
+		case <-stop:
+			l.cancel(st)
+			if !headDone {
+				return errStopped
+			}
+			return nil // this node shuts down: the answer ends here
 		}
 		got, err := st.take(frames[:0])
 		for i, f := range got {

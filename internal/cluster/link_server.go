@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +45,7 @@ type serverLink struct {
 	base context.Context // the requests' contexts derive from it
 	wg   sync.WaitGroup  // the requests being served
 
+	remote string        // the forwarder's address, until serveLinked reads its client's
 	work   chan linkJob  // unbuffered: taken only by an idle worker
 	idle   atomic.Int32  // workers waiting on work
 	closed chan struct{} // closed when the link ends: idle workers end
@@ -71,7 +72,7 @@ func serveLink(w http.ResponseWriter, r *http.Request, l mcp.Link, log *slog.Log
 	if err := brw.Flush(); err != nil {
 		return
 	}
-	s := &serverLink{w: newLinkWriter(conn), link: l, log: log, base: context.WithoutCancel(r.Context()), inflight: map[uint32]context.CancelFunc{}, work: make(chan linkJob), closed: make(chan struct{})}
+	s := &serverLink{w: newLinkWriter(conn), link: l, log: log, base: context.WithoutCancel(r.Context()), inflight: map[uint32]context.CancelFunc{}, work: make(chan linkJob), closed: make(chan struct{}), remote: conn.RemoteAddr().String()}
 	// Done stops the reading (a read deadline in the past); the requests in
 	// flight finish and their answers go out before the link closes.
 	stopWatch := make(chan struct{})
@@ -114,12 +115,12 @@ func (s *serverLink) read(br *bufio.Reader) error {
 		}
 		switch typ {
 		case frameRequest:
-			req, ok := s.request(id, payload)
+			x, ok := s.request(id, payload)
 			if !ok {
 				return fmt.Errorf("cluster: a malformed request frame on a link")
 			}
 			s.wg.Add(1)
-			s.dispatch(linkJob{id, req})
+			s.dispatch(linkJob{id, x})
 		case frameCancel:
 			s.mu.Lock()
 			cancel := s.inflight[id]
@@ -134,17 +135,13 @@ func (s *serverLink) read(br *bufio.Reader) error {
 }
 
 // request decodes a frameRequest.
-func (s *serverLink) request(id uint32, payload []byte) (*http.Request, bool) {
+func (s *serverLink) request(id uint32, payload []byte) (*linkExchange, bool) {
 	f := fieldReader{s: payloadString(payload)}
 	method := f.string8()
 	uri := f.string16()
 	host := f.string16()
 	header := f.fields()
-	if f.bad || method == "" {
-		return nil, false
-	}
-	u, err := url.ParseRequestURI(uri)
-	if err != nil {
+	if f.bad || method == "" || !strings.HasPrefix(uri, "/") { // origin-form, as the forwarder writes it
 		return nil, false
 	}
 	body := payload[len(payload)-len(f.s):]
@@ -157,26 +154,45 @@ func (s *serverLink) request(id uint32, payload []byte) (*http.Request, bool) {
 	}
 	s.inflight[id] = cancel
 	s.mu.Unlock()
-	req := (&http.Request{
-		Method: method, URL: u, RequestURI: uri, Host: host, Header: header,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Body: http.NoBody, ContentLength: int64(len(body)),
-		RemoteAddr: s.w.conn.RemoteAddr().String(),
-	}).WithContext(ctx)
-	if len(body) > 0 {
-		req.Body = bodyReader{bytes.NewReader(body)}
+	// NewRequestWithContext makes the one Request (a literal would be
+	// copied by WithContext), and parses the URI.
+	req, err := http.NewRequestWithContext(ctx, method, uri, nil)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.inflight, id)
+		s.mu.Unlock()
+		cancel()
+		return nil, false
 	}
-	return req, true
+	req.RequestURI, req.Host, req.Header = uri, host, header
+	req.ContentLength = int64(len(body))
+	req.RemoteAddr = s.remote
+	x := &linkExchange{req: req}
+	req.Body = http.NoBody // a server's request always has a body
+	if len(body) > 0 {
+		x.body.Reset(body)
+		req.Body = &x.body
+	}
+	return x, true
 }
 
-type bodyReader struct{ *bytes.Reader }
+// linkExchange is one request a link carries and its answer, in one
+// allocation.
+type linkExchange struct {
+	req  *http.Request
+	body linkBody
+	rw   linkResponse
+}
 
-func (bodyReader) Close() error { return nil }
+// linkBody is a request body in memory.
+type linkBody struct{ bytes.Reader }
+
+func (*linkBody) Close() error { return nil }
 
 // linkJob is a request for a worker.
 type linkJob struct {
-	id  uint32
-	req *http.Request
+	id uint32
+	x  *linkExchange
 }
 
 // maxIdleWorkers bounds the goroutines a link keeps waiting for requests;
@@ -204,7 +220,7 @@ func (s *serverLink) worker(j linkJob) {
 	t := time.NewTimer(workerIdle)
 	defer t.Stop()
 	for {
-		s.serve(j.id, j.req)
+		s.serve(j.id, j.x)
 		if s.idle.Add(1) > maxIdleWorkers {
 			s.idle.Add(-1)
 			return
@@ -224,8 +240,10 @@ func (s *serverLink) worker(j linkJob) {
 }
 
 // serve runs the route on one request, then ends its answer.
-func (s *serverLink) serve(id uint32, req *http.Request) {
-	rw := &linkResponse{s: s, id: id, header: http.Header{}}
+func (s *serverLink) serve(id uint32, x *linkExchange) {
+	rw := &x.rw
+	*rw = linkResponse{s: s, id: id, header: http.Header{}}
+	rw.buf = rw.inline[:0]
 	defer func() {
 		aborted := false
 		if v := recover(); v != nil {
@@ -244,7 +262,7 @@ func (s *serverLink) serve(id uint32, req *http.Request) {
 		cancel()
 		s.wg.Done()
 	}()
-	s.link.Serve(rw, req)
+	s.link.Serve(rw, x.req)
 }
 
 // cancelAll cancels the requests in flight.
@@ -267,7 +285,8 @@ type linkResponse struct {
 	status   int       // 0 until the handler writes a status or a byte
 	headSent bool      // the frameHead is out: status and header are fixed
 	ended    bool      // the frameEnd is out: writes fail
-	buf      []byte    // body bytes not yet sent
+	buf      []byte    // body bytes not yet sent; first in inline
+	inline   [512]byte // a small answer's body
 	deadline time.Time // of sends waiting for room on the link
 }
 
@@ -323,6 +342,10 @@ func (rw *linkResponse) SetWriteDeadline(t time.Time) error {
 	rw.mu.Unlock()
 	return nil
 }
+
+// SetReadDeadline is a no-op: the request's body is in memory. (Without
+// it, mcp's body read would get http.ErrNotSupported, an allocation.)
+func (rw *linkResponse) SetReadDeadline(time.Time) error { return nil }
 
 // EndResponse ends the answer before the handler returns (mcp's inline
 // calls): the forwarder completes its client's response.
@@ -383,6 +406,9 @@ func (rw *linkResponse) sendLocked(end, aborted bool) error {
 	})
 	rw.headSent = true
 	rw.buf = rw.buf[:0]
+	if cap(rw.buf) > 4*maxDataFrame {
+		rw.buf = nil // a long answer's buffer goes with its burst
+	}
 	if err != nil {
 		rw.ended = true
 	}

@@ -32,7 +32,7 @@ type linkOwner struct {
 	served atomic.Int32
 }
 
-func startLinkOwner(t *testing.T, linked, plain http.HandlerFunc) *linkOwner {
+func startLinkOwner(t testing.TB, linked, plain http.HandlerFunc) *linkOwner {
 	t.Helper()
 	o := &linkOwner{done: make(chan struct{})}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +90,7 @@ func testSign(h http.Header, method, path, session, client, proto string) {
 }
 
 // linkPeer is a peer to o that forwards POSTs and DELETEs on links.
-func linkPeer(t *testing.T, o *linkOwner) *peer {
+func linkPeer(t testing.TB, o *linkOwner) *peer {
 	p := mustPeer(t, o.URL)
 	p.sign = testSign
 	return p

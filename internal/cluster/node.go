@@ -336,7 +336,7 @@ func (n *Node) forgetLocked(node string) {
 // initializes a new session, as the spec says. A POST's body is expected
 // read already (mcp's handler bounds it and hands it over in memory): it
 // goes in the same write as the request's head.
-func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
+func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string, stop <-chan struct{}) {
 	p, err := n.peerTo(r.Context(), node)
 	if err != nil {
 		n.log.Warn("cluster: request not forwarded", "err", err)
@@ -347,15 +347,27 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string) {
 		w.WriteHeader(http.StatusNotFound)
 		return
 	}
-	err = p.forward(w, r)
+	err = p.forward(w, r, stop)
 	switch {
 	case err == nil, r.Context().Err() != nil: // answered, or the client left
+	case closed(stop):
+		w.WriteHeader(http.StatusServiceUnavailable) // this node stops before the owner answered
 	case errors.Is(err, errBadRequest):
 		w.WriteHeader(http.StatusBadRequest)
 	default:
 		n.forget(node)
 		n.log.Warn("cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
 		w.WriteHeader(http.StatusNotFound)
+	}
+}
+
+// closed reports whether c is closed (nil: never).
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -64,7 +64,7 @@ func TestNodeForward(t *testing.T) {
 
 	entry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set(mcp.ForwardedHeader, "a") // the handler marks (and signs) what it forwards
-		a.Forward(w, r, r.URL.Query().Get("node"))
+		a.Forward(w, r, r.URL.Query().Get("node"), nil)
 	}))
 	defer entry.Close()
 
