@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -36,6 +37,9 @@ import (
 //	              owner flushed there, so the forwarder flushes too
 //	frameEnd      (owner to forwarder) the answer is complete (payload 0)
 //	              or was cut short (1: the forwarder aborts its client's)
+//	frameAnswer   (owner to forwarder) a whole answer at once, the common
+//	              case: a head's payload, then the body (a frameHead, a
+//	              frameData and a frameEnd in one)
 //
 // Strings are a length (one byte for a method, two for others, four for
 // header values) then the bytes; field lists a two-byte count then pairs.
@@ -45,6 +49,7 @@ const (
 	frameHead
 	frameData
 	frameEnd
+	frameAnswer
 )
 
 const (
@@ -288,6 +293,25 @@ func readFrame(br *bufio.Reader, max int) (typ byte, stream uint32, payload []by
 		return 0, 0, nil, unexpected(err)
 	}
 	return typ, stream, payload, nil
+}
+
+// lengthValues are the Content-Length values of small answers, made once:
+// most answers are small, and a value made per answer cost two allocations.
+// The slices are shared: nothing may write into them (http.Header's
+// methods replace a value, never write into it).
+var lengthValues = func() (v [4096][]string) {
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i)}
+	}
+	return v
+}()
+
+// lengthValue is the header value of a Content-Length of n.
+func lengthValue(n int) []string {
+	if n < len(lengthValues) {
+		return lengthValues[n]
+	}
+	return []string{strconv.Itoa(n)}
 }
 
 // endCompletePayload and endAbortedPayload are the payloads of frameEnd;

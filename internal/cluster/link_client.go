@@ -248,13 +248,13 @@ func (l *clientLink) read(br *bufio.Reader) {
 			l.fail(fmt.Errorf("cluster: reading a link: %w", err))
 			return
 		}
-		if typ != frameHead && typ != frameData && typ != frameEnd {
+		if typ != frameHead && typ != frameData && typ != frameEnd && typ != frameAnswer {
 			l.fail(fmt.Errorf("cluster: a link frame of unknown type %d", typ))
 			return
 		}
 		l.mu.Lock()
 		st := l.streams[id]
-		if st != nil && typ == frameEnd {
+		if st != nil && (typ == frameEnd || typ == frameAnswer) {
 			delete(l.streams, id)
 		}
 		l.mu.Unlock()
@@ -275,7 +275,7 @@ func (st *linkStream) deliver(f linkFrame) bool {
 	if ok {
 		st.frames = append(st.frames, f)
 		st.bytes += len(f.payload)
-		st.ended = f.typ == frameEnd
+		st.ended = f.typ == frameEnd || f.typ == frameAnswer
 		if st.bytes > maxStreamBuffered && !st.ended {
 			st.err, ok = errStreamOverflow, false
 		}
@@ -458,12 +458,31 @@ func (l *clientLink) copyAnswer(w http.ResponseWriter, r *http.Request, st *link
 		got, err := st.take(frames[:0])
 		for i, f := range got {
 			switch f.typ {
+			case frameAnswer:
+				var body []byte
+				ok := !headDone
+				if ok {
+					body, ok = copyHead(w, f.payload)
+				}
+				if !ok {
+					l.fail(errors.New("cluster: a malformed answer on a link"))
+					return abort(r, headDone, errors.New("cluster: malformed answer"))
+				}
+				if len(body) > 0 {
+					w.Write(body) // a failure is the client's leaving: the answer is complete here
+				}
+				return nil
 			case frameHead:
-				if headDone || !copyHead(w, f.payload) {
+				if headDone {
+					l.fail(errors.New("cluster: a second answer head on a link"))
+					return abort(r, headDone, errors.New("cluster: malformed answer head"))
+				}
+				body, ok := copyHead(w, f.payload)
+				headDone = ok // the status is written
+				if !ok || len(body) > 0 {
 					l.fail(errors.New("cluster: a malformed answer head on a link"))
 					return abort(r, headDone, errors.New("cluster: malformed answer head"))
 				}
-				headDone = true
 			case frameData:
 				if !headDone {
 					l.fail(errors.New("cluster: answer data before its head on a link"))
@@ -509,17 +528,18 @@ func abort(r *http.Request, headDone bool, err error) error {
 	panic(http.ErrAbortHandler)
 }
 
-// copyHead decodes a frameHead onto w and writes the status.
-func copyHead(w http.ResponseWriter, payload []byte) bool {
+// copyHead decodes the head of a frameHead or frameAnswer onto w and writes
+// the status; body is what follows the head (a frameAnswer's body).
+func copyHead(w http.ResponseWriter, payload []byte) (body []byte, ok bool) {
 	f := fieldReader{s: payloadString(payload)}
 	status := f.uint16()
 	if status < 200 || status > 999 {
-		return false
+		return nil, false
 	}
 	f.fieldsInto(w.Header(), f.uint16())
-	if f.bad || len(f.s) != 0 {
-		return false
+	if f.bad {
+		return nil, false
 	}
 	w.WriteHeader(status)
-	return true
+	return payload[len(payload)-len(f.s):], true
 }

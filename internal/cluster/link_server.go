@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -369,7 +368,7 @@ func (rw *linkResponse) end(aborted bool) {
 	}
 	if !rw.headSent && !aborted {
 		if _, ok := rw.header["Content-Length"]; !ok {
-			rw.header["Content-Length"] = []string{strconv.Itoa(len(rw.buf))}
+			rw.header["Content-Length"] = lengthValue(len(rw.buf))
 		}
 	}
 	if err := rw.sendLocked(true, aborted); err != nil && !errors.Is(err, errLinkClosed) {
@@ -387,8 +386,11 @@ func (rw *linkResponse) sendLocked(end, aborted bool) error {
 		rw.ended = true
 	}
 	err := rw.s.w.send(rw.deadline, func(b []byte) []byte {
+		if end && !aborted && !rw.headSent && len(rw.buf) <= maxDataFrame {
+			return appendHeadFrame(b, frameAnswer, rw.id, rw.status, rw.header, rw.buf)
+		}
 		if !rw.headSent {
-			b = appendHeadFrame(b, rw.id, rw.status, rw.header)
+			b = appendHeadFrame(b, frameHead, rw.id, rw.status, rw.header, nil)
 		}
 		for rest := rw.buf; len(rest) > 0; {
 			n := min(len(rest), maxDataFrame)
@@ -415,11 +417,11 @@ func (rw *linkResponse) sendLocked(end, aborted bool) error {
 	return err
 }
 
-// appendHeadFrame appends a frameHead: the status and the end-to-end
-// fields of h.
-func appendHeadFrame(b []byte, id uint32, status int, h http.Header) []byte {
+// appendHeadFrame appends a frameHead or a frameAnswer (typ): the status,
+// the end-to-end fields of h, and the body.
+func appendHeadFrame(b []byte, typ byte, id uint32, status int, h http.Header, body []byte) []byte {
 	start := len(b)
-	b = appendFrameHeader(b, frameHead, id)
+	b = appendFrameHeader(b, typ, id)
 	b = append(b, byte(status>>8), byte(status))
 	count := len(b)
 	b = append(b, 0, 0)
@@ -438,5 +440,6 @@ func appendHeadFrame(b []byte, id uint32, status int, h http.Header) []byte {
 		}
 	}
 	b[count], b[count+1] = byte(n>>8), byte(n)
+	b = append(b, body...)
 	return endFrame(b, start)
 }
