@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -77,6 +79,16 @@ func (r *recorder) FlushError() error { return http.NewResponseController(r.Resp
 
 // Flush implements [http.Flusher] for the handlers that assert it.
 func (r *recorder) Flush() { _ = r.FlushError() }
+
+// Hijack hands the connection over (a cluster link takes it): the request
+// is logged as switching protocols, when the link ends.
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil && r.status == 0 {
+		r.status = http.StatusSwitchingProtocols
+	}
+	return c, rw, err
+}
 
 // Unwrap lets an [http.ResponseController] reach the writer's other methods
 // (deadlines, flushing).

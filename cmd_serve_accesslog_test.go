@@ -98,3 +98,27 @@ func TestAccessLogKeepsDeadlines(t *testing.T) {
 		t.Fatal("writes to a client that stopped reading still block after 10 s (deadline 200 ms)")
 	}
 }
+
+// TestAccessLogHijack: a request whose connection is taken over (a cluster
+// link) is logged as switching protocols, not as a 200.
+func TestAccessLogHijack(t *testing.T) {
+	logs := &syncbuf.Buffer{}
+	h := accessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		c.Close()
+	}), slog.New(slog.NewTextHandler(logs, nil)))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	http.Get(srv.URL) // the connection closes without an answer
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "status=101") {
+		if time.Now().After(deadline) {
+			t.Fatalf("log: %s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -140,6 +140,13 @@ func TestClusterProcessKill(t *testing.T) {
 	if dead == nil {
 		t.Fatalf("session %q names no process", c.ID())
 	}
+	// The other two forwarded the calls that landed on them on a link
+	// (through serve's whole stack: access log, limits, metrics).
+	for _, p := range procs {
+		if p != dead && !strings.Contains(p.logs.String(), "cluster: link opened") {
+			t.Errorf("node %s forwarded without a link:\n%s", p.id, p.logs.String())
+		}
+	}
 	rr.Remove(dead.base)
 	if err := dead.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

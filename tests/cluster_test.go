@@ -1,9 +1,12 @@
 package tests
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -486,5 +489,32 @@ func TestClusterSpoofedForward(t *testing.T) {
 	}
 	if m := s.rpc(t, nodes[1].url(), sid, 3, "ping", nil); m.Error != nil {
 		t.Errorf("ping through node 2: %v", m.Error)
+	}
+}
+
+// TestClusterSpoofedLink: a request to open a link that a node did not sign
+// is refused (403), and the connection is not taken over: it goes on
+// serving HTTP.
+func TestClusterSpoofedLink(t *testing.T) {
+	nodes, _, _ := startCluster(t)
+	u, _ := url.Parse(nodes[0].url())
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for _, sig := range []string{"", "1796320000.AAAA"} {
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: n2\r\n%s: http\r\n%s: %s\r\n\r\n",
+			u.Path, u.Host, mcp.LinkProtocol, mcp.ForwardedHeader, mcp.ForwardedProtoHeader, mcp.ForwardSignatureHeader, sig)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("an unsigned link (signature %q): %d, want 403", sig, resp.StatusCode)
+		}
 	}
 }

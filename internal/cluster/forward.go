@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -101,6 +102,7 @@ type peer struct {
 	// ([peer.link]); sign signs their opening (nil: no links).
 	links map[string]*linkSlot
 	sign  SignFunc
+	log   *slog.Logger // nil: slog.Default()
 	// noLinkUntil is set when the node refused a link: until then its
 	// requests go over HTTP/1.1.
 	noLinkUntil time.Time

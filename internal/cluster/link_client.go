@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -111,6 +112,12 @@ func (p *peer) link(ctx context.Context, path string) (*clientLink, error) {
 					p.noLinkUntil = time.Now().Add(noLinkRetry)
 				}
 				p.mu.Unlock()
+				if errors.Is(s.err, errNoLink) {
+					p.logger().Warn("cluster: a node refused a link: its requests go over HTTP/1.1 for a while (an older luamcp, or a proxy between the nodes?)",
+						"node", p.node, "path", path, "retry", noLinkRetry, "err", s.err)
+				}
+			} else {
+				p.logger().Info("cluster: link opened", "node", p.node, "path", path)
 			}
 			return s.l, s.err
 		}
@@ -200,6 +207,13 @@ func (p *peer) dialLink(ctx context.Context, path string) (*clientLink, error) {
 	l := &clientLink{w: newLinkWriter(c.nc), streams: map[uint32]*linkStream{}}
 	go l.read(bufio.NewReaderSize(c.br, linkReaderSize))
 	return l, nil
+}
+
+func (p *peer) logger() *slog.Logger {
+	if p.log == nil {
+		return slog.Default()
+	}
+	return p.log
 }
 
 // closeLinks closes every link to the node: their requests fail.

@@ -552,3 +552,43 @@ func FuzzLinkFrames(f *testing.F) {
 		_ = readLinkFrames(b)
 	})
 }
+
+// TestLinkTLS: a link to an https:// node is TLS, negotiated as HTTP/1.1
+// although the node offers h2 (an upgrade needs HTTP/1.1).
+func TestLinkTLS(t *testing.T) {
+	var links atomic.Int32
+	owner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != mcp.LinkProtocol {
+			t.Errorf("%s %s reached the owner without a link", r.Method, r.Proto)
+			return
+		}
+		links.Add(1)
+		serveLink(w, r, mcp.Link{Serve: func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, r.Proto+" "+r.Host)
+		}, MaxRequest: 1 << 20}, slog.New(slog.DiscardHandler))
+	}))
+	owner.EnableHTTP2 = true
+	owner.StartTLS()
+	defer owner.Close()
+	p, err := newPeer("b", owner.URL, owner.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.sign = testSign
+	defer p.close()
+	entry := entryFor(t, p, nil)
+	for range 3 {
+		resp, err := http.Post(entry.URL+"/mcp", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := "HTTP/1.1 " + strings.TrimPrefix(entry.URL, "http://"); string(b) != want {
+			t.Errorf("answer %d %q, want %q", resp.StatusCode, b, want)
+		}
+	}
+	if links.Load() != 1 {
+		t.Errorf("%d links, want 1", links.Load())
+	}
+}

@@ -282,7 +282,7 @@ func (n *Node) peerTo(ctx context.Context, node string) (*peer, error) {
 		if k.peer == nil || k.url != string(e.Value()) {
 			p, err := newPeer(node, string(e.Value()), n.roots)
 			if p != nil {
-				p.sign = n.sign
+				p.sign, p.log = n.sign, n.log
 			}
 			if err != nil {
 				n.log.Warn("cluster: node has a bad address", "node", node, "addr", string(e.Value()), "err", err)
