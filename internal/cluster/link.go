@@ -102,8 +102,9 @@ type linkWriter struct {
 	// (to linkWriteTimeout later); only run touches it.
 	deadlineSet time.Time
 
-	kick chan struct{} // capacity 1
-	done chan struct{} // closed when run returns
+	kick      chan struct{} // capacity 1
+	done      chan struct{} // closed when run returns
+	closeOnce sync.Once
 }
 
 func newLinkWriter(conn net.Conn) *linkWriter {
@@ -205,6 +206,10 @@ func (w *linkWriter) send(deadline time.Time, fill func(b []byte) []byte) error 
 // close fails later sends with err and stops the writer once it has written
 // what is queued (or at once, when flush is false).
 func (w *linkWriter) close(err error, flush bool) {
+	w.closeOnce.Do(func() { w.closeNow(err, flush) })
+}
+
+func (w *linkWriter) closeNow(err error, flush bool) {
 	w.mu.Lock()
 	if w.err == nil {
 		w.err = err

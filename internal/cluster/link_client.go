@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -101,7 +102,9 @@ func (p *peer) link(ctx context.Context, path string) (*clientLink, error) {
 			}
 			p.links[path] = s
 			p.mu.Unlock()
-			s.l, s.err = p.dialLink(ctx, path)
+			// The link serves every request to the node: its dial does not
+			// end with this request's client (dialTimeout bounds it).
+			s.l, s.err = p.dialLink(context.WithoutCancel(ctx), path)
 			close(s.ready)
 			if s.err != nil {
 				p.mu.Lock()
@@ -159,7 +162,7 @@ func (p *peer) dialLink(ctx context.Context, path string) (*clientLink, error) {
 	b := make([]byte, 0, 512)
 	b = append(b, "GET "...)
 	b = append(b, p.prefix...)
-	b = append(b, path...)
+	b = append(b, (&url.URL{Path: path}).EscapedPath()...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, p.addr...)
 	b = append(b, "\r\nConnection: Upgrade\r\nUpgrade: "...)

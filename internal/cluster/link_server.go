@@ -99,8 +99,8 @@ var errLinkDrained = errors.New("cluster: the route shuts down")
 // read serves the frames the forwarder sends until the link ends.
 func (s *serverLink) read(br *bufio.Reader) error {
 	max := maxLinkHead + s.link.MaxRequest
-	if s.link.MaxRequest <= 0 || max > 1<<31 {
-		max = 1 << 31
+	if s.link.MaxRequest <= 0 || max > 1<<30 {
+		max = 1 << 30 // an int on 32-bit platforms too
 	}
 	for {
 		typ, id, payload, err := readFrame(br, int(max))
