@@ -323,7 +323,9 @@ type accept struct {
 	json bool // a JSON answer is acceptable
 	sse  bool // text/event-stream is acceptable: the answer may stream
 	// http1 is set when the request came over HTTP/1.x, where a JSON answer
-	// is flushed within its write deadline (see sink.json).
+	// is flushed within its write deadline (see sink.json); not for a request
+	// a cluster link carried, whose answer goes as one frame when the
+	// handler returns.
 	http1 bool
 }
 
@@ -532,7 +534,7 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	acc, ok := parseAccept(r.Header["Accept"])
-	acc.http1 = r.ProtoMajor < 2
+	acc.http1 = r.ProtoMajor < 2 && r.Context().Value(linkedKey{}) == nil
 	if !ok {
 		writeJSONError(w, http.StatusNotAcceptable, id, CodeInvalidRequest,
 			"Not Acceptable: Client must accept application/json or text/event-stream")
