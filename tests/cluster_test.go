@@ -518,3 +518,35 @@ func TestClusterSpoofedLink(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterForwardedTimeout: a call forwarded on a link that outlives
+// the route's request_timeout gets its timeout answer through the entry node
+// while the tool runs on (the owner's watcher writes it before the handler
+// returns: it must not wait for the end of the exchange), and the call's
+// effect lands.
+func TestClusterForwardedTimeout(t *testing.T) {
+	e, err := cluster.StartEmbedded("127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
+	copyFile(t, filepath.Join("testdata", "servers", "timeout.lua"), filepath.Join(dir, "timeout.lua"))
+	a, b := startNode(t, e.URL(), "n1", dir), startNode(t, e.URL(), "n2", dir)
+	s := nodesClient(t)
+	sid := s.initialize(t, a.URL+"/mcp/timeout")
+	for i, id := range []int{5, 6} { // the second goes on the link the first opened
+		m := s.rpc(t, b.URL+"/mcp/timeout", sid, id, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 300}})
+		wantID(t, m, strconv.Itoa(id))
+		wantError(t, m, -32603, "Request timed out")
+		if n := a.logs.count("fixture slept id=" + strconv.Itoa(id)); n != 0 {
+			t.Errorf("call %d: the timeout answer came after the tool ended", id)
+		}
+		a.logs.waitFor(t, "fixture slept id="+strconv.Itoa(id), 1)
+		s.callTool(t, b.URL+"/mcp/timeout", sid, "count", nil).wantText(t, strconv.Itoa(2*i+2)) // each sleep and each count add one
+	}
+	if b.logs.count("cluster: link opened") != 1 {
+		t.Errorf("the entry node opened %d links, want 1", b.logs.count("cluster: link opened"))
+	}
+}
