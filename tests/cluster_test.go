@@ -549,4 +549,7 @@ func TestClusterForwardedTimeout(t *testing.T) {
 	if b.logs.count("cluster: link opened") != 1 {
 		t.Errorf("the entry node opened %d links, want 1", b.logs.count("cluster: link opened"))
 	}
+	if out, in := b.Member.Stats().LinksOut, a.Member.Stats().LinksIn; out != 1 || in != 1 {
+		t.Errorf("links counted: %d out of the entry node, %d into the owner; want 1 and 1", out, in)
+	}
 }

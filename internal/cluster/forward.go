@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/luamcp/luamcp/mcp"
@@ -103,6 +104,8 @@ type peer struct {
 	links map[string]*linkSlot
 	sign  SignFunc
 	log   *slog.Logger // nil: slog.Default()
+	// linksOpen counts this node's open links (the Node's; nil in tests).
+	linksOpen *atomic.Int64
 	// noLinkUntil is set when the node refused a link: until then its
 	// requests go over HTTP/1.1.
 	noLinkUntil time.Time

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/luamcp/luamcp/mcp"
@@ -61,6 +62,7 @@ type clientLink struct {
 	streams map[uint32]*linkStream // the requests waiting for (the rest of) an answer
 	next    uint32                 // the last stream id used
 	err     error                  // set once the link failed: no new stream
+	opened  *atomic.Int64          // the node's count of open links; nil in tests
 }
 
 // linkStream is one forwarded request's answer as it arrives.
@@ -207,7 +209,10 @@ func (p *peer) dialLink(ctx context.Context, path string) (*clientLink, error) {
 		return nil, ctx.Err() // closed meanwhile
 	}
 	_ = c.nc.SetDeadline(time.Time{})
-	l := &clientLink{w: newLinkWriter(c.nc), streams: map[uint32]*linkStream{}}
+	l := &clientLink{w: newLinkWriter(c.nc), streams: map[uint32]*linkStream{}, opened: p.linksOpen}
+	if l.opened != nil {
+		l.opened.Add(1)
+	}
 	go l.read(bufio.NewReaderSize(c.br, linkReaderSize))
 	return l, nil
 }
@@ -250,6 +255,9 @@ func (l *clientLink) fail(err error) {
 	streams := l.streams
 	l.streams = nil
 	l.mu.Unlock()
+	if l.opened != nil {
+		l.opened.Add(-1)
+	}
 	go l.w.close(err, false) // waits for the writer, which may sit in a write
 	l.w.conn.Close()
 	for _, st := range streams {

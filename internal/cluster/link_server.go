@@ -33,6 +33,8 @@ func (n *Node) SignForwards(sign func(h http.Header, method, path, session, clie
 
 // ServeLink implements [mcp.LinkCluster].
 func (n *Node) ServeLink(w http.ResponseWriter, r *http.Request, l mcp.Link) {
+	n.linksIn.Add(1)
+	defer n.linksIn.Add(-1)
 	serveLink(w, r, l, n.log)
 }
 

@@ -76,7 +76,9 @@ type Node struct {
 	log           *slog.Logger
 	roots         *x509.CertPool // Config.RootCAs
 	sub           *nats.Subscription
-	count         pushCounts // Send and receive; the PubSub counts its own
+	count         pushCounts   // Send and receive; the PubSub counts its own
+	linksOut      atomic.Int64 // links open to other nodes (Stats)
+	linksIn       atomic.Int64 // links open from other nodes (Stats)
 
 	// deliver hands a push from another node to the hub (Attach); nil
 	// before, and pushes arriving then are dropped.
@@ -282,7 +284,7 @@ func (n *Node) peerTo(ctx context.Context, node string) (*peer, error) {
 		if k.peer == nil || k.url != string(e.Value()) {
 			p, err := newPeer(node, string(e.Value()), n.roots)
 			if p != nil {
-				p.sign, p.log = n.sign, n.log
+				p.sign, p.log, p.linksOpen = n.sign, n.log, &n.linksOut
 			}
 			if err != nil {
 				n.log.Warn("cluster: node has a bad address", "node", node, "addr", string(e.Value()), "err", err)
@@ -379,6 +381,8 @@ func (n *Node) Stats() Stats {
 		PushesUnsent:   n.count.unsent.Load() + n.ps.count.unsent.Load(),
 		Connected:      n.nc.IsConnected(),
 		Reconnects:     n.nc.Stats().Reconnects,
+		LinksOut:       n.linksOut.Load(),
+		LinksIn:        n.linksIn.Load(),
 	}
 }
 

@@ -25,6 +25,9 @@ type Stats struct {
 	Connected bool
 	// Reconnects counts the times the connection came back.
 	Reconnects uint64
+	// LinksOut counts the links open from this node to others (it forwards
+	// POSTs and DELETEs on them), LinksIn those open from others to it.
+	LinksOut, LinksIn int64
 }
 
 // pushCounts are the push counters of a PubSub or a Node.

@@ -85,6 +85,8 @@ var (
 		"1 while the node's NATS connection is up, 0 while it is down (pushes then reach this node's sessions only).", nil, nil)
 	natsReconnectsDesc = prometheus.NewDesc("luamcp_cluster_nats_reconnects_total",
 		"Times the node's NATS connection came back after a loss.", nil, nil)
+	linksDesc = prometheus.NewDesc("luamcp_cluster_links",
+		"Links open between this node and the others, which carry forwarded POSTs and DELETEs: opened by this node (out) or by the others (in).", []string{"end"}, nil)
 )
 
 // New returns the metrics, all zero.
@@ -212,6 +214,7 @@ func (c clusterStats) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pushesDesc
 	ch <- natsUpDesc
 	ch <- natsReconnectsDesc
+	ch <- linksDesc
 }
 
 func (c clusterStats) Collect(ch chan<- prometheus.Metric) {
@@ -229,4 +232,6 @@ func (c clusterStats) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(pushesDesc, prometheus.CounterValue, float64(s.PushesUnsent), "unsent")
 	ch <- prometheus.MustNewConstMetric(natsUpDesc, prometheus.GaugeValue, up)
 	ch <- prometheus.MustNewConstMetric(natsReconnectsDesc, prometheus.CounterValue, float64(s.Reconnects))
+	ch <- prometheus.MustNewConstMetric(linksDesc, prometheus.GaugeValue, float64(s.LinksOut), "out")
+	ch <- prometheus.MustNewConstMetric(linksDesc, prometheus.GaugeValue, float64(s.LinksIn), "in")
 }

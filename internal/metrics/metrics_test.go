@@ -59,7 +59,7 @@ func TestReports(t *testing.T) {
 	m.Forwarded("/mcp/a", mcp.ForwardedOut)
 	m.Forwarded("/mcp/a", mcp.ForwardedIn)
 	m.SetCluster(func() cluster.Stats {
-		return cluster.Stats{PushesSent: 7, PushesReceived: 9, PushesUnsent: 4, Connected: true, Reconnects: 2}
+		return cluster.Stats{PushesSent: 7, PushesReceived: 9, PushesUnsent: 4, Connected: true, Reconnects: 2, LinksOut: 3, LinksIn: 1}
 	})
 	m.SetStats(func() []host.RouteStats {
 		return []host.RouteStats{{Path: "/mcp/a", Sessions: 2, LuaStates: 5, Running: 1, Queued: 4, StatesRecycled: 6, StatesClosed: 3}}
@@ -67,6 +67,8 @@ func TestReports(t *testing.T) {
 	want := []string{
 		"luamcp_cluster_forwarded_total{direction=in,route=/mcp/a} 1",
 		"luamcp_cluster_forwarded_total{direction=out,route=/mcp/a} 2",
+		"luamcp_cluster_links{end=in} 1",
+		"luamcp_cluster_links{end=out} 3",
 		"luamcp_cluster_nats_connected{} 1",
 		"luamcp_cluster_nats_reconnects_total{} 2",
 		"luamcp_cluster_pushes_total{direction=received} 9",
