@@ -620,9 +620,27 @@ func TestForwardCancel(t *testing.T) {
 	p := mustPeer(t, owner.URL)
 	errs := make(chan error, 1)
 	entry := entryFor(t, p, errs)
+	leaveMidStream(t, entry.URL+"/sse", "GET", ended, errs)
+	if n := p.idleCount(); n != 0 {
+		t.Errorf("%d connections pooled after a cancelled forward, want 0", n)
+	}
+	entry.Close()
+	owner.Close()
+	waitGoroutines(t, before, func() bool { return true })
+}
 
+// leaveMidStream opens a stream through the entry node at url with method,
+// reads its first event ("data: 1"), leaves, and waits until the owner's
+// request has ended (ended closes) and the forward returned (its error on
+// errs).
+func leaveMidStream(t *testing.T, url, method string, ended <-chan struct{}, errs <-chan error) error {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", entry.URL+"/sse", nil)
+	var body io.Reader
+	if method != http.MethodGet {
+		body = strings.NewReader("{}")
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, url, body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -638,18 +656,21 @@ func TestForwardCancel(t *testing.T) {
 		t.Fatal("the owner's request did not end when the client left")
 	}
 	select {
-	case <-errs: // forward returned
+	case err := <-errs:
+		return err
 	case <-time.After(10 * time.Second):
 		t.Fatal("forward did not return when the client left")
 	}
-	if n := p.idleCount(); n != 0 {
-		t.Errorf("%d connections pooled after a cancelled forward, want 0", n)
-	}
-	entry.Close()
-	owner.Close()
+	return nil
+}
+
+// waitGoroutines waits until no more goroutines run than before and done
+// holds; it fails the test with every goroutine's stack after 10 s.
+func waitGoroutines(t *testing.T, before int, done func() bool) {
+	t.Helper()
 	http.DefaultClient.CloseIdleConnections()
 	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
+	for runtime.NumGoroutine() > before || !done() {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
 			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])

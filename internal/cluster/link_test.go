@@ -226,41 +226,12 @@ func TestLinkCancel(t *testing.T) {
 	p := linkPeer(t, o)
 	errs := make(chan error, 1)
 	entry := entryFor(t, p, errs)
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", entry.URL+"/mcp", strings.NewReader("{}"))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line != "data: 1\n" {
-		t.Fatalf("first event %q, %v", line, err)
-	}
-	cancel()
-	resp.Body.Close()
-	select {
-	case <-ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the owner's request did not end when the client left")
-	}
-	select {
-	case err := <-errs:
-		if err != nil {
-			t.Errorf("forward: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("forward did not return when the client left")
+	if err := leaveMidStream(t, entry.URL+"/mcp", "POST", ended, errs); err != nil {
+		t.Errorf("forward: %v", err)
 	}
 	entry.Close()
 	p.close()
-	http.DefaultClient.CloseIdleConnections()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before || o.served.Load() != 1 {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitGoroutines(t, before, func() bool { return o.served.Load() == 1 })
 }
 
 // TestLinkAbort: an answer the owner cuts short (its handler aborts or
