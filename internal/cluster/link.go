@@ -40,6 +40,9 @@ import (
 //	frameAnswer   (owner to forwarder) a whole answer at once, the common
 //	              case: a head's payload, then the body (a frameHead, a
 //	              frameData and a frameEnd in one)
+//	frameGoAway   (owner to forwarder, stream 0) the route shuts down: no
+//	              new request on this link (the owner reads no more); the
+//	              ones in flight are answered, then the link closes
 //
 // Strings are a length (one byte for a method, two for others, four for
 // header values) then the bytes; field lists a two-byte count then pairs.
@@ -50,6 +53,7 @@ const (
 	frameData
 	frameEnd
 	frameAnswer
+	frameGoAway
 )
 
 const (

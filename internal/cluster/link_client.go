@@ -63,6 +63,9 @@ type clientLink struct {
 	next    uint32                 // the last stream id used
 	err     error                  // set once the link failed: no new stream
 	opened  *atomic.Int64          // the node's count of open links; nil in tests
+	// retired is set when the link takes no new request (retire): it
+	// closes once the last answer it carries is in.
+	retired bool
 }
 
 // linkStream is one forwarded request's answer as it arrives.
@@ -230,7 +233,7 @@ func (p *peer) closeLinksLocked() {
 		select {
 		case <-s.ready:
 			if s.l != nil {
-				s.l.fail(errLinkClosed)
+				s.l.retire()
 			}
 		default: // its dialler finds p closed next time
 		}
@@ -241,7 +244,20 @@ func (p *peer) closeLinksLocked() {
 func (l *clientLink) alive() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.err == nil
+	return l.err == nil && !l.retired
+}
+
+// retire stops new requests on the link and closes it once the answers in
+// flight are in: the owner said it goes away, or this node forgot the owner
+// (one failed request must not fail the others on the link).
+func (l *clientLink) retire() {
+	l.mu.Lock()
+	l.retired = true
+	idle := len(l.streams) == 0
+	l.mu.Unlock()
+	if idle {
+		l.fail(errLinkClosed)
+	}
 }
 
 // fail ends the link: every waiting stream gets err.
@@ -273,14 +289,20 @@ func (l *clientLink) read(br *bufio.Reader) {
 			l.fail(fmt.Errorf("cluster: reading a link: %w", err))
 			return
 		}
+		if typ == frameGoAway {
+			l.retire()
+			continue
+		}
 		if typ != frameHead && typ != frameData && typ != frameEnd && typ != frameAnswer {
 			l.fail(fmt.Errorf("cluster: a link frame of unknown type %d", typ))
 			return
 		}
 		l.mu.Lock()
 		st := l.streams[id]
+		last := false
 		if st != nil && (typ == frameEnd || typ == frameAnswer) {
 			delete(l.streams, id)
+			last = l.retired && len(l.streams) == 0
 		}
 		l.mu.Unlock()
 		if st == nil {
@@ -288,6 +310,10 @@ func (l *clientLink) read(br *bufio.Reader) {
 		}
 		if !st.deliver(linkFrame{typ, payload}) {
 			l.cancel(st) // its client fell too far behind
+		}
+		if last {
+			l.fail(errLinkClosed) // retired, and its last answer is in
+			return
 		}
 	}
 }
@@ -345,6 +371,9 @@ func (l *clientLink) open() (*linkStream, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
+	if l.retired {
+		return nil, errLinkClosed
+	}
 	l.next++
 	st := &linkStream{id: l.next, ready: make(chan struct{}, 1)}
 	st.frames = st.inline[:0]
@@ -357,9 +386,13 @@ func (l *clientLink) cancel(st *linkStream) {
 	l.mu.Lock()
 	_, live := l.streams[st.id]
 	delete(l.streams, st.id)
+	last := live && l.retired && len(l.streams) == 0
 	l.mu.Unlock()
 	if live {
 		_ = l.w.send(time.Time{}, func(b []byte) []byte { return appendFrame(b, frameCancel, st.id) })
+	}
+	if last {
+		l.fail(errLinkClosed) // closing the connection cancels on the owner too
 	}
 }
 

@@ -80,6 +80,10 @@ func serveLink(w http.ResponseWriter, r *http.Request, l mcp.Link, log *slog.Log
 	go func() {
 		select {
 		case <-l.Done:
+			// The forwarder sends no more, and what it sent before it
+			// read this is not read: those requests fail when the link
+			// closes (their sessions end with the route anyway).
+			_ = s.w.send(time.Time{}, func(b []byte) []byte { return appendFrame(b, frameGoAway, 0) })
 			_ = conn.SetReadDeadline(time.Now())
 		case <-stopWatch:
 		}

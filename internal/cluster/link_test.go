@@ -45,6 +45,12 @@ func startLinkOwner(t testing.TB, linked, plain http.HandlerFunc) *linkOwner {
 				w.WriteHeader(http.StatusBadRequest) // a luamcp without links
 				return
 			}
+			select {
+			case <-o.done:
+				w.WriteHeader(http.StatusServiceUnavailable) // the route shuts down (mcp's serveLink)
+				return
+			default:
+			}
 			o.links.Add(1)
 			serveLink(w, r, mcp.Link{Serve: linked, MaxRequest: 1 << 20, Done: o.done}, slog.New(slog.DiscardHandler))
 			o.served.Add(1)
@@ -372,15 +378,22 @@ func TestLinkRefused(t *testing.T) {
 }
 
 // TestLinkDrain: when the owner's route shuts down (Done), the request in
-// flight is answered, then the link closes.
+// flight is answered, a request made meanwhile does not wait for it (the
+// owner's go-away stops new requests on the link: this one goes over
+// HTTP/1.1 and gets the owner's 503), then the link closes.
 func TestLinkDrain(t *testing.T) {
 	started, finish := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(finish) })
+	defer release() // a failed test must not leave the owner's handler (and the server's Close) waiting
 	o := startLinkOwner(t, func(w http.ResponseWriter, r *http.Request) {
 		close(started)
 		<-finish
 		io.WriteString(w, "finished")
-	}, nil)
-	entry := entryFor(t, linkPeer(t, o), nil)
+	}, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	p := linkPeer(t, o)
+	entry := entryFor(t, p, nil)
 	got := make(chan string, 1)
 	go func() {
 		resp, err := http.Post(entry.URL+"/mcp", "application/json", strings.NewReader("{}"))
@@ -393,22 +406,95 @@ func TestLinkDrain(t *testing.T) {
 		got <- string(b)
 	}()
 	<-started
+	l := onlyLink(t, p)
 	close(o.done)
-	time.Sleep(50 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for l.alive() {
+		if time.Now().After(deadline) {
+			t.Fatal("the owner's go-away did not retire the link")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Post(entry.URL+"/mcp", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a request during the drain: %d, want the owner's 503", resp.StatusCode)
+	}
 	if o.served.Load() != 0 {
 		t.Fatal("the link closed with a request in flight")
 	}
-	close(finish)
+	release()
 	if s := <-got; s != "finished" {
 		t.Errorf("the request in flight got %q", s)
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for o.served.Load() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the link did not close after draining")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestLinkRetire: a node forgotten (one of its requests failed, it moved,
+// this node leaves) has its links retired, not cut: the requests in flight
+// on them are answered, then the links close.
+func TestLinkRetire(t *testing.T) {
+	started, finish := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(finish) })
+	defer release() // a failed test must not leave the owner's handler (and the server's Close) waiting
+	o := startLinkOwner(t, func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-finish
+		io.WriteString(w, "finished")
+	}, nil)
+	p := linkPeer(t, o)
+	entry := entryFor(t, p, nil)
+	got := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(entry.URL+"/mcp", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- string(b)
+	}()
+	<-started
+	l := onlyLink(t, p)
+	p.close()
+	if l.alive() {
+		t.Error("a retired link takes new requests")
+	}
+	release()
+	if s := <-got; s != "finished" {
+		t.Errorf("the request in flight got %q", s)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for o.served.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a retired link did not close after its last answer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// onlyLink returns p's one link.
+func onlyLink(t *testing.T, p *peer) *clientLink {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.links) != 1 {
+		t.Fatalf("%d links, want 1", len(p.links))
+	}
+	for _, s := range p.links {
+		<-s.ready
+		return s.l
+	}
+	return nil
 }
 
 // TestLinkSlowClient: a client that stops reading its answer has its
