@@ -43,6 +43,9 @@ import (
 //	frameGoAway   (owner to forwarder, stream 0) the route shuts down: no
 //	              new request on this link (the owner reads no more); the
 //	              ones in flight are answered, then the link closes
+//	framePing     (forwarder to owner, stream 0) answers are awaited and
+//	              nothing arrived for a while: is the owner there?
+//	framePong     (owner to forwarder, stream 0) the answer to a ping
 //
 // Strings are a length (one byte for a method, two for others, four for
 // header values) then the bytes; field lists a two-byte count then pairs.
@@ -54,6 +57,8 @@ const (
 	frameEnd
 	frameAnswer
 	frameGoAway
+	framePing
+	framePong
 )
 
 const (

@@ -66,6 +66,48 @@ type clientLink struct {
 	// retired is set when the link takes no new request (retire): it
 	// closes once the last answer it carries is in.
 	retired bool
+
+	// frames counts the frames read (watch compares it between ticks);
+	// done is closed when the link fails.
+	frames atomic.Uint64
+	done   chan struct{}
+}
+
+// pingEvery is how often a link with answers awaited checks that frames
+// arrive: after a silent interval it pings the owner, and after a second
+// one without any frame it fails the link. An owner whose machine vanished
+// without a reset would otherwise hold those requests until TCP keep-alive
+// noticed, minutes later (a tool call may run long: silence alone is not
+// a failure). A variable for tests.
+var pingEvery = 15 * time.Second
+
+// watch pings the owner while answers are awaited and nothing arrives,
+// and fails the link when a ping goes unanswered for pingEvery.
+func (l *clientLink) watch() {
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	seen, pinged := l.frames.Load(), false
+	for {
+		select {
+		case <-t.C:
+		case <-l.done:
+			return
+		}
+		n := l.frames.Load()
+		l.mu.Lock()
+		waiting := len(l.streams) > 0
+		l.mu.Unlock()
+		switch {
+		case n != seen || !waiting:
+			seen, pinged = n, false
+		case pinged:
+			l.fail(fmt.Errorf("cluster: the node did not answer a ping on the link within %v", pingEvery))
+			return
+		default:
+			pinged = true
+			_ = l.w.send(time.Time{}, func(b []byte) []byte { return appendFrame(b, framePing, 0) })
+		}
+	}
 }
 
 // linkStream is one forwarded request's answer as it arrives.
@@ -212,11 +254,12 @@ func (p *peer) dialLink(ctx context.Context, path string) (*clientLink, error) {
 		return nil, ctx.Err() // closed meanwhile
 	}
 	_ = c.nc.SetDeadline(time.Time{})
-	l := &clientLink{w: newLinkWriter(c.nc), streams: map[uint32]*linkStream{}, opened: p.linksOpen}
+	l := &clientLink{w: newLinkWriter(c.nc), streams: map[uint32]*linkStream{}, opened: p.linksOpen, done: make(chan struct{})}
 	if l.opened != nil {
 		l.opened.Add(1)
 	}
 	go l.read(bufio.NewReaderSize(c.br, linkReaderSize))
+	go l.watch()
 	return l, nil
 }
 
@@ -271,6 +314,7 @@ func (l *clientLink) fail(err error) {
 	streams := l.streams
 	l.streams = nil
 	l.mu.Unlock()
+	close(l.done)
 	if l.opened != nil {
 		l.opened.Add(-1)
 	}
@@ -288,6 +332,10 @@ func (l *clientLink) read(br *bufio.Reader) {
 		if err != nil {
 			l.fail(fmt.Errorf("cluster: reading a link: %w", err))
 			return
+		}
+		l.frames.Add(1)
+		if typ == framePong {
+			continue // watch saw the frame count move
 		}
 		if typ == frameGoAway {
 			l.retire()

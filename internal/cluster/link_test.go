@@ -649,3 +649,71 @@ func TestLinkTLS(t *testing.T) {
 		t.Errorf("%d links, want 1", links.Load())
 	}
 }
+
+// TestLinkPing: while answers are awaited and nothing arrives, the
+// forwarder pings the owner: a live owner that takes its time (a long tool
+// call) keeps its link, and one that stopped answering altogether (its
+// machine gone, no reset) fails the link, and the request gets 404, rather
+// than waiting for TCP keep-alive.
+func TestLinkPing(t *testing.T) {
+	old := pingEvery
+	pingEvery = 50 * time.Millisecond
+	t.Cleanup(func() { pingEvery = old })
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	slow := startLinkOwner(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(8 * pingEvery)
+		io.WriteString(w, "slow")
+	}, nil)
+	entry := entryFor(t, linkPeer(t, slow), nil)
+	resp, err := client.Post(entry.URL+"/mcp", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "slow" {
+		t.Errorf("a slow owner's answer: %d %q", resp.StatusCode, b)
+	}
+
+	// A silent owner: it takes the link, then neither answers nor closes.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line == "\r\n" {
+				break
+			}
+		}
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+mcp.LinkProtocol+"\r\n\r\n")
+		io.Copy(io.Discard, br) // reads everything, answers nothing
+	}()
+	p := mustPeer(t, "http://"+ln.Addr().String())
+	p.sign = testSign
+	errs := make(chan error, 1)
+	entry = entryFor(t, p, errs)
+	resp, err = client.Post(entry.URL+"/mcp", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("through a silent owner: %d, want 404", resp.StatusCode)
+	}
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "ping") {
+		t.Errorf("forward: %v, want the unanswered ping", err)
+	}
+}
