@@ -105,42 +105,31 @@ func benchJoin(tb testing.TB, owner string) *Node {
 	return join("a", "http://127.0.0.1:1")
 }
 
-// BenchmarkForward measures one forwarded tools/call as the entry node
-// makes it: the signed request headers of a Go SDK client, a small JSON
-// body, a small JSON answer.
-func BenchmarkForward(b *testing.B) {
-	const answer = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}}`
-	a := benchJoin(b, cannedOwner(b, answer))
-	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
-	newReq := func() *http.Request {
-		r, _ := http.NewRequest(http.MethodPost, "http://entry.example:8750/mcp/echo", nil)
-		r.Host = "entry.example:8750"
-		r.Header = http.Header{
-			"Accept":                   {"application/json, text/event-stream"},
-			"Content-Type":             {"application/json"},
-			"Mcp-Session-Id":           {"b.0123456789abcdef0123456789abcdef"},
-			"Mcp-Protocol-Version":     {"2025-06-18"},
-			"User-Agent":               {"Go-http-client/1.1"},
-			"Accept-Encoding":          {"gzip"},
-			"Luamcp-Forwarded-By":      {"a"},
-			"Luamcp-Forwarded-For":     {"127.0.0.1:50000"},
-			"Luamcp-Forwarded-Proto":   {"http"},
-			"Luamcp-Forward-Signature": {"1796320000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
-		}
-		return r
-	}
+// benchAnswer and benchBody are the forwarded tools/call of the
+// benchmarks: a small JSON body, a small JSON answer.
+const (
+	benchAnswer = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}}`
+	benchBody   = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
+)
+
+// benchForwards runs forward on the benchmarks' call with header (a Go SDK
+// client's, as the entry node marks or signs it), serially and in
+// parallel, checking each answer.
+func benchForwards(b *testing.B, header http.Header, forward func(w http.ResponseWriter, r *http.Request)) {
 	run := func(pb interface{ Next() bool }) {
 		w := &discardWriter{h: make(http.Header)}
-		r := newReq()
-		rd := strings.NewReader(body)
+		r, _ := http.NewRequest(http.MethodPost, "http://entry.example:8750/mcp/echo", nil)
+		r.Host = "entry.example:8750"
+		r.Header = header.Clone()
+		rd := strings.NewReader(benchBody)
 		for pb.Next() {
 			clear(w.h)
 			w.n = 0
-			rd.Reset(body)
+			rd.Reset(benchBody)
 			r.Body = io.NopCloser(rd)
-			r.ContentLength = int64(len(body))
-			a.Forward(w, r, "b", nil)
-			if w.status != http.StatusOK || w.n != len(answer) {
+			r.ContentLength = int64(len(benchBody))
+			forward(w, r)
+			if w.status != http.StatusOK || w.n != len(benchAnswer) {
 				panic("forward failed: status " + strconv.Itoa(w.status))
 			}
 		}
@@ -155,6 +144,31 @@ func BenchmarkForward(b *testing.B) {
 	})
 }
 
+// sdkHeader is what a Go SDK client sends with a tools/call, marked by the
+// entry node as forwarded.
+func sdkHeader() http.Header {
+	return http.Header{
+		"Accept":                 {"application/json, text/event-stream"},
+		"Content-Type":           {"application/json"},
+		"Mcp-Session-Id":         {"b.0123456789abcdef0123456789abcdef"},
+		"Mcp-Protocol-Version":   {"2025-06-18"},
+		"User-Agent":             {"Go-http-client/1.1"},
+		"Accept-Encoding":        {"gzip"},
+		"Luamcp-Forwarded-By":    {"a"},
+		"Luamcp-Forwarded-For":   {"127.0.0.1:50000"},
+		"Luamcp-Forwarded-Proto": {"http"},
+	}
+}
+
+// BenchmarkForward measures one forwarded tools/call as the entry node
+// makes it over HTTP/1.1, signed.
+func BenchmarkForward(b *testing.B) {
+	a := benchJoin(b, cannedOwner(b, benchAnswer))
+	h := sdkHeader()
+	h.Set("Luamcp-Forward-Signature", "1796320000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+	benchForwards(b, h, func(w http.ResponseWriter, r *http.Request) { a.Forward(w, r, "b", nil) })
+}
+
 // loopNext adapts b.Loop to the interface run takes.
 type loopNext func() bool
 
@@ -165,45 +179,15 @@ func (f loopNext) Next() bool { return f() }
 // frame in, request, response writer and frames out (its handler writes a
 // canned answer).
 func BenchmarkLink(b *testing.B) {
-	const answer = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}}`
 	o := startLinkOwner(b, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, answer)
+		io.WriteString(w, benchAnswer)
 	}, nil)
 	p := linkPeer(b, o)
-	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
-	run := func(pb interface{ Next() bool }) {
-		w := &discardWriter{h: make(http.Header)}
-		r, _ := http.NewRequest(http.MethodPost, "http://entry.example:8750/mcp/echo", nil)
-		r.Header = http.Header{
-			"Accept":                 {"application/json, text/event-stream"},
-			"Content-Type":           {"application/json"},
-			"Mcp-Session-Id":         {"b.0123456789abcdef0123456789abcdef"},
-			"Mcp-Protocol-Version":   {"2025-06-18"},
-			"User-Agent":             {"Go-http-client/1.1"},
-			"Luamcp-Forwarded-By":    {"a"},
-			"Luamcp-Forwarded-For":   {"127.0.0.1:50000"},
-			"Luamcp-Forwarded-Proto": {"http"},
+	benchForwards(b, sdkHeader(), func(w http.ResponseWriter, r *http.Request) {
+		if err := p.forward(w, r, nil); err != nil {
+			panic(fmt.Sprint("forward failed: ", err))
 		}
-		rd := strings.NewReader(body)
-		for pb.Next() {
-			clear(w.h)
-			w.n = 0
-			rd.Reset(body)
-			r.Body = io.NopCloser(rd)
-			r.ContentLength = int64(len(body))
-			if err := p.forward(w, r, nil); err != nil || w.status != http.StatusOK || w.n != len(answer) {
-				panic(fmt.Sprint("forward failed: ", w.status, err))
-			}
-		}
-	}
-	b.Run("serial", func(b *testing.B) {
-		b.ReportAllocs()
-		run(loopNext(b.Loop))
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) { run(pb) })
 	})
 }

@@ -270,7 +270,8 @@ func (p *peer) logger() *slog.Logger {
 	return p.log
 }
 
-// closeLinks closes every link to the node: their requests fail.
+// closeLinksLocked retires every link to the node: the requests in flight
+// on them are answered, then they close.
 func (p *peer) closeLinksLocked() {
 	for path, s := range p.links {
 		select {

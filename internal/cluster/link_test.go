@@ -382,30 +382,14 @@ func TestLinkRefused(t *testing.T) {
 // owner's go-away stops new requests on the link: this one goes over
 // HTTP/1.1 and gets the owner's 503), then the link closes.
 func TestLinkDrain(t *testing.T) {
-	started, finish := make(chan struct{}), make(chan struct{})
-	release := sync.OnceFunc(func() { close(finish) })
-	defer release() // a failed test must not leave the owner's handler (and the server's Close) waiting
-	o := startLinkOwner(t, func(w http.ResponseWriter, r *http.Request) {
-		close(started)
-		<-finish
-		io.WriteString(w, "finished")
-	}, func(w http.ResponseWriter, r *http.Request) {
+	h := newHeldRequest()
+	defer h.release() // a failed test must not leave the owner's handler waiting
+	o := startLinkOwner(t, h.serve, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	p := linkPeer(t, o)
 	entry := entryFor(t, p, nil)
-	got := make(chan string, 1)
-	go func() {
-		resp, err := http.Post(entry.URL+"/mcp", "application/json", strings.NewReader("{}"))
-		if err != nil {
-			got <- err.Error()
-			return
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		got <- string(b)
-	}()
-	<-started
+	h.send(entry.URL + "/mcp")
 	l := onlyLink(t, p)
 	close(o.done)
 	deadline := time.Now().Add(10 * time.Second)
@@ -426,8 +410,8 @@ func TestLinkDrain(t *testing.T) {
 	if o.served.Load() != 0 {
 		t.Fatal("the link closed with a request in flight")
 	}
-	release()
-	if s := <-got; s != "finished" {
+	h.release()
+	if s := <-h.got; s != "finished" {
 		t.Errorf("the request in flight got %q", s)
 	}
 	for o.served.Load() == 0 {
@@ -442,35 +426,19 @@ func TestLinkDrain(t *testing.T) {
 // this node leaves) has its links retired, not cut: the requests in flight
 // on them are answered, then the links close.
 func TestLinkRetire(t *testing.T) {
-	started, finish := make(chan struct{}), make(chan struct{})
-	release := sync.OnceFunc(func() { close(finish) })
-	defer release() // a failed test must not leave the owner's handler (and the server's Close) waiting
-	o := startLinkOwner(t, func(w http.ResponseWriter, r *http.Request) {
-		close(started)
-		<-finish
-		io.WriteString(w, "finished")
-	}, nil)
+	h := newHeldRequest()
+	defer h.release() // a failed test must not leave the owner's handler waiting
+	o := startLinkOwner(t, h.serve, nil)
 	p := linkPeer(t, o)
 	entry := entryFor(t, p, nil)
-	got := make(chan string, 1)
-	go func() {
-		resp, err := http.Post(entry.URL+"/mcp", "application/json", strings.NewReader("{}"))
-		if err != nil {
-			got <- err.Error()
-			return
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		got <- string(b)
-	}()
-	<-started
+	h.send(entry.URL + "/mcp")
 	l := onlyLink(t, p)
 	p.close()
 	if l.alive() {
 		t.Error("a retired link takes new requests")
 	}
-	release()
-	if s := <-got; s != "finished" {
+	h.release()
+	if s := <-h.got; s != "finished" {
 		t.Errorf("the request in flight got %q", s)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -480,6 +448,44 @@ func TestLinkRetire(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// heldRequest is a POST through an entry node whose owner holds it in its
+// handler (serve) until release: the request in flight of a drain or a
+// retirement.
+type heldRequest struct {
+	started chan struct{} // closed when the owner's handler has the request
+	finish  chan struct{}
+	release func()      // lets the handler answer "finished"
+	got     chan string // what the client read, or its error
+}
+
+func newHeldRequest() *heldRequest {
+	h := &heldRequest{started: make(chan struct{}), finish: make(chan struct{}), got: make(chan string, 1)}
+	h.release = sync.OnceFunc(func() { close(h.finish) })
+	return h
+}
+
+func (h *heldRequest) serve(w http.ResponseWriter, r *http.Request) {
+	close(h.started)
+	<-h.finish
+	io.WriteString(w, "finished")
+}
+
+// send posts to url in the background and returns once the owner holds
+// the request.
+func (h *heldRequest) send(url string) {
+	go func() {
+		resp, err := http.Post(url, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			h.got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		h.got <- string(b)
+	}()
+	<-h.started
 }
 
 // onlyLink returns p's one link.
