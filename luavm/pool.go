@@ -24,7 +24,12 @@ import (
 // The fresh lane's depth follows demand: it starts at the configured size,
 // grows to the size plus the takers found waiting on an empty lane (up to
 // maxFreshFactor times the size, at least minFreshCap), and halves back
-// towards the size after shrinkAfter without a take. A taker that finds it
+// towards the size after shrinkAfter without a take. The spare lane holds
+// as many states as short borrowers ran at once (up to its capacity) while
+// they keep coming; after shrinkAfter without one it gives back half of what
+// it holds, and so on, down to none (a burst of stateless requests on a route
+// then left alone does not keep its states, and their share of every garbage
+// collection's marking, for the life of the process). A taker that finds it
 // empty waits for the fillers rather than building a state itself (they build
 // on up to fillers goroutines at once), unless they fail to deliver within
 // freshWait: so steady churn never builds inline, and a chunk that now fails
@@ -43,6 +48,10 @@ type pool struct {
 	done    chan struct{}
 	ctx     context.Context // cancelled by close: bounds the fillers' builds
 	quit    context.CancelFunc
+
+	// spareWanted is set when a short borrower asks for a spare, and cleared
+	// by the shrinker each shrinkAfter (idleSpares).
+	spareWanted atomic.Bool
 
 	waiting atomic.Int32 // takers waiting for the fillers
 	inline  atomic.Int64 // fresh states built on a taker's path (tests, metrics)
@@ -127,7 +136,7 @@ func (p *pool) start(v *vm) {
 // the depth back down after shrinkAfter without a take.
 func (p *pool) fill(shrinker bool) {
 	backoff := 50 * time.Millisecond
-	var idle, trim <-chan time.Time
+	var idle, trim, spares <-chan time.Time
 	var surplus <-chan struct{}
 	var t, st *time.Timer
 	if shrinker {
@@ -137,6 +146,9 @@ func (p *pool) fill(shrinker bool) {
 		st.Stop()
 		defer st.Stop()
 		surplus = p.surplus
+		tk := time.NewTicker(shrinkAfter)
+		defer tk.Stop()
+		spares = tk.C
 	}
 	for {
 		for p.claim() {
@@ -179,6 +191,8 @@ func (p *pool) fill(shrinker bool) {
 		case <-trim:
 			trim = nil
 			p.trim()
+		case <-spares:
+			p.idleSpares()
 		case <-p.stop:
 			return
 		}
@@ -366,9 +380,30 @@ func (p *pool) isClosed() bool {
 	return p.closed
 }
 
+// idleSpares closes half the spare lane's states (rounded up) when no short
+// borrower asked for one since the last call; it runs every shrinkAfter.
+func (p *pool) idleSpares() {
+	if p.spareWanted.Swap(false) {
+		return
+	}
+	for n := (len(p.spare) + 1) / 2; n > 0; n-- {
+		select {
+		case v := <-p.spare:
+			v.close()
+		default:
+			return
+		}
+	}
+}
+
 // getSpare returns a state for a short borrower: a spare one if any, else a
 // fresh one, whose globals are recorded first (isolate.go).
 func (p *pool) getSpare(ctx context.Context) (*vm, error) {
+	// Read before written: under load the flag is already set, and a store
+	// on every request would bounce its cache line between processors.
+	if !p.spareWanted.Load() {
+		p.spareWanted.Store(true)
+	}
 	select {
 	case v := <-p.spare:
 		return v, nil

@@ -73,6 +73,57 @@ func TestPoolLendsSpares(t *testing.T) {
 	}
 }
 
+// The spare lane keeps what a burst of stateless requests gave back while
+// borrowers keep coming, and gives it back, half at a time, once none came for
+// a whole period.
+func TestPoolIdleSpares(t *testing.T) {
+	s, _ := load(t, "stateless.lua", func(c *Config) { c.PoolSize = 2 })
+	p := s.current().pool
+	eventually(t, "the pool to fill", func() bool { return len(p.fresh) == 2 })
+	burst := func(n int) {
+		t.Helper()
+		var held []interface{ Close(string) }
+		for range n {
+			ss, _, err := s.Init(context.Background(), nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustCall(t, ss, "hit", `{}`)
+			held = append(held, ss)
+		}
+		for _, ss := range held {
+			ss.Close("")
+		}
+	}
+	burst(5)
+	if n := len(p.spare); n != 5 {
+		t.Fatalf("%d spare states after 5 concurrent borrowers, want 5", n)
+	}
+	// Each step is what the shrinker does every shrinkAfter.
+	for i, want := range []int{
+		5, // borrowers came during this period: nothing given back
+		2, // none since: half (rounded up) given back
+		1,
+		0,
+		0,
+	} {
+		p.idleSpares()
+		if n := len(p.spare); n != want {
+			t.Fatalf("step %d: %d spare states, want %d", i, n, want)
+		}
+	}
+	eventually(t, "only the fresh lane's states open", func() bool { return s.LiveStates() == len(p.fresh) })
+
+	// A borrower in a period keeps the lane whole through that period.
+	burst(3)
+	p.idleSpares()
+	burst(1)
+	p.idleSpares()
+	if n := len(p.spare); n != 3 {
+		t.Errorf("%d spare states after a period with a borrower, want the 3 kept", n)
+	}
+}
+
 // With no warm states, every state is built when needed.
 func TestPoolDisabled(t *testing.T) {
 	s, _ := load(t, "stateless.lua", func(c *Config) { c.PoolSize = -1 })
