@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cross-checks the harness's echo figures with independent load generators
 # from Debian: wrk (HTTP/1.1; package wrk) for session and stateless
-# tools/call, and h2load (HTTP/2 over TLS; package nghttp2-client) for
+# tools/call, whole session lives (churn) and progress streams, and h2load (HTTP/2 over TLS; package nghttp2-client) for
 # stateless calls, c=16, on every server, with the harness's pinning (server
 # on CPU 0, generator on CPU 1). Beside each rate: the server's own CPU per
 # call (user + system, from /proc), which does not depend on how fast the
@@ -79,6 +79,39 @@ run_wrk() {
   report "$3" wrk "$1" "$rate" "$p99" "$n" "$ticks" "$bad"
 }
 
+# run_churn URL SERVER: whole session lives (churn_script), 16 connections;
+# the rate and the CPU are per life, not per request.
+run_churn() {
+  local lua; lua=$(mktemp --suffix=.lua)
+  churn_script "$lua"
+  measure wrk -t16 -c16 -d"${secs}s" -s "$lua" "$1"
+  rm -f "$lua"
+  local lives bad took rate per
+  lives=$(awk '$1 == "lives" {print $2}' <<<"$out")
+  bad=$(awk '$1 == "lives" {print $4}' <<<"$out")
+  took=$(awk '/requests in/ {sub(/s,$/, "", $4); print $4}' <<<"$out")
+  rate=$(awk -v n="$lives" -v t="$took" 'BEGIN { printf "%.2f", n / t }')
+  per=$(awk -v t="$ticks" -v n="$lives" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.1fµs", t / hz / n * 1e6; else print "-" }')
+  [ "$bad" = 0 ] && bad=
+  printf '%-8s %-7s %-10s c=16 %10s lives/s                  srv cpu/life %-8s gen cpu %s%s\n' "$2" wrk churn "$rate" "$per" "$gen" "${bad:+  BAD LIVES: $bad}"
+}
+
+# run_progress URL SERVER: calls of the progress tool (progress_script), each
+# answered with a stream of ten notifications and the result.
+run_progress() {
+  local lua; lua=$(mktemp --suffix=.lua)
+  progress_script "$lua" "$1"
+  measure wrk -t16 -c16 -d"${secs}s" --latency -s "$lua" "$1"
+  rm -f "$lua"
+  local rate p99 n bad
+  rate=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {print "p99 " $2}' <<<"$out")
+  n=$(awk '$1 == "calls" {print $2}' <<<"$out")
+  bad=$(awk '$1 == "calls" {print $4}' <<<"$out")
+  [ "$bad" = 0 ] && bad=
+  report "$2" wrk progress "$rate" "$p99" "$n" "$ticks" "$bad"
+}
+
 # run_h2load URL SERVER: h2load, 16 connections of one stream each, stateless
 # calls for secs seconds over HTTP/2 with TLS.
 run_h2load() {
@@ -104,6 +137,8 @@ for server in "${servers[@]}"; do
   base="http://$addr"
   run_wrk session "$base/mcp/echo" "$server"
   run_wrk stateless "$base/mcp/echo_stateless" "$server"
+  run_churn "$base/mcp/churn" "$server"
+  run_progress "$base/mcp/progress" "$server"
   if [ -n "$tls" ]; then
     run_h2load "https://$tls/mcp/echo_stateless" "$server"
   else
