@@ -1087,7 +1087,7 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 // keep-alive comment when idle, and a replay of the kept events after
 // Last-Event-ID.
 func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *session, lastID uint64, replay bool) {
-	a, outcome := s.attachChannel(r.Context(), lastID, replay)
+	a, outcome := s.attachHandover(r.Context(), lastID, replay)
 	switch outcome {
 	case attachBusy:
 		w.WriteHeader(http.StatusConflict)

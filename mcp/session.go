@@ -683,7 +683,8 @@ const (
 // returns the kept events after lastID, taken at once so that later pushes
 // cannot evict them before they are sent; otherwise only new events are sent.
 // sent is the id the channel continues after. A previous channel whose request
-// has ended is replaced; a live one is not.
+// has ended is replaced; a live one is not: the outcome is attachBusy, and a
+// is only its request's Done channel (busy), for attachHandover to wait on.
 func (s *session) attachChannel(ctx context.Context, lastID uint64, replay bool) (a channelAttachment, outcome int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -691,6 +692,7 @@ func (s *session) attachChannel(ctx context.Context, lastID uint64, replay bool)
 		return a, attachEnded
 	}
 	if s.chanLive && s.chanCtx.Err() == nil {
+		a.busy = s.chanCtx.Done()
 		return a, attachBusy
 	}
 	s.chanGen++
@@ -708,6 +710,36 @@ type channelAttachment struct {
 	sent   uint64      // the id the channel continues after
 	replay []ringEvent // kept events to send first
 	wake   <-chan struct{}
+	busy   <-chan struct{} // attachBusy: closed when the attached GET ends
+}
+
+// channelHandover is how long a GET finding the channel attached waits for
+// that channel to go before it is refused with 409. A client that drops its
+// stream and reconnects at once (a reconnecting EventSource, an SDK retrying
+// with Last-Event-ID) closes the old connection a moment before the new
+// request arrives, and the server learns of the close only when its
+// connection reader sees it: without the wait, that client is refused by
+// its own dead stream. A truly second GET is still refused, this much later.
+const channelHandover = 250 * time.Millisecond
+
+// attachHandover is attachChannel, waiting up to channelHandover for a busy
+// channel to end (or ctx, or the session) before it gives up.
+func (s *session) attachHandover(ctx context.Context, lastID uint64, replay bool) (channelAttachment, int) {
+	a, outcome := s.attachChannel(ctx, lastID, replay)
+	if outcome != attachBusy {
+		return a, outcome
+	}
+	t := time.NewTimer(channelHandover)
+	defer t.Stop()
+	select {
+	case <-a.busy:
+		return s.attachChannel(ctx, lastID, replay)
+	case <-s.ended():
+		return channelAttachment{}, attachEnded
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return channelAttachment{}, attachBusy
 }
 
 func (s *session) detachChannel(gen uint64) {

@@ -444,6 +444,48 @@ func TestGetChannel(t *testing.T) {
 	}
 }
 
+// TestGetChannelHandover: a client that drops its GET channel and reconnects
+// at once is not refused by its own dead stream, although the server learns
+// of that stream's end only after the new GET arrived; a truly second GET is
+// still refused. Here the server learns of every GET's end 50 ms late, as
+// a busy one may from its connection reader.
+func TestGetChannelHandover(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, SessionKeepAlive: -1})
+	sid := rt.initialize()
+	late := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+		defer cancel()
+		stop := context.AfterFunc(r.Context(), func() { time.AfterFunc(50*time.Millisecond, cancel) })
+		defer stop()
+		rt.h.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	defer late.Close()
+	lr := *rt
+	lr.url = late.URL + "/mcp"
+
+	ctx, drop := context.WithCancel(context.Background())
+	first := lr.openGet(ctx, sid)
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("first GET: %d", first.StatusCode)
+	}
+	drop()
+	first.Body.Close()
+	again := lr.openGet(context.Background(), sid, "Last-Event-ID: 0")
+	if again.StatusCode != http.StatusOK {
+		t.Fatalf("GET right after the client dropped the first: %d, want 200", again.StatusCode)
+	}
+	get := newSSE(t, again)
+	defer get.close()
+	if r := rt.do(http.MethodGet, "", "Mcp-Session-Id: "+sid); r.status != http.StatusConflict {
+		t.Fatalf("a second GET while one is attached: %d, want 409", r.status)
+	}
+	rt.push().Notify(sid, "notifications/marker", nil)
+	if ev := get.nextEvent(); !strings.Contains(ev.data, "notifications/marker") {
+		t.Fatalf("the reattached channel got %+v", ev)
+	}
+}
+
 func TestGetChannelLogLevel(t *testing.T) {
 	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
 	sid := rt.initialize()
