@@ -9,6 +9,7 @@
 #
 #   cd bench && ./wrk/cross.sh [seconds] [servers...]
 #   e.g. ./wrk/cross.sh 8 luamcp mcp-go go-sdk
+# ROWS picks rows (default: all): ROWS="churn progress" ./wrk/cross.sh 8
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
@@ -135,15 +136,22 @@ for server in "${servers[@]}"; do
   [ "$server" = luamcp ] && args+=(-scripts scripts)
   start "bin/$server" "${args[@]}"
   base="http://$addr"
-  run_wrk session "$base/mcp/echo" "$server"
-  run_wrk stateless "$base/mcp/echo_stateless" "$server"
-  run_churn "$base/mcp/churn" "$server"
-  run_progress "$base/mcp/progress" "$server"
-  if [ -n "$tls" ]; then
-    run_h2load "https://$tls/mcp/echo_stateless" "$server"
-  else
-    echo "$server: no TLS listener, no h2load row"
-  fi
+  for row in ${ROWS:-session stateless churn progress h2load}; do
+    case $row in
+    session) run_wrk session "$base/mcp/echo" "$server" ;;
+    stateless) run_wrk stateless "$base/mcp/echo_stateless" "$server" ;;
+    churn) run_churn "$base/mcp/churn" "$server" ;;
+    progress) run_progress "$base/mcp/progress" "$server" ;;
+    h2load)
+      if [ -n "$tls" ]; then
+        run_h2load "https://$tls/mcp/echo_stateless" "$server"
+      else
+        echo "$server: no TLS listener, no h2load row"
+      fi
+      ;;
+    *) echo "unknown row $row (session, stateless, churn, progress, h2load)" >&2; exit 2 ;;
+    esac
+  done
   kill "$pid"; wait "$pid" 2>/dev/null || true
   pid=
 done

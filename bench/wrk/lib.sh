@@ -58,26 +58,33 @@ LUA
 # the one the handshake expects or initialize gave no session id.
 churn_script() {
   cat > "$1" <<'LUA'
-local init = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}'
+local init_body = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}'
 local initialized = '{"jsonrpc":"2.0","method":"notifications/initialized"}'
 local call = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
 local want = { 200, 202, 200 } -- DELETE: any 2xx
 step, sid, lives, bad = 0, nil, 0, 0 -- globals: done() reads them with thread:get
 local threads = {}
 function setup(thread) table.insert(threads, thread) end
-local function headers()
-  return { ["Content-Type"] = "application/json", ["Accept"] = "application/json, text/event-stream",
-    ["MCP-Protocol-Version"] = "2025-11-25", ["Mcp-Session-Id"] = sid }
+-- Each thread formats its requests once, with a marker where the session id
+-- goes, and splits them there: a life then costs wrk three concatenations,
+-- not three wrk.format calls (those kept wrk at 79 to 92% of its CPU, which
+-- flattened the ratio between servers).
+local first, parts
+function init(args)
+  local plain = { ["Content-Type"] = "application/json", ["Accept"] = "application/json, text/event-stream" }
+  first = wrk.format("POST", nil, plain, init_body)
+  local h = { ["Content-Type"] = "application/json", ["Accept"] = "application/json, text/event-stream",
+    ["MCP-Protocol-Version"] = "2025-11-25", ["Mcp-Session-Id"] = "\0" }
+  parts = {}
+  for i, r in ipairs({ wrk.format("POST", nil, h, initialized), wrk.format("POST", nil, h, call), wrk.format("DELETE", nil, h) }) do
+    local at = string.find(r, "\0", 1, true)
+    parts[i] = { string.sub(r, 1, at - 1), string.sub(r, at + 1) }
+  end
 end
 function request()
-  if step == 0 then
-    return wrk.format("POST", nil, { ["Content-Type"] = "application/json", ["Accept"] = "application/json, text/event-stream" }, init)
-  elseif step == 1 then
-    return wrk.format("POST", nil, headers(), initialized)
-  elseif step == 2 then
-    return wrk.format("POST", nil, headers(), call)
-  end
-  return wrk.format("DELETE", nil, headers())
+  if step == 0 then return first end
+  local p = parts[step]
+  return p[1] .. (sid or "") .. p[2] -- no id: the server refuses, a bad life
 end
 function response(status, hs, body)
   if step == 0 then

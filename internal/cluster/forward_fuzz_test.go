@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -167,11 +168,23 @@ func FuzzForwardRequest(f *testing.F) {
 				}
 				continue
 			}
-			if got := out.Header[name]; !slices.Equal(got, values) {
+			// A value's surrounding whitespace is not part of it (RFC 9110
+			// §5.5): an obs-folded line leaves some in the entry node's
+			// value, the owner's parser drops it.
+			if got := out.Header[name]; !slices.Equal(got, trimValues(values)) {
 				t.Fatalf("header %s %q reached the owner as %q: %q", name, values, got, raw)
 			}
 		}
 	})
+}
+
+// trimValues returns vs without the spaces and tabs around each value.
+func trimValues(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strings.Trim(v, " \t")
+	}
+	return out
 }
 
 // bufferConn is a net.Conn that only writes, to a buffer.
