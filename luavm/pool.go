@@ -54,8 +54,13 @@ type pool struct {
 	spareWanted atomic.Bool
 
 	waiting atomic.Int32 // takers waiting for the fillers
-	inline  atomic.Int64 // fresh states built on a taker's path (tests, metrics)
-	failing atomic.Bool  // the fillers' last build failed: takers do not wait for them
+	// lastTake is the clock() of the last take from the fresh lane: the
+	// shrinker shrinks it only once shrinkAfter passed since (quiet).
+	lastTake atomic.Int64
+	// shrinkAfter is the package's shrinkAfter when the pool was made.
+	shrinkAfter time.Duration
+	inline      atomic.Int64 // fresh states built on a taker's path (tests, metrics)
+	failing     atomic.Bool  // the fillers' last build failed: takers do not wait for them
 
 	mu       sync.Mutex
 	closed   bool
@@ -76,12 +81,16 @@ const closeGrace = time.Second
 const (
 	maxFreshFactor = 16
 	minFreshCap    = 64
-	shrinkAfter    = 30 * time.Second
 	freshWait      = 100 * time.Millisecond
 	// surplusAfter is how long recycled states past the lane's depth wait
 	// for a taker before trim closes them.
 	surplusAfter = 2 * time.Second
 )
+
+// shrinkAfter is how long the fresh lane goes without a take before its
+// depth halves, and the period of the spare lane's shrinking (a variable:
+// tests shorten it).
+var shrinkAfter = 30 * time.Second
 
 // fillers is how many fresh states a pool builds at once: one per processor,
 // as many as takers building their own would.
@@ -105,8 +114,11 @@ func newPool(s *Version, size int) *pool {
 		done:    make(chan struct{}),
 		ctx:     ctx,
 		quit:    quit,
+
+		shrinkAfter: shrinkAfter,
 	}
 	p.depth.Store(int32(size))
+	p.lastTake.Store(clock())
 	return p
 }
 
@@ -140,13 +152,17 @@ func (p *pool) fill(shrinker bool) {
 	var surplus <-chan struct{}
 	var t, st *time.Timer
 	if shrinker {
-		t = time.NewTimer(shrinkAfter)
+		// Armed once and re-armed only when it fires (quiet): had every
+		// wake-up re-armed it, the spare lane's ticker and recycled states
+		// would put the shrink off again and again.
+		t = time.NewTimer(p.shrinkAfter)
 		defer t.Stop()
+		idle = t.C
 		st = time.NewTimer(surplusAfter)
 		st.Stop()
 		defer st.Stop()
 		surplus = p.surplus
-		tk := time.NewTicker(shrinkAfter)
+		tk := time.NewTicker(p.shrinkAfter)
 		defer tk.Stop()
 		spares = tk.C
 	}
@@ -174,17 +190,13 @@ func (p *pool) fill(shrinker bool) {
 				return
 			}
 		}
-		if shrinker {
-			t.Reset(shrinkAfter)
-			idle = t.C
-		}
 		select {
 		case <-p.want:
 			if trim != nil { // a take: the surplus may be wanted after all
 				st.Reset(surplusAfter)
 			}
 		case <-idle:
-			p.shrink()
+			t.Reset(p.quiet(clock()))
 		case <-surplus:
 			st.Reset(surplusAfter)
 			trim = st.C
@@ -228,6 +240,16 @@ func (p *pool) grow(waiting int32) {
 			return
 		}
 	}
+}
+
+// quiet is the shrinker's timer firing at now: when no taker came for
+// shrinkAfter it shrinks the lane. It returns when to look again.
+func (p *pool) quiet(now int64) time.Duration {
+	if q := time.Duration(now - p.lastTake.Load()); q < p.shrinkAfter {
+		return p.shrinkAfter - q
+	}
+	p.shrink()
+	return p.shrinkAfter
 }
 
 // shrink halves the lane's depth towards its size and closes the states
@@ -274,6 +296,7 @@ func (p *pool) putLocked(lane chan *vm, v *vm) bool {
 // build, else (they take longer than freshWait, their last build failed, or
 // the pool is closed or disabled) one built now.
 func (p *pool) get(ctx context.Context) (*vm, error) {
+	p.lastTake.Store(clock())
 	select {
 	case v := <-p.fresh:
 		p.wake()

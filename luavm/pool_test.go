@@ -6,6 +6,9 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/luamcp/luamcp/mcp"
 )
 
 func TestPoolKeepsFreshStates(t *testing.T) {
@@ -248,6 +251,38 @@ func TestPoolChurnBuildsNoneInline(t *testing.T) {
 	eventually(t, "the lane at its depth, and no other state open", func() bool {
 		return len(p.fresh) == 2 && s.LiveStates() == 2
 	})
+}
+
+// The fresh lane's depth halves once shrinkAfter passed without a take,
+// whatever else wakes the shrinker meanwhile: here sessions ending one by one,
+// whose recycled states overfill the lane (each tells the shrinker), for four
+// times shrinkAfter after the last take.
+func TestPoolShrinksAfterLastTake(t *testing.T) {
+	defer func(d time.Duration) { shrinkAfter = d }(shrinkAfter)
+	shrinkAfter = 300 * time.Millisecond
+	s, _ := load(t, "echo.lua", func(c *Config) { c.PoolSize = 2 })
+	p := s.current().pool
+	p.grow(6) // as six takers waiting on an empty lane would
+	var held []mcp.Session
+	for range 24 {
+		ss, _, err := s.Init(context.Background(), json.RawMessage(initParams), "sid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, ss)
+	}
+	if d := p.depth.Load(); d != 8 {
+		t.Fatalf("depth %d after grow, want 8", d)
+	}
+	ends := time.NewTicker(50 * time.Millisecond)
+	defer ends.Stop()
+	for _, ss := range held {
+		<-ends.C
+		ss.Close("normal")
+	}
+	if d := p.depth.Load(); d != 2 {
+		t.Errorf("depth %d, 1.2 s (4 x shrinkAfter) after the last take, want the size 2", d)
+	}
 }
 
 // Under churn of a script that leaves no mark (echo.lua), ended sessions'
