@@ -25,8 +25,15 @@ func main() {
 		child.Wait()
 		return
 	}
+	// Each count is written whole to a side file, then renamed over FILE:
+	// the test never reads FILE truncated, even when the child is killed
+	// between a truncation and its write (a slow machine made that an empty
+	// file, read as "never ran").
+	tmp := file + ".tmp"
 	for n := 0; ; n++ {
-		os.WriteFile(file, []byte(strconv.Itoa(n)), 0o644)
+		if os.WriteFile(tmp, []byte(strconv.Itoa(n)), 0o644) == nil {
+			os.Rename(tmp, file)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
