@@ -255,8 +255,8 @@ func TestPoolChurnBuildsNoneInline(t *testing.T) {
 
 // The fresh lane's depth halves once shrinkAfter passed without a take,
 // whatever else wakes the shrinker meanwhile: here sessions ending one by one,
-// whose recycled states overfill the lane (each tells the shrinker), for four
-// times shrinkAfter after the last take.
+// whose recycled states overfill the lane (each tells the shrinker), for
+// about seven times shrinkAfter after the last take (two halvings take two).
 func TestPoolShrinksAfterLastTake(t *testing.T) {
 	defer func(d time.Duration) { shrinkAfter = d }(shrinkAfter)
 	shrinkAfter = 300 * time.Millisecond
@@ -264,7 +264,7 @@ func TestPoolShrinksAfterLastTake(t *testing.T) {
 	p := s.current().pool
 	p.grow(6) // as six takers waiting on an empty lane would
 	var held []mcp.Session
-	for range 24 {
+	for range 40 {
 		ss, _, err := s.Init(context.Background(), json.RawMessage(initParams), "sid")
 		if err != nil {
 			t.Fatal(err)
@@ -274,14 +274,15 @@ func TestPoolShrinksAfterLastTake(t *testing.T) {
 	if d := p.depth.Load(); d != 8 {
 		t.Fatalf("depth %d after grow, want 8", d)
 	}
-	ends := time.NewTicker(50 * time.Millisecond)
+	const every = 50 * time.Millisecond
+	ends := time.NewTicker(every)
 	defer ends.Stop()
 	for _, ss := range held {
 		<-ends.C
 		ss.Close("normal")
 	}
 	if d := p.depth.Load(); d != 2 {
-		t.Errorf("depth %d, 1.2 s (4 x shrinkAfter) after the last take, want the size 2", d)
+		t.Errorf("depth %d, %v after the last take (shrinkAfter %v), want the size 2", d, time.Duration(len(held))*every, shrinkAfter)
 	}
 }
 
