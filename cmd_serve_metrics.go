@@ -83,6 +83,7 @@ func (s *metricsServer) serve(h *host.Host, w io.Writer) {
 		return
 	}
 	s.m.SetStats(h.Stats)
+	s.m.SetReplay(h.Replay)
 	go func() { _ = s.srv.Serve(s.ln) }() // ends with close
 	fmt.Fprintf(w, "metrics at http://%s/metrics\n", s.ln.Addr())
 }

@@ -76,6 +76,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.IntFlag{Name: "max-sessions", Value: mcp.DefaultMaxSessions, Usage: "live sessions across all routes; an initialize past it gets 503"},
 					&cli.IntFlag{Name: "max-listens", Value: mcp.DefaultMaxListens, Usage: "open subscriptions/listen streams (2026-07-28) across all routes; a listen past it gets 503"},
 					&cli.IntFlag{Name: "max-stateless", Value: mcp.DefaultMaxStateless, Usage: "open requests served without a session (stateless routes, 2026-07-28) across all routes; one past it gets 503"},
+					&cli.IntFlag{Name: "replay-budget-mb", Value: mcp.DefaultReplayBudget >> 20, Usage: "events (MiB) all sessions and listen streams together keep for clients to read or resume; past it a stream pushed to gives up its own oldest events"},
 					&cli.IntFlag{Name: "max-connections", Usage: "open TCP connections; past it new ones wait for one to close. 0: three quarters of the open-file limit"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
 					&cli.StringFlag{Name: "state-key-file", Usage: "file holding the key (16 bytes or more) that signs the 2026-07-28 era's requestState; default: $" + stateKeyEnv + ", else random per process"},
@@ -177,6 +178,10 @@ func serve(c *cli.Context) error {
 	if n := c.Int("max-connections"); n < 0 {
 		return fmt.Errorf("--max-connections must be at least 1 (0: from the open-file limit), not %d", n)
 	}
+	replayBudget := c.Int("replay-budget-mb")
+	if replayBudget < 1 {
+		return fmt.Errorf("--replay-budget-mb must be at least 1, not %d", replayBudget)
+	}
 	memory := c.Int("memory-limit-mb")
 	if memory < 1 {
 		return fmt.Errorf("--memory-limit-mb must be at least 1, got %d", memory)
@@ -237,7 +242,7 @@ func serve(c *cli.Context) error {
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch, WatchPoll: watchPoll,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: caps["max-sessions"], MaxListens: caps["max-listens"], MaxStateless: caps["max-stateless"],
-		MemoryLimit: int64(memory) << 20, StateKey: stateKey,
+		ReplayBudget: int64(replayBudget) << 20, MemoryLimit: int64(memory) << 20, StateKey: stateKey,
 		Observer: ms.observer(), Changed: table.print, PubSub: node.pubsub(), Cluster: node.cluster(),
 	})
 	if err != nil {

@@ -81,6 +81,10 @@ type Config struct {
 	// routes together (0 = mcp.DefaultMaxStateless; negative: no cap); one
 	// past it gets 503.
 	MaxStateless int
+	// ReplayBudget bounds the bytes of the events all routes together keep
+	// for clients to read or resume (0 = mcp.DefaultReplayBudget; negative:
+	// no bound; see mcp.Hub.SetReplayBudget).
+	ReplayBudget int64
 	// BodyTimeout and WriteTimeout set mcp.Options.BodyTimeout and
 	// WriteTimeout on every route (0 = the mcp defaults).
 	BodyTimeout, WriteTimeout time.Duration
@@ -265,6 +269,9 @@ func New(cfg Config) (*Host, error) {
 	}
 	if n, ok := hubCap(cfg.MaxStateless); ok {
 		h.hub.SetMaxStateless(n)
+	}
+	if n := cfg.ReplayBudget; n != 0 {
+		h.hub.SetReplayBudget(max(n, 0))
 	}
 	h.routes.Store(&routeTable{router: mux.NewRouter()})
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

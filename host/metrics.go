@@ -55,6 +55,11 @@ func (h *Host) Stats() []RouteStats {
 	return stats
 }
 
+// Replay returns the bytes of the events all routes keep for clients to
+// read or resume, and the budget that bounds them (0: none; see
+// [Config.ReplayBudget]).
+func (h *Host) Replay() (kept, budget int64) { return h.hub.ReplayBytes(), h.hub.ReplayBudget() }
+
 // reloaded reports a reload of the script served on route to the observer.
 func (h *Host) reloaded(route string, ok bool) {
 	if h.cfg.Observer != nil {

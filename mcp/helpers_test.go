@@ -61,6 +61,15 @@ func newRouteOver(t *testing.T, srv mcp.Server, f *fakeServer, opts mcp.Options)
 		}
 		hs.CloseClientConnections()
 		hs.Close()
+		// Every stream gives its kept events back to the replay budget
+		// when it ends: whatever the test did, nothing stays counted.
+		for n := hub.ReplayBytes(); n != 0; n = hub.ReplayBytes() {
+			if ctx.Err() != nil {
+				t.Errorf("after Shutdown the hub still counts %d bytes of kept events", n)
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	})
 	return rt
 }

@@ -170,7 +170,7 @@ func (l *listener) tag(msg []byte, method string) []byte {
 // notifications/cancelled and the listen request's result.
 func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, id []byte, f listenFilter) {
 	l := &listener{id: id, filter: f,
-		out: newPushStream(false, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)}
+		out: newPushStream(false, h.opts.SessionBufferMax, h.opts.SessionBufferBytes, &h.hub.replay)}
 	l.out.dropped = h.evictedPushes()
 	// Attached and subscribed before the acknowledgement goes out: nothing
 	// pushed after it is missed.

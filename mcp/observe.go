@@ -100,7 +100,9 @@ type DropReason string
 // The reasons.
 const (
 	// DropEvicted: a GET channel's or listen stream's replay buffer
-	// (session_buffer_max) overflowed before a client read the push.
+	// overflowed before a client read the push: its own bounds
+	// (SessionBufferMax, SessionBufferBytes) or the hub's replay budget
+	// ([Hub.SetReplayBudget]).
 	DropEvicted DropReason = "evicted"
 	// DropNoSession: a push to a session id that is not live on the route.
 	DropNoSession DropReason = "no_session"

@@ -36,7 +36,7 @@ func TestAnswerErrorType(t *testing.T) {
 // pushes its ring evicts before a reader took them, and only those.
 func TestPushStreamCountsEvictedUnread(t *testing.T) {
 	lost := 0
-	p := newPushStream(true, 2, 0)
+	p := newPushStream(true, 2, 0, nil)
 	p.dropped = func(n int) { lost += n }
 	for range 5 { // no reader: 3 of 5 are lost
 		p.push([]byte(`{}`))
@@ -61,7 +61,7 @@ func TestPushStreamCountsEvictedUnread(t *testing.T) {
 	}
 	// A ring bounded by bytes evicts the same way.
 	lost = 0
-	b := newPushStream(false, 100, 60)
+	b := newPushStream(false, 100, 60, nil)
 	b.dropped = func(n int) { lost += n }
 	for range 4 {
 		b.push([]byte(`{"a":1}`))

@@ -45,7 +45,8 @@ type Options struct {
 	// replay (default 4 MiB): its GET channel's, each resumable POST
 	// stream's, and those of all its resumable POST streams together. The
 	// oldest events go first; past the streams' joint bound, the oldest
-	// stream is forgotten (it can no longer be resumed).
+	// stream is forgotten (it can no longer be resumed). The process's
+	// replay budget bounds all sessions together ([Hub.SetReplayBudget]).
 	SessionBufferBytes int
 	// MaxBodyBytes bounds a POST body (default 4 MiB); larger bodies get 413.
 	MaxBodyBytes int64

@@ -121,6 +121,8 @@ type Hub struct {
 	// listenSlots counts the open subscriptions/listen streams of every
 	// route; statelessSlots the open requests served without a session.
 	listenSlots, statelessSlots quota
+	// replay bounds the bytes every replay buffer keeps (SetReplayBudget).
+	replay replayBudget
 	// key authenticates the 2026-07-28 era's requestState (SetStateKey);
 	// random per process unless set.
 	key []byte
@@ -175,6 +177,8 @@ func NewHubWith(ps PubSub, logger *slog.Logger) *Hub {
 	h.sessionSlots.setMax(DefaultMaxSessions)
 	h.listenSlots.setMax(DefaultMaxListens)
 	h.statelessSlots.setMax(DefaultMaxStateless)
+	h.replay.log = logger
+	h.replay.max.Store(DefaultReplayBudget)
 	return h
 }
 

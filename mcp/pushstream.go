@@ -33,17 +33,18 @@ type pushStream struct {
 	dropped func(n int)
 }
 
-func newPushStream(ids bool, max, maxBytes int) *pushStream {
+func newPushStream(ids bool, max, maxBytes int, budget *replayBudget) *pushStream {
 	p := new(pushStream)
-	p.init(ids, max, maxBytes)
+	p.init(ids, max, maxBytes, budget)
 	return p
 }
 
 // init prepares a pushStream that is part of another value (a session's
-// GET channel), before it is shared.
-func (p *pushStream) init(ids bool, max, maxBytes int) {
+// GET channel), before it is shared. Its ring is charged to budget (nil: to
+// none) until close.
+func (p *pushStream) init(ids bool, max, maxBytes int, budget *replayBudget) {
 	p.ids = ids
-	p.ring = eventRing{max: max, maxBytes: maxBytes}
+	p.ring = eventRing{max: max, maxBytes: maxBytes, budget: budget}
 }
 
 // push numbers, frames and keeps msg, then wakes the reader. It reports
@@ -114,10 +115,13 @@ func (p *pushStream) after(id uint64, dst []ringEvent) []ringEvent {
 	return dst
 }
 
-// close makes the stream refuse further pushes.
+// close makes the stream refuse further pushes and forgets the events it
+// kept: nobody reads or resumes a closed stream (its session ended, or its
+// listen request), and their bytes go back to the budget.
 func (p *pushStream) close() {
 	p.mu.Lock()
 	p.closed = true
+	p.ring.release()
 	p.mu.Unlock()
 }
 

@@ -188,7 +188,7 @@ func newSession(h *Handler, id string, srv Session, ir *InitResult, version stri
 	}
 	s.sc = scope{sess: srv, has: ir.Has, era: eraSession, level: &s.level}
 	s.level.Store(defaultLogLevel)
-	s.ch.init(true, h.opts.SessionBufferMax, h.opts.SessionBufferBytes)
+	s.ch.init(true, h.opts.SessionBufferMax, h.opts.SessionBufferBytes, &h.hub.replay)
 	s.ch.dropped = h.evictedPushes()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
@@ -784,24 +784,27 @@ func (s *session) openStream(rp *reply) uint64 {
 // forgets the session's oldest other streams while they all hold more than
 // SessionBufferBytes: a client that leaves many streams unread cannot make a
 // session keep more than that (each stream's own buffer has the same
-// bound). A forgotten stream can no longer be resumed. Called with the
-// stream's rp.mu held.
-func (s *session) keptGrew(k uint64, n int) {
+// bound). Past the hub's replay budget it does the same, and reports that
+// stream k must then give up its own oldest events. A forgotten stream can
+// no longer be resumed. Called with the stream's rp.mu held.
+func (s *session) keptGrew(k uint64, n int) (overBudget bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ks := s.open[k]
 	if ks == nil {
-		return // forgotten already: its bytes count no more
+		return false // forgotten already: its bytes count no more
 	}
 	s.keptBytes += n - ks.bytes
+	s.h.hub.replay.charge(n - ks.bytes)
 	ks.bytes = n
-	for s.keptBytes > s.h.opts.SessionBufferBytes {
+	for s.keptBytes > s.h.opts.SessionBufferBytes || s.h.hub.replay.over() {
 		oldest := s.oldestStreamLocked(k)
 		if oldest == 0 {
 			break
 		}
 		s.forgetStreamLocked(oldest)
 	}
+	return s.h.hub.replay.over()
 }
 
 // oldestStreamLocked returns the number of the oldest resumable stream but
@@ -820,6 +823,7 @@ func (s *session) oldestStreamLocked(except uint64) uint64 {
 func (s *session) forgetStreamLocked(k uint64) {
 	if ks := s.open[k]; ks != nil {
 		s.keptBytes -= ks.bytes
+		s.h.hub.replay.charge(-ks.bytes)
 		delete(s.open, k)
 		ks.rp.forgotten.Store(true)
 	}
@@ -884,6 +888,7 @@ func (s *session) terminate(reason string) {
 	for _, ks := range s.open {
 		ks.rp.forgotten.Store(true)
 	}
+	s.h.hub.replay.charge(-s.keptBytes)
 	s.open, s.keptBytes = nil, 0
 	s.ttl.Stop()
 	s.ttlArmed = false

@@ -268,6 +268,12 @@ type eventRing struct {
 	bytes    int // of the n kept events
 	max      int
 	maxBytes int // 0 = no bound
+	// budget, when set, is charged with bytes as they are kept and evicted
+	// (release gives back the rest), and past it add evicts the oldest
+	// events too. A push stream's ring has one; a POST stream's has none:
+	// its session charges the budget, being the one that forgets the
+	// stream (keptGrew).
+	budget *replayBudget
 }
 
 type ringEvent struct {
@@ -298,10 +304,24 @@ func (r *eventRing) add(e ringEvent) (evicted uint64) {
 	}
 	r.n++
 	r.bytes += len(e.data)
+	r.budget.charge(len(e.data))
 	for r.maxBytes > 0 && r.bytes > r.maxBytes && r.n > 1 {
 		evicted = r.dropOldest()
 	}
+	if r.n > 1 && r.budget.over() {
+		for r.n > 1 && r.budget.over() {
+			evicted = r.dropOldest()
+		}
+		r.budget.gaveWay()
+	}
 	return evicted
+}
+
+// release forgets every kept event and gives their bytes back to the
+// budget; the ring keeps its bounds.
+func (r *eventRing) release() {
+	r.budget.charge(-r.bytes)
+	r.evs, r.start, r.n, r.bytes = nil, 0, 0, 0
 }
 
 // oldest returns the id of the oldest event kept, 0 when none is.
@@ -316,6 +336,7 @@ func (r *eventRing) oldest() uint64 {
 func (r *eventRing) dropOldest() uint64 {
 	id := r.evs[r.start].id
 	r.bytes -= len(r.evs[r.start].data)
+	r.budget.charge(-len(r.evs[r.start].data))
 	r.evs[r.start] = ringEvent{}
 	r.start = (r.start + 1) % len(r.evs)
 	r.n--
@@ -323,12 +344,21 @@ func (r *eventRing) dropOldest() uint64 {
 }
 
 // after appends the events with an id greater than id to dst, oldest first.
+// Ids grow from the oldest event to the newest, so the first one past id is
+// found by bisection: a reader that keeps up asks for the newest few of a
+// full ring on every wake-up.
 func (r *eventRing) after(id uint64, dst []ringEvent) []ringEvent {
-	for i := 0; i < r.n; i++ {
-		e := r.evs[(r.start+i)%len(r.evs)]
-		if e.id > id {
-			dst = append(dst, e)
+	lo, hi := 0, r.n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if r.evs[(r.start+mid)%len(r.evs)].id > id {
+			hi = mid
+		} else {
+			lo = mid + 1
 		}
+	}
+	for i := lo; i < r.n; i++ {
+		dst = append(dst, r.evs[(r.start+i)%len(r.evs)])
 	}
 	return dst
 }
@@ -516,7 +546,15 @@ func (rp *reply) frameLocked(msg []byte) []byte {
 		return ev
 	}
 	rp.kept.add(ringEvent{id: rp.seq, data: ev})
-	rp.s.keptGrew(rp.stream, rp.kept.bytes)
+	if rp.s.keptGrew(rp.stream, rp.kept.bytes) && rp.kept.n > 1 {
+		// Past the hub's replay budget even without the session's other
+		// streams: this one gives up its own oldest events.
+		for over := true; over && rp.kept.n > 1; {
+			rp.kept.dropOldest()
+			over = rp.s.keptGrew(rp.stream, rp.kept.bytes)
+		}
+		rp.h.hub.replay.gaveWay()
+	}
 	return ev
 }
 

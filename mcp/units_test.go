@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/base64"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -109,6 +110,32 @@ func TestEventRing(t *testing.T) {
 	}
 	if got := (&eventRing{}).after(0, nil); len(got) != 0 {
 		t.Fatal("empty ring replays")
+	}
+}
+
+// TestEventRingAfter checks after's bisection against a plain scan, for
+// every id asked and every position of the ring's start, ids with gaps.
+func TestEventRingAfter(t *testing.T) {
+	for pushes := range 12 {
+		r := eventRing{max: 5}
+		for i := 1; i <= pushes; i++ {
+			r.add(ringEvent{id: uint64(3 * i)})
+		}
+		for id := uint64(0); id <= uint64(3*pushes+1); id++ {
+			var want []uint64
+			for i := 0; i < r.n; i++ {
+				if e := r.evs[(r.start+i)%len(r.evs)]; e.id > id {
+					want = append(want, e.id)
+				}
+			}
+			var got []uint64
+			for _, e := range r.after(id, nil) {
+				got = append(got, e.id)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d pushes, after %d: %v, want %v", pushes, id, got, want)
+			}
+		}
 	}
 }
 

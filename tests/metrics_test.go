@@ -20,6 +20,7 @@ import (
 
 	"github.com/luamcp/luamcp/host"
 	"github.com/luamcp/luamcp/internal/metrics"
+	"github.com/luamcp/luamcp/mcp"
 )
 
 // metricsScript is a session route whose tools cover every outcome an
@@ -77,6 +78,7 @@ func TestMetrics(t *testing.T) {
 		c.Debounce = 20 * time.Millisecond
 	})
 	m.SetStats(s.host.Stats)
+	m.SetReplay(s.host.Replay)
 	scrape := httptest.NewServer(m.Handler())
 	t.Cleanup(scrape.Close)
 	sessionURL, statelessURL := s.url("m"), s.url("st")
@@ -95,6 +97,18 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("unknown tool: %+v, want error -32602", m)
 	}
 	s.callTool(t, sessionURL, sid, "push", nil).wantText(t, "push")
+	// The session keeps the two newest pushes (session_buffer_max) for a GET
+	// it never opens; its end gives them back (below).
+	replayGauge := func(families map[string]*dto.MetricFamily, name string) float64 {
+		g := family(t, families, name, dto.MetricType_GAUGE)
+		if len(g) != 1 {
+			t.Fatalf("%s: %d series, want 1", name, len(g))
+		}
+		return g[0].GetGauge().GetValue()
+	}
+	if kept := replayGauge(scrapeMetrics(t, scrape.URL), "luamcp_replay_kept_bytes"); kept < 2*float64(len(`data: {"jsonrpc":"2.0","method":"notifications/message"}`)) {
+		t.Errorf("luamcp_replay_kept_bytes = %v with two pushes kept", kept)
+	}
 	s.result(t, sessionURL, sid, "tools/list", nil, nil)
 	if r := s.do(t, sessionURL, call{Method: http.MethodDelete, Session: sid}); r.Status != http.StatusNoContent {
 		t.Fatalf("DELETE: HTTP %d, want 204", r.Status)
@@ -180,7 +194,12 @@ func TestMetrics(t *testing.T) {
 	wantCounters(t, families, "luamcp_reloads_total",
 		map[string]float64{"/mcp/m ok": 1, "/mcp/m failed": 1}, "route", "result")
 
-	// Gauges: the live session, and no Lua call left running or waiting.
+	// Gauges: nothing kept once the session pushed to ended, under the
+	// default budget; the live session, and no Lua call left running or
+	// waiting.
+	if kept, budget := replayGauge(families, "luamcp_replay_kept_bytes"), replayGauge(families, "luamcp_replay_budget_bytes"); kept != 0 || budget != mcp.DefaultReplayBudget {
+		t.Errorf("replay gauges: %v bytes kept of a budget of %v, want 0 of %d", kept, budget, mcp.DefaultReplayBudget)
+	}
 	wantCounters(t, families, "luamcp_sessions_active", map[string]float64{"/mcp/m": 1, "/mcp/st": 0}, "route")
 	wantCounters(t, families, "luamcp_lua_calls_running", map[string]float64{"/mcp/m": 0, "/mcp/st": 0}, "route")
 	wantCounters(t, families, "luamcp_lua_calls_queued", map[string]float64{"/mcp/m": 0, "/mcp/st": 0}, "route")

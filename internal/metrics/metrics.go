@@ -47,6 +47,8 @@ type Metrics struct {
 
 	// stats reads the gauges (SetStats); nil until set: no gauge then.
 	stats atomic.Pointer[func() []host.RouteStats]
+	// replay reads the process's replay gauges (SetReplay); nil until set.
+	replay atomic.Pointer[func() (kept, budget int64)]
 	// cluster reads the node's NATS figures (SetCluster); nil outside a
 	// cluster: no such series then.
 	cluster atomic.Pointer[func() cluster.Stats]
@@ -72,6 +74,10 @@ var (
 		"Lua calls of the route's script holding a slot of --max-running.", []string{labelRoute}, nil)
 	queuedDesc = prometheus.NewDesc("luamcp_lua_calls_queued",
 		"Lua calls of the route's script waiting for a slot of --max-running.", []string{labelRoute}, nil)
+	replayKeptDesc = prometheus.NewDesc("luamcp_replay_kept_bytes",
+		"Bytes of the events all routes keep for clients to read or resume: GET channels, subscriptions/listen streams, resumable POST streams.", nil, nil)
+	replayBudgetDesc = prometheus.NewDesc("luamcp_replay_budget_bytes",
+		"The bound on luamcp_replay_kept_bytes (--replay-budget-mb): past it a stream pushed to gives up its own oldest events.", nil, nil)
 	// endedDesc is a counter, read from the host like the gauges.
 	endedDesc = prometheus.NewDesc("luamcp_lua_states_ended_total",
 		"Lua states of the route's ended sessions: given back to the pool as pristine (recycled) or closed.", []string{labelRoute, "outcome"}, nil)
@@ -132,6 +138,10 @@ func New() *Metrics {
 // this comes after it.
 func (m *Metrics) SetStats(stats func() []host.RouteStats) { m.stats.Store(&stats) }
 
+// SetReplay sets where the replay gauges are read at each scrape: the
+// host's [host.Host.Replay].
+func (m *Metrics) SetReplay(replay func() (kept, budget int64)) { m.replay.Store(&replay) }
+
 // SetCluster sets where the cluster's series are read at each scrape: the
 // node's [cluster.Node.Stats] (`serve --nats`).
 func (m *Metrics) SetCluster(stats func() cluster.Stats) { m.cluster.Store(&stats) }
@@ -188,9 +198,16 @@ func (g gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- runningDesc
 	ch <- queuedDesc
 	ch <- endedDesc
+	ch <- replayKeptDesc
+	ch <- replayBudgetDesc
 }
 
 func (g gauges) Collect(ch chan<- prometheus.Metric) {
+	if replay := g.m.replay.Load(); replay != nil {
+		kept, budget := (*replay)()
+		ch <- prometheus.MustNewConstMetric(replayKeptDesc, prometheus.GaugeValue, float64(kept))
+		ch <- prometheus.MustNewConstMetric(replayBudgetDesc, prometheus.GaugeValue, float64(budget))
+	}
 	stats := g.m.stats.Load()
 	if stats == nil {
 		return

@@ -64,7 +64,10 @@ func TestReports(t *testing.T) {
 	m.SetStats(func() []host.RouteStats {
 		return []host.RouteStats{{Path: "/mcp/a", Sessions: 2, LuaStates: 5, Running: 1, Queued: 4, StatesRecycled: 6, StatesClosed: 3}}
 	})
+	m.SetReplay(func() (int64, int64) { return 4096, 1 << 20 })
 	want := []string{
+		"luamcp_replay_kept_bytes{} 4096",
+		"luamcp_replay_budget_bytes{} 1.048576e+06",
 		"luamcp_cluster_forwarded_total{direction=in,route=/mcp/a} 1",
 		"luamcp_cluster_forwarded_total{direction=out,route=/mcp/a} 2",
 		"luamcp_cluster_links{end=in} 1",
