@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +289,62 @@ func TestNonReadingClientsAreDropped(t *testing.T) {
 	s.callTool(t, u, sid, "count", nil).wantText(t, "2") // queued behind the stream's call, which ended
 	if r := s.do(t, u, call{Method: http.MethodDelete, Session: sid}); r.Status != http.StatusNoContent {
 		t.Fatalf("DELETE: HTTP %d", r.Status)
+	}
+}
+
+// TestProcessWideReplayBudget: host.Config.ReplayBudget (serve
+// --replay-budget-mb) bounds the events that sessions which never open their
+// GET channel keep between them, though each session's own bounds would
+// let them keep more. Past it the session pushed to keeps its newest events
+// and gives up its oldest; a session whose events were kept before keeps
+// them all; a warning says so, once for the burst; and the sessions' end
+// gives every byte back.
+func TestProcessWideReplayBudget(t *testing.T) {
+	t.Parallel()
+	const budget, sessions, pushes = 8 << 10, 20, 40
+	s := startServerWith(t, func(c *host.Config) { c.ReplayBudget = budget }, "session")
+	u := s.url("session")
+	start := time.Now()
+	first := s.initialize(t, u)
+	s.callTool(t, u, first, "notify", map[string]any{"times": 10, "n": 7}).wantText(t, "notified")
+	var sids []string
+	for range sessions {
+		sid := s.initialize(t, u)
+		sids = append(sids, sid)
+		s.callTool(t, u, sid, "notify", map[string]any{"times": pushes, "n": 9}).wantText(t, "notified")
+	}
+	// An event is about 90 bytes: without the budget the sessions would
+	// keep 20 × 40 of them, 72 KiB.
+	const event = 128
+	if kept, _ := s.host.Replay(); kept > budget+(sessions+1)*event {
+		t.Errorf("%d sessions that never read keep %d bytes; the budget is %d", sessions, kept, budget)
+	}
+	get := s.openGET(t, u, first, map[string]string{"Last-Event-ID": "0"})
+	for i := range 10 {
+		wantPoke(t, get, 7, strconv.Itoa(i+1))
+	}
+	get.close()
+	// The last session pushed to kept at least its newest push.
+	get = s.openGET(t, u, sids[sessions-1], map[string]string{"Last-Event-ID": strconv.Itoa(pushes - 1)})
+	wantPoke(t, get, 9, strconv.Itoa(pushes))
+	get.close()
+	s.logs.waitFor(t, "replay budget is spent", 1)
+	// At most once per 10 s: once, unless this machine took longer.
+	if n, most := s.logs.count("replay budget is spent"), 1+int(time.Since(start)/(10*time.Second)); n > most {
+		t.Errorf("the budget's warning was logged %d times for one burst, want at most %d", n, most)
+	}
+	for _, sid := range append(sids, first) {
+		if r := s.do(t, u, call{Method: http.MethodDelete, Session: sid}); r.Status != http.StatusNoContent {
+			t.Fatalf("DELETE: HTTP %d", r.Status)
+		}
+	}
+	for deadline := time.Now().Add(waitLong); ; time.Sleep(10 * time.Millisecond) {
+		kept, _ := s.host.Replay()
+		if kept == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ended sessions still keep %d bytes", kept)
+		}
 	}
 }
