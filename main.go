@@ -79,6 +79,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.IntFlag{Name: "replay-budget-mb", Value: mcp.DefaultReplayBudget >> 20, Usage: "events (MiB) all sessions and listen streams together keep for clients to read or resume; past it a stream pushed to gives up its own oldest events"},
 					&cli.IntFlag{Name: "max-connections", Usage: "open TCP connections; past it new ones wait for one to close. 0: three quarters of the open-file limit"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
+					&cli.StringFlag{Name: "sessions-file", Usage: "on shutdown, save the live sessions of session-mode routes to FILE (0600), and resume them from it at the next start (it is then removed): clients keep their Mcp-Session-Id and state across a restart"},
 					&cli.StringFlag{Name: "state-key-file", Usage: "file holding the key (16 bytes or more) that signs the 2026-07-28 era's requestState; default: $" + stateKeyEnv + ", else random per process"},
 					envFileFlag(),
 					metricsFlag(),
@@ -242,7 +243,7 @@ func serve(c *cli.Context) error {
 	h, err := host.New(host.Config{
 		Dir: c.String("dir"), Logger: logger, Watch: watch, WatchPoll: watchPoll,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: caps["max-sessions"], MaxListens: caps["max-listens"], MaxStateless: caps["max-stateless"],
-		ReplayBudget: int64(replayBudget) << 20, MemoryLimit: int64(memory) << 20, StateKey: stateKey,
+		SessionsFile: c.String("sessions-file"), ReplayBudget: int64(replayBudget) << 20, MemoryLimit: int64(memory) << 20, StateKey: stateKey,
 		Observer: ms.observer(), Changed: table.print, PubSub: node.pubsub(), Cluster: node.cluster(),
 	})
 	if err != nil {

@@ -85,6 +85,10 @@ type Config struct {
 	// for clients to read or resume (0 = mcp.DefaultReplayBudget; negative:
 	// no bound; see mcp.Hub.SetReplayBudget).
 	ReplayBudget int64
+	// SessionsFile, when set, makes sessions outlive the process: Shutdown
+	// saves the live sessions of every session-mode route to it, and New
+	// resumes them from it, then removes it (sessions.go).
+	SessionsFile string
 	// BodyTimeout and WriteTimeout set mcp.Options.BodyTimeout and
 	// WriteTimeout on every route (0 = the mcp defaults).
 	BodyTimeout, WriteTimeout time.Duration
@@ -296,6 +300,7 @@ func New(cfg Config) (*Host, error) {
 		h.stop()
 		return nil, err
 	}
+	h.resumeSessions()
 	return h, nil
 }
 
@@ -764,15 +769,25 @@ func (h *Host) shutdown(ctx context.Context) error {
 	mounts := h.sorted()
 	h.mu.Unlock()
 	errs := make([]error, len(mounts))
+	saved := make([][]mcp.SavedSession, len(mounts))
 	var wg sync.WaitGroup
 	for i, m := range mounts {
 		wg.Go(func() {
-			if err := m.handler.Shutdown(ctx); err != nil {
+			var err error
+			if h.cfg.SessionsFile != "" && m.opts.Sessions {
+				saved[i], err = m.handler.Suspend(ctx)
+			} else {
+				err = m.handler.Shutdown(ctx)
+			}
+			if err != nil {
 				errs[i] = fmt.Errorf("shutting down %s: %w", m.route.Path, err)
 			}
 		})
 	}
 	wg.Wait()
+	if h.cfg.SessionsFile != "" {
+		errs = append(errs, h.saveSessions(mounts, saved))
+	}
 	for _, m := range mounts {
 		wg.Go(m.close)
 	}

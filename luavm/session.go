@@ -187,9 +187,15 @@ func (v *vm) initResult(info, caps lua.LValue, encode bool) (*mcp.InitResult, er
 // checkCapabilities enforces "a server that advertises a capability must
 // implement its callbacks".
 func (v *vm) checkCapabilities(has mcp.Capabilities) error {
+	return capabilityGap(v.has, has)
+}
+
+// capabilityGap is checkCapabilities for a server module whose callbacks
+// defined reports.
+func capabilityGap(defined func(cb int) bool, has mcp.Capabilities) error {
 	need := func(cap string, cbs ...int) error {
 		for _, cb := range cbs {
-			if !v.has(cb) {
+			if !defined(cb) {
 				return fmt.Errorf("advertises the %s capability, but the server module has no %s function", cap, callbackNames[cb])
 			}
 		}

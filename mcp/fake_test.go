@@ -333,6 +333,9 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 		return text("released", false), nil
 	case "badjson":
 		return json.RawMessage(`{"content":[`), nil
+	case "stubborn": // not listed: sleeps ms, deaf to its context
+		time.Sleep(time.Duration(num("ms")) * time.Millisecond)
+		return text("done", false), nil
 	case "where": // not listed: which goroutine runs the call
 		buf := make([]byte, 16<<10)
 		if strings.Contains(string(buf[:runtime.Stack(buf, false)]), "serveInline") {

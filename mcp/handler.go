@@ -123,6 +123,11 @@ func (h *Handler) SessionCount() int { return h.reg.count() }
 // calls in flight; it returns when they are gone or ctx ends. Afterwards
 // initialize is refused with 503 and stateless requests with -32603.
 func (h *Handler) Shutdown(ctx context.Context) error {
+	return h.shutdown(ctx, func(s *session) { s.terminate("shutdown") })
+}
+
+// shutdown is Shutdown, which ends each session with end.
+func (h *Handler) shutdown(ctx context.Context, end func(*session)) error {
 	h.shutdownOnce.Do(h.closeRoute)
 	h.statelessMu.Lock()
 	for _, cancel := range h.statelessCalls {
@@ -137,7 +142,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.terminate("shutdown")
+				end(s)
 			}()
 		}
 		wg.Wait()

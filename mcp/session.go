@@ -860,7 +860,12 @@ func (s *session) endResume() {
 // closes every stream (waiting callers get "Session ended", streams end
 // without a result, the GET channel ends), waits for the calls to return and
 // then calls Session.Close(reason). A second call waits for the first.
-func (s *session) terminate(reason string) {
+func (s *session) terminate(reason string) { s.end(reason, nil) }
+
+// end is terminate, which with keep set first asks the server to save the
+// session (Saver) and hands what resumes it to keep: when keep takes it, the
+// session is closed with no reason (its server does not see it end).
+func (s *session) end(reason string, keep func(*SavedSession) bool) {
 	s.mu.Lock()
 	if s.state != sessionLive {
 		if s.state == sessionClosed {
@@ -876,6 +881,10 @@ func (s *session) terminate(reason string) {
 		return
 	}
 	s.state = sessionEnded
+	var saved *SavedSession
+	if keep != nil {
+		saved = s.savedLocked()
+	}
 	s.ch.close()
 	queued := s.queue[s.qhead:]
 	for _, j := range queued {
@@ -914,9 +923,16 @@ func (s *session) terminate(reason string) {
 		j.rp.finish(j.interrupted(true))
 	}
 	s.calls.Wait()
-	s.srv.Close(reason)
-	if obs := s.h.hub.obs; obs != nil {
-		obs.SessionEnded(s.h.opts.Path, time.Since(s.born))
+	if saved != nil && (!s.saveState(saved) || !keep(saved)) {
+		saved = nil
+	}
+	if saved != nil {
+		s.srv.Close("") // it goes on in another process
+	} else {
+		s.srv.Close(reason)
+		if obs := s.h.hub.obs; obs != nil {
+			obs.SessionEnded(s.h.opts.Path, time.Since(s.born))
+		}
 	}
 	s.mu.Lock()
 	s.state = sessionClosed

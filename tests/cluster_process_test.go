@@ -32,9 +32,17 @@ type serveProcess struct {
 // dir and waits for its route table.
 func startServeProcess(t *testing.T, bin, natsURL, id, dir, keyFile string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{id: id, exited: make(chan struct{}), logs: new(syncbuf.Buffer)}
-	p.cmd = exec.Command(bin, "serve", "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch",
+	return startServe(t, bin, id, "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch",
 		"--nats", natsURL, "--node-id", id, "--state-key-file", keyFile)
+}
+
+// startServe runs bin as `serve args...`, named id in the test's log, and
+// waits for its route table, whose first route must be /mcp/session. The
+// process gets SIGTERM when the test ends, if it still runs.
+func startServe(t *testing.T, bin, id string, args ...string) *serveProcess {
+	t.Helper()
+	p := &serveProcess{id: id, exited: make(chan struct{}), logs: new(syncbuf.Buffer)}
+	p.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
 	p.cmd.Stderr = p.logs
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {

@@ -1,0 +1,153 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/luamcp/luamcp/mcp"
+)
+
+// Sessions across restarts (Config.SessionsFile, serve --sessions-file).
+// Shutdown suspends every session-mode route (mcp.Handler.Suspend: each
+// session's transport part, and its state frozen by luavm) and writes what
+// it saved to the file; New reads the file once the scripts are mounted,
+// removes it, and gives each route its sessions back (mcp.Handler.Resume)
+// before anything is served. The file is removed before the sessions resume:
+// a process that dies later must not bring back states older than what its
+// clients since saw.
+
+// sessionsFormat names the file's format; sessionsVersion is its version.
+const (
+	sessionsFormat  = "luamcp-sessions"
+	sessionsVersion = 1
+)
+
+// sessionsFile is the content of Config.SessionsFile.
+type sessionsFile struct {
+	Format  string    `json:"format"`
+	Version int       `json:"version"`
+	Saved   time.Time `json:"saved"`
+	// Routes holds the saved sessions by route path.
+	Routes map[string][]mcp.SavedSession `json:"routes"`
+}
+
+// saveSessions writes the sessions the mounts saved (saved[i] is mounts[i]'s)
+// to the sessions file, replacing it whole: a reader never sees half of it.
+// The file holds session ids, which are bearer secrets, and the sessions'
+// data: only its owner may read it.
+func (h *Host) saveSessions(mounts []*mount, saved [][]mcp.SavedSession) error {
+	f := sessionsFile{Format: sessionsFormat, Version: sessionsVersion, Saved: time.Now().UTC(), Routes: map[string][]mcp.SavedSession{}}
+	n := 0
+	for i, m := range mounts {
+		if len(saved[i]) > 0 {
+			f.Routes[m.opts.Path] = saved[i]
+			n += len(saved[i])
+		}
+	}
+	path := h.cfg.SessionsFile
+	if n == 0 {
+		h.logger.Info("no session to save", "file", path)
+		return nil
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("saving sessions: %w", err)
+	}
+	if err := writeFileAtomic(path, b, 0o600); err != nil {
+		return fmt.Errorf("saving sessions: %w", err)
+	}
+	h.logger.Info("sessions saved", "file", path, "sessions", n)
+	return nil
+}
+
+// writeFileAtomic writes b to a new file beside path, syncs it and renames
+// it over path.
+func writeFileAtomic(path string, b []byte, perm fs.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // fails once renamed
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// resumeSessions gives the mounted routes back the sessions of the sessions
+// file, if there is one, and removes it. A file that cannot be read is set
+// aside (renamed with a ".bad" suffix) and logged: the server starts without
+// its sessions, and the file stays for whoever wants to look at it.
+func (h *Host) resumeSessions() {
+	path := h.cfg.SessionsFile
+	if path == "" {
+		return
+	}
+	f, err := readSessions(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		bad := path + ".bad"
+		if rerr := os.Rename(path, bad); rerr != nil {
+			err = errors.Join(err, rerr)
+			bad = path
+		}
+		h.logger.Error("saved sessions not resumed: the file is unreadable", "file", bad, "err", err)
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		h.logger.Error("saved sessions not resumed: the file cannot be removed (it would bring them back again)", "file", path, "err", err)
+		return
+	}
+	h.mu.Lock()
+	mounts := h.sorted()
+	h.mu.Unlock()
+	byPath := make(map[string]*mount, len(mounts))
+	for _, m := range mounts {
+		byPath[m.opts.Path] = m
+	}
+	for route, saved := range f.Routes {
+		m := byPath[route]
+		if m == nil {
+			h.logger.Warn("saved sessions not resumed: no script serves their route now", "path", route, "sessions", len(saved))
+			continue
+		}
+		n := m.handler.Resume(context.Background(), saved)
+		h.logger.Info("sessions resumed", "path", route, "sessions", n, "saved", len(saved))
+	}
+}
+
+// readSessions reads and checks a sessions file.
+func readSessions(path string) (*sessionsFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f sessionsFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Base(path), err)
+	}
+	if f.Format != sessionsFormat || f.Version != sessionsVersion {
+		return nil, fmt.Errorf("reading %s: format %q version %d, want %q version %d", filepath.Base(path), f.Format, f.Version, sessionsFormat, sessionsVersion)
+	}
+	return &f, nil
+}

@@ -1,0 +1,200 @@
+package host_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/internal/syncbuf"
+)
+
+// savedScript keeps a counter, can put a function in its state (which no
+// file can hold), pushes to its own session, and hibernates at once, so
+// that its sessions are saved from their frozen state.
+const savedScript = `local mcp = require("mcp")
+return {
+  route = { sessions = true, session_hibernate_ms = 1 },
+  init = function(params)
+    return { name = "saved", version = "1" }, { tools = {}, resources = { subscribe = true } }, { n = 0 }
+  end,
+  tools = {
+    { name = "count", description = "count", input_schema = { type = "object" } },
+    { name = "keepfn", description = "keep a function", input_schema = { type = "object" } },
+    { name = "poke", description = "push to this session", input_schema = { type = "object" } },
+    { name = "touch", description = "announce that mem://x changed", input_schema = { type = "object" } },
+  },
+  handle_tool = function(name, args, ctx, state)
+    if name == "count" then state.n = state.n + 1; return tostring(state.n) end
+    if name == "keepfn" then state.f = function() end; return "kept" end
+    if name == "poke" then mcp.notify(ctx.session_id, "notifications/test/poke", { n = state.n }); return "poked" end
+    mcp.resource_updated("mem://x")
+    return "touched"
+  end,
+  resources = function() return { { uri = "mem://x", name = "x" } } end,
+  read_resource = function(uri) return { { uri = uri, text = "x" } } end,
+  terminate = function(reason, state) print("terminated " .. reason .. " n=" .. tostring(state.n)) end,
+}
+`
+
+// TestSessionsFile: host.Config.SessionsFile carries sessions from one host
+// to the next: their state (saved asleep, here), resource subscriptions
+// and event numbers; terminate runs only for a session whose state cannot
+// be saved; a stateless route saves nothing; the next host resumes them
+// before it serves and removes the file.
+func TestSessionsFile(t *testing.T) {
+	dir := writeDir(t, map[string]string{
+		"saved.lua": savedScript,
+		"st.lua":    server(`{}`, "echo"),
+	})
+	file := filepath.Join(t.TempDir(), "sessions.json")
+	logs := &syncbuf.Buffer{}
+	cfg := host.Config{Dir: dir, SessionsFile: file, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	h, err := host.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h.Handler())
+	url := srv.URL + "/mcp/saved"
+	call := func(url, sid, tool string) string {
+		t.Helper()
+		_, res := rpc(t, url, sid, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{}})
+		return toolText(t, res)
+	}
+	initialize := func(url string) string {
+		t.Helper()
+		resp, _ := rpc(t, url, "", "initialize", initParams)
+		return resp.Header.Get("Mcp-Session-Id")
+	}
+	kept, lost := initialize(url), initialize(url)
+	for range 3 {
+		call(url, kept, "count")
+	}
+	call(url, kept, "poke") // GET-channel event 1, kept unread
+	rpc(t, url, kept, "resources/subscribe", map[string]any{"uri": "mem://x"})
+	call(url, lost, "count")
+	call(url, lost, "keepfn")
+	call(srv.URL+"/mcp/st", "", "echo")
+	time.Sleep(50 * time.Millisecond) // both hibernate, or try to (lost cannot)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	if n := strings.Count(logs.String(), "terminated"); n != 1 || !strings.Contains(logs.String(), "terminated shutdown n=1") {
+		t.Errorf("terminate ran %d times, want once, for the session whose state holds a function:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "session not saved") {
+		t.Errorf("no warning for the session that could not be saved:\n%s", logs.String())
+	}
+
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	h = startHost(t, cfg)
+	srv = httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	url = srv.URL + "/mcp/saved"
+	if _, err := os.Stat(file); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the sessions file stays once read: %v", err)
+	}
+	if got := call(url, kept, "count"); got != "4" {
+		t.Errorf("the saved session counts %s, want 4", got)
+	}
+	if resp, err := http.DefaultClient.Do(newRPCRequest(t, url, lost, "ping", nil)); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the session that was not saved: %v %v, want 404", resp.StatusCode, err)
+	}
+	// Event numbers go on from 1: a GET resuming after it gets the next
+	// push, and the subscription made before the restart holds.
+	get := openGet(t, url, kept, "1")
+	call(url, kept, "poke")
+	if id, data := get.next(t); id != "2" || !strings.Contains(data, `"n":4`) {
+		t.Errorf("first push after the restart: id %q %s, want id 2", id, data)
+	}
+	call(url, kept, "touch")
+	if _, data := get.next(t); !strings.Contains(data, "notifications/resources/updated") {
+		t.Errorf("after the restart a subscribed session got %s, want notifications/resources/updated", data)
+	}
+}
+
+// TestSessionsFileUnreadable: a sessions file that cannot be read is set
+// aside with a ".bad" suffix and logged; the host serves without it.
+func TestSessionsFileUnreadable(t *testing.T) {
+	dir := writeDir(t, map[string]string{"saved.lua": savedScript})
+	file := filepath.Join(t.TempDir(), "sessions.json")
+	for name, content := range map[string]string{
+		"not json":       `{"format":"luamcp-sessions","version":1,"routes":{`,
+		"another format": `{"format":"luamcp-sessions","version":99,"routes":{}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			logs := &syncbuf.Buffer{}
+			h := startHost(t, host.Config{Dir: dir, SessionsFile: file, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			if len(h.Routes()) != 1 {
+				t.Fatalf("routes: %v", h.Routes())
+			}
+			if b, err := os.ReadFile(file + ".bad"); err != nil || string(b) != content {
+				t.Errorf("the file was not set aside whole: %v", err)
+			}
+			if !strings.Contains(logs.String(), "saved sessions not resumed") {
+				t.Errorf("log:\n%s", logs.String())
+			}
+			os.Remove(file + ".bad")
+		})
+	}
+}
+
+// sseReader reads the events of a GET channel.
+type sseReader struct {
+	lines *bufio.Scanner
+	resp  *http.Response
+}
+
+// openGet opens the session's GET channel with Last-Event-ID lastID.
+func openGet(t *testing.T, url, sid, lastID string) *sseReader {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // liveness bound only
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Last-Event-ID", lastID)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: status %d", resp.StatusCode)
+	}
+	return &sseReader{lines: bufio.NewScanner(resp.Body), resp: resp}
+}
+
+// next returns the id and data of the next event.
+func (r *sseReader) next(t *testing.T) (id, data string) {
+	t.Helper()
+	for r.lines.Scan() {
+		line := r.lines.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = line[4:]
+		case strings.HasPrefix(line, "data: "):
+			data = line[6:]
+		case line == "" && data != "":
+			return id, data
+		}
+	}
+	t.Fatalf("the GET channel ended: %v", r.lines.Err())
+	return "", ""
+}

@@ -1,0 +1,154 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/luamcp/luamcp/mcp"
+)
+
+// savingServer is a fakeServer whose sessions can be saved (their counter)
+// and resumed.
+type savingServer struct{ *fakeServer }
+
+type savingSession struct{ *fakeSession }
+
+func (s savingServer) Init(ctx context.Context, params json.RawMessage, sessionID string) (mcp.Session, *mcp.InitResult, error) {
+	sess, ir, err := s.fakeServer.Init(ctx, params, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return savingSession{sess.(*fakeSession)}, ir, nil
+}
+
+func (s savingSession) Save() ([]byte, error) { return []byte(strconv.Itoa(s.counter)), nil }
+
+func (s savingServer) Resume(ctx context.Context, sessionID string, has mcp.Capabilities, state []byte) (mcp.Session, error) {
+	n, err := strconv.Atoi(string(state))
+	if err != nil {
+		return nil, err
+	}
+	return savingSession{&fakeSession{f: s.fakeServer, id: sessionID, counter: n}}, nil
+}
+
+// TestSuspendAndResume: Handler.Suspend leaves the sessions to a later
+// handler of the route, with what the transport owns of them (the client's
+// capabilities, log level, subscriptions, channels, event numbers) and
+// their server's state, closing each with no reason; Resume brings them
+// back before the route serves.
+func TestSuspendAndResume(t *testing.T) {
+	f := newFakeServer()
+	rt := newRouteOver(t, savingServer{f}, f, mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	for range 2 {
+		rt.call(sid, 1, "tools/call", `{"name":"count"}`)
+	}
+	rt.call(sid, 2, "logging/setLevel", `{"level":"error"}`)
+	rt.call(sid, 3, "resources/subscribe", `{"uri":"mem://greeting"}`)
+	rt.push().Notify(sid, "notifications/test", nil)
+	saved, err := rt.h.Suspend(context.Background())
+	if err != nil || len(saved) != 1 {
+		t.Fatalf("Suspend: %d saved, %v", len(saved), err)
+	}
+	sv := saved[0]
+	if sv.ID != sid || sv.ProtocolVersion != "2025-11-25" || sv.LogLevel != "error" || string(sv.State) != "2" ||
+		!slices.Equal(sv.Subscriptions, []string{"mem://greeting"}) || !slices.Equal(sv.Channels, []string{"fixture"}) ||
+		sv.LastEventID != 1 || !strings.Contains(string(sv.ClientCapabilities), "elicitation") || !sv.Capabilities.Tools {
+		t.Errorf("saved %+v", sv)
+	}
+	if got := f.closeReasons(); !slices.Equal(got, []string{""}) {
+		t.Errorf("the saved session was closed with %q, want no reason", got)
+	}
+	// JSON carries it whole.
+	b, _ := json.Marshal(saved)
+	var back []mcp.SavedSession
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+
+	f2 := newFakeServer()
+	rt2 := newRouteOver(t, savingServer{f2}, f2, mcp.Options{Sessions: true})
+	if n := rt2.h.Resume(context.Background(), back); n != 1 {
+		t.Fatalf("Resume: %d", n)
+	}
+	if r := rt2.call(sid, 4, "tools/call", `{"name":"count"}`); r.text() != "3" {
+		t.Errorf("the resumed session counts %q, want 3", r.text())
+	}
+	// The subscription holds; events are numbered on from 1; the log level
+	// holds (an info line is not sent, an error line is).
+	get := newSSE(t, rt2.openGet(context.Background(), sid, "Last-Event-ID: 1"))
+	rt2.push().ResourceUpdated("mem://greeting")
+	if ev := get.next(); ev.id != "2" || !strings.Contains(ev.data, "notifications/resources/updated") {
+		t.Errorf("after the resume: %+v, want event 2, the resource update", ev)
+	}
+	rt2.push().Log(sid, "info", json.RawMessage(`"quiet"`))
+	rt2.push().Log(sid, "error", json.RawMessage(`"loud"`))
+	if ev := get.next(); !strings.Contains(ev.data, "loud") {
+		t.Errorf("after the resume: %+v, want the error line only", ev)
+	}
+	get.close()
+	// The same sessions again, and on a stateless route: nothing resumes.
+	if n := rt2.h.Resume(context.Background(), back); n != 0 {
+		t.Errorf("a live session's id resumed again: %d", n)
+	}
+	rt3 := newRouteOver(t, savingServer{newFakeServer()}, f, mcp.Options{})
+	if n := rt3.h.Resume(context.Background(), back); n != 0 {
+		t.Errorf("a stateless route resumed %d sessions", n)
+	}
+}
+
+// TestResumeRefusesForeignIDs: only ids of the form this process mints
+// resume; anything else in a saved file is not a session to serve.
+func TestResumeRefusesForeignIDs(t *testing.T) {
+	f := newFakeServer()
+	rt := newRouteOver(t, savingServer{f}, f, mcp.Options{Sessions: true, MaxSessions: 1})
+	saved := []mcp.SavedSession{
+		{ID: "x", ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("0")},
+		{ID: "node.0123456789abcdef0123456789abcdef", ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("0")},
+		{ID: strings.Repeat("a", 32), ProtocolVersion: "2025-11-25", LogLevel: "loud", State: []byte("0")},
+		{ID: strings.Repeat("b", 32), ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("zero")},
+		{ID: strings.Repeat("c", 32), ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("7")},
+		{ID: strings.Repeat("d", 32), ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("0")}, // past max_sessions
+	}
+	if n := rt.h.Resume(context.Background(), saved); n != 1 {
+		t.Fatalf("Resume: %d, want only the c… session", n)
+	}
+	if r := rt.call(strings.Repeat("c", 32), 1, "tools/call", `{"name":"count"}`); r.text() != "8" {
+		t.Errorf("count %q, want 8", r.text())
+	}
+	if r := rt.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Mcp-Session-Id: "+strings.Repeat("d", 32), "MCP-Protocol-Version: 2025-11-25"); r.status != http.StatusNotFound {
+		t.Errorf("a session past max_sessions: HTTP %d, want 404", r.status)
+	}
+}
+
+// TestSuspendEndsWhatIsLate: a session whose call outlives Suspend's
+// context is not saved after Suspend returned (nobody would keep it): it
+// ends as on Shutdown, its server told so.
+func TestSuspendEndsWhatIsLate(t *testing.T) {
+	f := newFakeServer()
+	rt := newRouteOver(t, savingServer{f}, f, mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	done := async(func() reply { return rt.call(sid, 1, "tools/call", `{"name":"stubborn","arguments":{"ms":300}}`) })
+	waitStarted(t, f, "stubborn")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	saved, err := rt.h.Suspend(ctx)
+	if err == nil || len(saved) != 0 {
+		t.Fatalf("Suspend: %d saved, %v; want none and the context's error", len(saved), err)
+	}
+	await(t, done)
+	select {
+	case reason := <-f.closed:
+		if reason != "shutdown" {
+			t.Errorf("the late session was closed with %q, want shutdown", reason)
+		}
+	case <-time.After(liveness):
+		t.Fatal("the late session was never closed")
+	}
+}
