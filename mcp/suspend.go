@@ -145,6 +145,8 @@ func (h *Handler) resume(ctx context.Context, rs Resumer, ok bool, sv *SavedSess
 		return fmt.Errorf("the route no longer keeps sessions")
 	case !ok:
 		return fmt.Errorf("its server cannot resume sessions")
+	case !sessionEraVersion(sv.ProtocolVersion):
+		return fmt.Errorf("protocol version %q has no sessions", sv.ProtocolVersion)
 	case levelSeverity(sv.LogLevel) < 0:
 		return fmt.Errorf("unknown log level %q", sv.LogLevel)
 	case !h.hub.mintedHere(sv.ID):

@@ -112,6 +112,7 @@ func TestResumeRefusesForeignIDs(t *testing.T) {
 		{ID: "x", ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("0")},
 		{ID: "node.0123456789abcdef0123456789abcdef", ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("0")},
 		{ID: strings.Repeat("a", 32), ProtocolVersion: "2025-11-25", LogLevel: "loud", State: []byte("0")},
+		{ID: strings.Repeat("e", 32), ProtocolVersion: "2026-07-28", LogLevel: "info", State: []byte("0")},
 		{ID: strings.Repeat("b", 32), ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("zero")},
 		{ID: strings.Repeat("c", 32), ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("7")},
 		{ID: strings.Repeat("d", 32), ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("0")}, // past max_sessions
