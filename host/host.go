@@ -739,28 +739,38 @@ func (h *Host) LoadErrors() []error {
 }
 
 // Shutdown stops watching, stops the loads in progress, ends every session
-// of every route (each script's terminate runs with reason "shutdown"), then
-// closes the scripts. Routes shut down in parallel so that one slow script
-// does not use up the others' time. It returns when all of that is done, or
-// when ctx ends: Lua that does not stop is abandoned, never waited for. Later
-// calls return the first call's result.
+// of every route (each script's terminate runs with reason "shutdown"; with
+// Config.SessionsFile, the sessions of session-mode routes are saved to it
+// instead), then closes the scripts. Routes shut down in parallel so that
+// one slow script does not use up the others' time. It returns when all of
+// that is done, or when ctx ends: Lua that does not stop is abandoned, never
+// waited for, but the sessions file is always written first. Later calls
+// return the first call's result.
 func (h *Host) Shutdown(ctx context.Context) error {
 	h.shutdownOnce.Do(func() {
 		h.stop()
 		done := make(chan error, 1)
-		go func() { done <- h.shutdown(ctx) }()
+		saved := make(chan error, 1)
+		go func() { done <- h.shutdown(ctx, saved) }()
 		select {
 		case err := <-done:
 			h.shutdownErr = err
 		case <-ctx.Done():
 			h.logger.Warn("shutdown: Lua calls still running were abandoned")
-			h.shutdownErr = ctx.Err()
+			// The sessions saved are closed already, their terminate not
+			// run: the file that keeps them is written before the process
+			// may exit. The routes' Suspend returned with ctx.
+			h.shutdownErr = errors.Join(ctx.Err(), <-saved)
 		}
 	})
 	return h.shutdownErr
 }
 
-func (h *Host) shutdown(ctx context.Context) error {
+// shutdown ends the routes and closes their scripts. With a sessions file
+// it sends the outcome of saving their sessions on saved once written, as
+// soon as the routes' Suspend returned (at the latest when ctx ends), before
+// it waits for the scripts; without, it sends nil at once.
+func (h *Host) shutdown(ctx context.Context, savedErr chan<- error) error {
 	if h.watcher != nil {
 		h.watcher.stop()
 	}
@@ -769,13 +779,13 @@ func (h *Host) shutdown(ctx context.Context) error {
 	mounts := h.sorted()
 	h.mu.Unlock()
 	errs := make([]error, len(mounts))
-	saved := make([][]mcp.SavedSession, len(mounts))
+	kept := make([][]mcp.SavedSession, len(mounts))
 	var wg sync.WaitGroup
 	for i, m := range mounts {
 		wg.Go(func() {
 			var err error
 			if h.cfg.SessionsFile != "" && m.opts.Sessions {
-				saved[i], err = m.handler.Suspend(ctx)
+				kept[i], err = m.handler.Suspend(ctx)
 			} else {
 				err = m.handler.Shutdown(ctx)
 			}
@@ -786,7 +796,11 @@ func (h *Host) shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	if h.cfg.SessionsFile != "" {
-		errs = append(errs, h.saveSessions(mounts, saved))
+		err := h.saveSessions(mounts, kept)
+		savedErr <- err
+		errs = append(errs, err)
+	} else {
+		savedErr <- nil
 	}
 	for _, m := range mounts {
 		wg.Go(m.close)
