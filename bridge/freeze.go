@@ -255,7 +255,8 @@ func (f *freezer) fail(parent int, key lua.LValue, msg string) *pathError {
 	return err
 }
 
-// thawer reads one frozen form.
+// thawer reads one frozen form. With c nil it only checks it (CheckFrozen):
+// it builds no table, and stands a placeholder for mcp.null.
 type thawer struct {
 	c      *Codec
 	b      []byte
@@ -269,6 +270,20 @@ type thawer struct {
 // are an error, never a panic.
 func (c *Codec) Thaw(b []byte) (lua.LValue, error) {
 	t := thawer{c: c, b: b}
+	return t.thaw()
+}
+
+// CheckFrozen reports whether Thaw would take b, without a Lua state: a
+// frozen form read from outside the process (a saved session) is checked
+// before anything relies on it.
+func CheckFrozen(b []byte) error {
+	t := thawer{b: b}
+	_, err := t.thaw()
+	return err
+}
+
+func (t *thawer) thaw() (lua.LValue, error) {
+	c := t.c
 	if len(t.b) == 0 || t.b[0] != freezeVersion {
 		return nil, errCorrupt
 	}
@@ -296,13 +311,20 @@ func (c *Codec) Thaw(b []byte) (lua.LValue, error) {
 		if !ok1 || !ok2 || na > uint64(len(t.b)) || nh > uint64(len(t.b)) {
 			return nil, errCorrupt
 		}
-		tab := c.l.CreateTable(int(na), int(nh))
+		var tab *lua.LTable
+		if c != nil {
+			tab = c.l.CreateTable(int(na), int(nh))
+		}
 		switch kind {
 		case kindPlain:
 		case kindArray:
-			tab.Metatable = c.arrayMeta
+			if c != nil {
+				tab.Metatable = c.arrayMeta
+			}
 		case kindObject:
-			tab.Metatable = c.objectMeta
+			if c != nil {
+				tab.Metatable = c.objectMeta
+			}
 		case kindMeta:
 			metas = append(metas, i, int(meta))
 		default:
@@ -311,7 +333,7 @@ func (c *Codec) Thaw(b []byte) (lua.LValue, error) {
 		t.tables[i] = tab
 		t.sizes[i] = [2]int{int(na), int(nh)}
 	}
-	for i := 0; i < len(metas); i += 2 {
+	for i := 0; c != nil && i < len(metas); i += 2 {
 		t.tables[metas[i]].Metatable = t.tables[metas[i+1]]
 	}
 	root, err := t.value()
@@ -325,7 +347,7 @@ func (c *Codec) Thaw(b []byte) (lua.LValue, error) {
 			if err != nil {
 				return nil, err
 			}
-			if v != lua.LNil {
+			if v != lua.LNil && c != nil {
 				tab.RawSetInt(j, v)
 			}
 		}
@@ -341,7 +363,9 @@ func (c *Codec) Thaw(b []byte) (lua.LValue, error) {
 			if k == lua.LNil {
 				return nil, errCorrupt
 			}
-			tab.RawSet(k, v)
+			if c != nil {
+				tab.RawSet(k, v)
+			}
 		}
 	}
 	if len(t.b) != 0 {
@@ -416,6 +440,9 @@ func (t *thawer) value() (lua.LValue, error) {
 		}
 		return t.tables[id], nil
 	case tagNull:
+		if t.c == nil {
+			return lua.LTrue, nil // a placeholder: not nil, as null is not
+		}
 		return t.c.null, nil
 	}
 	return nil, errCorrupt

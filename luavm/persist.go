@@ -6,6 +6,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/luamcp/luamcp/bridge"
 	"github.com/luamcp/luamcp/mcp"
 )
 
@@ -49,8 +50,8 @@ func (ss *session) Save() ([]byte, error) {
 
 // Resume makes a session of the current version from a state Save returned,
 // under the id and capabilities it had; it sleeps until its first method.
-// The capabilities must still be served by the current version's callbacks.
-// No Lua runs: a state that does not thaw fails that first method.
+// The capabilities must still be served by the current version's callbacks,
+// and state must be a frozen form; no Lua runs.
 func (s *Script) Resume(ctx context.Context, sessionID string, has mcp.Capabilities, state []byte) (mcp.Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -61,6 +62,11 @@ func (s *Script) Resume(ctx context.Context, sessionID string, has mcp.Capabilit
 	}
 	if err := capabilityGap(ver.defines, has); err != nil {
 		return nil, fmt.Errorf("%s: the session cannot resume: the script %w", s.name, err)
+	}
+	// Checked now, not when the first method wakes it: a state that does
+	// not thaw would fail every method of the session.
+	if err := bridge.CheckFrozen(state); err != nil {
+		return nil, fmt.Errorf("%s: the session cannot resume: its state: %w", s.name, err)
 	}
 	ss := &session{script: s, id: sessionID, s: ver, owned: true, has: has, state: lua.LNil, frozen: state}
 	ss.phase.Store(uint32(asleep))

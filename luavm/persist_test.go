@@ -59,4 +59,7 @@ func TestSaveAndResume(t *testing.T) {
 		!strings.Contains(err.Error(), "prompts") {
 		t.Errorf("a session advertising prompts resumed on a script without them: %v", err)
 	}
+	if _, err := s.Resume(context.Background(), "d", mcp.Capabilities{Tools: true}, []byte("not frozen")); err == nil {
+		t.Error("a session resumed with a state that does not thaw")
+	}
 }
