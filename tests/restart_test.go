@@ -78,3 +78,25 @@ func TestSessionsSurviveRestart(t *testing.T) {
 		t.Errorf("the second process did not log two sessions resumed:\n%s", second.logs.String())
 	}
 }
+
+// TestTSSDKSessionsSurviveRestart: the same with the official TypeScript
+// SDK client (node/restart.mjs), whose GET channel, reopened by the SDK
+// with Last-Event-ID once the new process listens, carries pushes again.
+func TestTSSDKSessionsSurviveRestart(t *testing.T) {
+	bin := buildLuamcp(t)
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
+	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
+	args := []string{"--dir", dir, "--addr", freeAddr(t), "--no-watch", "--sessions-file", filepath.Join(t.TempDir(), "sessions.json")}
+	p := startServe(t, bin, "first", args...)
+	base := p.base
+	runSteps(t, map[string]func(){
+		"restart": func() {
+			p.stop(t)
+			p = startServe(t, bin, "second", args...)
+		},
+	}, "restart.mjs", base+"/mcp/session")
+	if p.id != "second" {
+		t.Fatal("the client never asked for the restart")
+	}
+}
