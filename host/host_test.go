@@ -423,7 +423,7 @@ type rpcResponse struct {
 	}
 }
 
-func newRPCRequest(t *testing.T, url, sessionID, method string, params any) *http.Request {
+func newRPCRequest(t testing.TB, url, sessionID, method string, params any) *http.Request {
 	t.Helper()
 	msg := map[string]any{"jsonrpc": "2.0", "id": 1, "method": method}
 	if params != nil {

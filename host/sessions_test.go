@@ -198,3 +198,67 @@ func (r *sseReader) next(t *testing.T) (id, data string) {
 	t.Fatalf("the GET channel ended: %v", r.lines.Err())
 	return "", ""
 }
+
+// BenchmarkSessionsFile measures a restart with 10,000 sessions (hibernated,
+// each with a small state): the shutdown that saves them, the file's size,
+// and the start that resumes them. One restart per iteration.
+func BenchmarkSessionsFile(b *testing.B) {
+	const n = 10_000
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "saved.lua"), []byte(savedScript), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	file := filepath.Join(b.TempDir(), "sessions.json")
+	// No pool: the count of Lua states is then the sessions awake.
+	cfg := host.Config{Dir: dir, SessionsFile: file, Logger: slog.New(slog.DiscardHandler), MaxSessions: -1, PoolSize: -1}
+	var saving, resuming time.Duration
+	var size int64
+	for b.Loop() {
+		b.StopTimer()
+		h, err := host.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		handler := h.Handler()
+		for range n - h.Stats()[0].Sessions {
+			req := newRPCRequest(b, "http://127.0.0.1/mcp/saved", "", "initialize", initParams)
+			req.RemoteAddr = "127.0.0.1:40000"
+			rec := httptest.NewRecorder()
+			handler.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("initialize: %d", rec.Code)
+			}
+		}
+		for h.Stats()[0].LuaStates > 0 { // asleep, as idle sessions are
+			time.Sleep(10 * time.Millisecond)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if err := h.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		saving += time.Since(start)
+		fi, err := os.Stat(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = fi.Size()
+		start = time.Now()
+		h, err = host.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resuming += time.Since(start)
+		if got := h.Stats()[0].Sessions; got != n {
+			b.Fatalf("%d sessions resumed, want %d", got, n)
+		}
+		b.StopTimer() // the next iteration starts from what this one saves
+		if err := h.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(saving.Milliseconds())/float64(b.N), "ms-save")
+	b.ReportMetric(float64(resuming.Milliseconds())/float64(b.N), "ms-resume")
+	b.ReportMetric(float64(size)/n, "file-B/session")
+}
