@@ -91,6 +91,7 @@ func TestServeErrors(t *testing.T) {
 		{"max stateless", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-stateless", "0"}, "--max-stateless must be at least 1"},
 		{"memory limit", []string{"--dir", scripts, "--memory-limit-mb", "0"}, "--memory-limit-mb must be at least 1"},
 		{"replay budget", []string{"--dir", scripts, "--replay-budget-mb", "0"}, "--replay-budget-mb must be at least 1"},
+		{"sessions file", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--sessions-file", filepath.Join(empty, "absent", "sessions.json")}, "sessions file: its folder is not writable"},
 		{"state key file missing", []string{"--dir", scripts, "--state-key-file", filepath.Join(empty, "absent.key")}, "--state-key-file"},
 		{"state key short", []string{"--dir", scripts, "--state-key-file", shortKey}, "has 4 bytes; it needs at least 16"},
 		{"metrics address in use", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--metrics-addr", busy.Addr().String()}, "--metrics-addr"},

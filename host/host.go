@@ -238,6 +238,9 @@ func New(cfg Config) (*Host, error) {
 	if _, err := os.ReadDir(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("reading scripts folder: %w", err)
 	}
+	if err := checkSessionsFile(cfg.SessionsFile); err != nil {
+		return nil, err
+	}
 	h := &Host{
 		cfg:     cfg,
 		logger:  logger,

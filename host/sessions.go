@@ -136,6 +136,24 @@ func (h *Host) resumeSessions() {
 	}
 }
 
+// checkSessionsFile fails when the sessions file could not be written at
+// shutdown: by then the sessions are closed (their terminate not run), and a
+// file that cannot be written would lose them all. "" needs no check.
+func checkSessionsFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("sessions file %s is not a regular file", path)
+	}
+	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("sessions file: its folder is not writable: %w", err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
 // readSessions reads and checks a sessions file.
 func readSessions(path string) (*sessionsFile, error) {
 	b, err := os.ReadFile(path)

@@ -154,6 +154,28 @@ func TestSessionsFileUnreadable(t *testing.T) {
 	}
 }
 
+// TestSessionsFileUnwritable: a sessions file that could not be written at
+// shutdown stops New at once, before any session could be lost to it.
+func TestSessionsFileUnwritable(t *testing.T) {
+	dir := writeDir(t, map[string]string{"saved.lua": savedScript})
+	folder := t.TempDir()
+	for name, file := range map[string]string{
+		"a folder":       folder,
+		"missing folder": filepath.Join(folder, "absent", "sessions.json"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, err := host.New(host.Config{Dir: dir, SessionsFile: file, Logger: slog.New(slog.DiscardHandler)})
+			if err == nil {
+				h.Shutdown(context.Background())
+				t.Fatal("New took a sessions file it could not write")
+			}
+			if !strings.Contains(err.Error(), "sessions file") {
+				t.Errorf("error %q does not name the sessions file", err)
+			}
+		})
+	}
+}
+
 // sseReader reads the events of a GET channel.
 type sseReader struct {
 	lines *bufio.Scanner
