@@ -55,9 +55,14 @@ type CallIniter interface {
 	InitCall(ctx context.Context) (Session, Capabilities, error)
 }
 
-// Capabilities records which server capability keys init advertised.
+// Capabilities records which server capability keys init advertised. It
+// encodes with the keys' own names (a [SavedSession] holds one).
 type Capabilities struct {
-	Tools, Resources, Prompts, Logging, Completions bool
+	Tools       bool `json:"tools,omitempty"`
+	Resources   bool `json:"resources,omitempty"`
+	Prompts     bool `json:"prompts,omitempty"`
+	Logging     bool `json:"logging,omitempty"`
+	Completions bool `json:"completions,omitempty"`
 }
 
 // Session is one server instance holding state: a session's, or a throw-away
