@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/luamcp/luamcp/mcp"
@@ -156,6 +157,17 @@ func checkSessionsFile(path string) error {
 
 // readSessions reads and checks a sessions file.
 func readSessions(path string) (*sessionsFile, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	// Session ids are bearer secrets: a file others may read has given
+	// them away, and one others may write could plant sessions. Saving
+	// writes 0600; anything else was changed since (Windows has no such
+	// bits: its ACLs are the folder's).
+	if perm := fi.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
+		return nil, fmt.Errorf("reading %s: its mode is %#o, others may read or write it: the session ids in it are no longer secret (a saved file is 0600)", filepath.Base(path), perm)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

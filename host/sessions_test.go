@@ -125,18 +125,25 @@ func TestSessionsFile(t *testing.T) {
 	}
 }
 
-// TestSessionsFileUnreadable: a sessions file that cannot be read is set
-// aside with a ".bad" suffix and logged; the host serves without it.
+// TestSessionsFileUnreadable: a sessions file that cannot be read, or that
+// others may read (its session ids are secrets no longer), is set aside with
+// a ".bad" suffix and logged; the host serves without it.
 func TestSessionsFileUnreadable(t *testing.T) {
 	dir := writeDir(t, map[string]string{"saved.lua": savedScript})
 	file := filepath.Join(t.TempDir(), "sessions.json")
 	for name, content := range map[string]string{
 		"not json":       `{"format":"luamcp-sessions","version":1,"routes":{`,
 		"another format": `{"format":"luamcp-sessions","version":99,"routes":{}}`,
+		"readable by others": `{"format":"luamcp-sessions","version":1,"routes":{}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
 				t.Fatal(err)
+			}
+			if name == "readable by others" {
+				if err := os.Chmod(file, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			logs := &syncbuf.Buffer{}
 			h := startHost(t, host.Config{Dir: dir, SessionsFile: file, Logger: slog.New(slog.NewTextHandler(logs, nil))})
