@@ -295,6 +295,11 @@ func (t *thawer) thaw() (lua.LValue, error) {
 	t.tables = make([]*lua.LTable, n)
 	t.sizes = make([][2]int, n)
 	metas := make([]int, 0, 4) // pairs: table, its metatable
+	// slots counts the values the tables announce: each takes a byte at
+	// least, so a form whose tables announce more than its length is
+	// corrupt, and is refused before its sizes are allocated (a few bytes
+	// announcing a million tables of a million slots each).
+	slots := uint64(0)
 	for i := range t.tables {
 		kind, ok := t.byte()
 		if !ok {
@@ -309,6 +314,9 @@ func (t *thawer) thaw() (lua.LValue, error) {
 		na, ok1 := t.uvarint()
 		nh, ok2 := t.uvarint()
 		if !ok1 || !ok2 || na > uint64(len(t.b)) || nh > uint64(len(t.b)) {
+			return nil, errCorrupt
+		}
+		if slots += na + 2*nh; slots > uint64(len(t.b)) {
 			return nil, errCorrupt
 		}
 		var tab *lua.LTable

@@ -1,7 +1,9 @@
 package bridge
 
 import (
+	"encoding/binary"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -263,5 +265,31 @@ func BenchmarkFreeze(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestThawRefusesAnnouncedSizes: a short corrupt form that announces many
+// large tables is refused before their sizes are allocated: a frozen state
+// may now come from a file (a saved session).
+func TestThawRefusesAnnouncedSizes(t *testing.T) {
+	const tables, slots = 1000, 4000
+	b := []byte{freezeVersion}
+	b = binary.AppendUvarint(b, tables)
+	for range tables {
+		b = append(b, kindPlain)
+		b = binary.AppendUvarint(b, slots)
+		b = binary.AppendUvarint(b, 0)
+	}
+	b = append(b, make([]byte, slots)...) // room enough for one table's slots
+	_, _, _, dc := newPair(t)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := dc.Thaw(b)
+	runtime.ReadMemStats(&after)
+	if err == nil || CheckFrozen(b) == nil {
+		t.Fatalf("Thaw: %v; a form announcing %d slots in %d bytes thawed", err, tables*slots, len(b))
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("refusing it allocated %d KiB", grew>>10)
 	}
 }
