@@ -132,8 +132,8 @@ func TestSessionsFileUnreadable(t *testing.T) {
 	dir := writeDir(t, map[string]string{"saved.lua": savedScript})
 	file := filepath.Join(t.TempDir(), "sessions.json")
 	for name, content := range map[string]string{
-		"not json":       `{"format":"luamcp-sessions","version":1,"routes":{`,
-		"another format": `{"format":"luamcp-sessions","version":99,"routes":{}}`,
+		"not json":           `{"format":"luamcp-sessions","version":1,"routes":{`,
+		"another format":     `{"format":"luamcp-sessions","version":99,"routes":{}}`,
 		"readable by others": `{"format":"luamcp-sessions","version":1,"routes":{}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
