@@ -240,7 +240,8 @@ func TestSystemdUnits(t *testing.T) {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 
-	// ExecStart's command line serves (its folder replaced by one here).
+	// ExecStart's command line serves (its folder replaced by one here, and
+	// the variables systemd sets expanded as it does).
 	service, err := os.ReadFile(filepath.Join("examples", "systemd", "luamcp.service"))
 	if err != nil {
 		t.Fatal(err)
@@ -250,10 +251,26 @@ func TestSystemdUnits(t *testing.T) {
 		t.Fatal("luamcp.service has no ExecStart=/usr/local/bin/luamcp serve ...")
 	}
 	scripts := writeScripts(t, map[string]string{"s.lua": sessionScript})
-	args := strings.Fields(strings.ReplaceAll(string(line[1]), "/srv/luamcp/scripts", scripts))
+	state := t.TempDir() // StateDirectory=
+	expanded := os.Expand(string(line[1]), func(name string) string {
+		if name != "STATE_DIRECTORY" {
+			t.Fatalf("ExecStart uses $%s, which this test does not set", name)
+		}
+		return state
+	})
+	args := strings.Fields(strings.ReplaceAll(expanded, "/srv/luamcp/scripts", scripts))
 	run := startServe(t, io.Discard, append(args, "--addr", "127.0.0.1:0")...)
-	if got := run.lines(t, 1)[0]; !strings.Contains(got, "/mcp/s ") {
-		t.Errorf("serve with ExecStart's arguments printed %q", got)
+	got := run.lines(t, 1)[0]
+	if !strings.Contains(got, "/mcp/s ") {
+		t.Fatalf("serve with ExecStart's arguments printed %q", got)
+	}
+	// A session at the stop is saved in the state folder.
+	resp := postMCP(t, nil, strings.Fields(got)[0], "", initializeBody)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: status %d", resp.StatusCode)
 	}
 	run.stop(t)
+	if _, err := os.Stat(filepath.Join(state, "sessions.json")); err != nil {
+		t.Errorf("the unit's serve saved no session in its StateDirectory: %v", err)
+	}
 }
