@@ -1,6 +1,7 @@
 // Package mcp is luamcp's transport: the Model Context Protocol over
 // Streamable HTTP (JSON-RPC 2.0 on POST, server pushes on GET, DELETE to end
-// a session), for protocol versions 2025-11-25, 2025-06-18 and 2025-03-26.
+// a session), for protocol versions 2025-11-25, 2025-06-18 and 2025-03-26,
+// and 2026-07-28 (stateless, per request, beside them: era.go).
 //
 // A route is a Handler serving one Server (see behaviour.go, the seam). The
 // transport owns everything that is not the server's business: the gates
