@@ -20,20 +20,7 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-
-const WAIT = 10_000; // upper bound for anything the server owes us
-
-function ok(check, extra = {}) {
-  console.log(JSON.stringify({ ok: check, ...extra }));
-}
-
-function within(promise, what, ms = WAIT) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+import { WAIT, ok, within } from './harness.mjs';
 
 // A fetch that records every HTTP exchange and resolves getOpen when the
 // standalone GET channel is answered 200 (pushes sent before it attaches are

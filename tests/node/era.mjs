@@ -11,26 +11,13 @@
 // "done" on stdin. A failed check prints the assertion to stderr and exits 1.
 
 import assert from 'node:assert/strict';
-import readline from 'node:readline';
 import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { WAIT, ok, within, step } from './harness.mjs';
 
 const ERA = '2026-07-28';
-const WAIT = 10_000; // upper bound for anything the server owes us
-
-function ok(check, extra = {}) {
-  console.log(JSON.stringify({ ok: check, ...extra }));
-}
-
-function within(promise, what, ms = WAIT) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 // A fetch that records every HTTP exchange: its headers, request body and
 // the answer's status and session header.
@@ -154,15 +141,6 @@ async function legacy(url) {
   assert.equal(transport.protocolVersion, '2025-11-25');
   const call = async (name, args = {}) => text(await within(client.callTool({ name, arguments: args }, CallToolResultSchema), `2025 tools/call ${name}`));
   return { client, transport, call };
-}
-
-const input = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-
-// step asks the Go side for an edit and waits until it is made.
-async function step(name) {
-  console.log(JSON.stringify({ step: name }));
-  const { value, done } = await within(input.next(), `the Go side to make edit ${name}`);
-  assert.ok(!done && value === 'done', `step ${name}: the Go side answered ${value}`);
 }
 
 // core: what any new-era server with the fixture's add, count, elicit,

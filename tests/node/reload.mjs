@@ -9,33 +9,10 @@
 // the last line is {"done": true}. A failed check exits 1.
 
 import assert from 'node:assert/strict';
-import readline from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-
-const WAIT = 10_000; // upper bound for anything the server owes us
-
-function ok(check, extra = {}) {
-  console.log(JSON.stringify({ ok: check, ...extra }));
-}
-
-function within(promise, what, ms = WAIT) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-const input = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-
-// step asks the Go side for an edit and waits until it is made.
-async function step(name) {
-  console.log(JSON.stringify({ step: name }));
-  const { value, done } = await within(input.next(), `the Go side to make edit ${name}`);
-  assert.ok(!done && value === 'done', `step ${name}: the Go side answered ${value}`);
-}
+import { WAIT, ok, within, step } from './harness.mjs';
 
 async function connect(url, onToolsChanged) {
   const client = new Client({ name: 'ts-sdk-reload', version: '1.0.0' }, { capabilities: {} });

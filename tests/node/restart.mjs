@@ -11,32 +11,10 @@
 // {"ok": "<check>"}; the last line is {"done": true}. A failed check exits 1.
 
 import assert from 'node:assert/strict';
-import readline from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-
-const WAIT = 10_000; // upper bound for anything the server owes us
-
-function ok(check, extra = {}) {
-  console.log(JSON.stringify({ ok: check, ...extra }));
-}
-
-function within(promise, what, ms = WAIT) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-const input = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-
-async function step(name) {
-  console.log(JSON.stringify({ step: name }));
-  const { value, done } = await within(input.next(), `the Go side to ${name}`, 4 * WAIT);
-  assert.ok(!done && value === 'done', `step ${name}: the Go side answered ${value}`);
-}
+import { WAIT, ok, within, step } from './harness.mjs';
 
 async function text(client, name, args = {}) {
   const res = await within(client.callTool({ name, arguments: args }, CallToolResultSchema), `tools/call ${name}`);
@@ -78,7 +56,7 @@ try {
   await nextPoke(1);
   ok('counted to 3 and got a push on the GET channel');
 
-  await step('restart');
+  await step('restart', 4 * WAIT); // a process stops and starts
   assert.equal(await text(client, 'count'), '4', 'the count after the restart');
   assert.equal(transport.sessionId, sessionId, 'the session id changed');
   ok('the session and its state survived the restart');

@@ -16,20 +16,7 @@ import { Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-
-const WAIT = 10_000; // upper bound for anything the server owes us
-
-function ok(check, extra = {}) {
-  console.log(JSON.stringify({ ok: check, ...extra }));
-}
-
-function within(promise, what, ms = WAIT) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+import { WAIT, ok, within } from './harness.mjs';
 
 // h2Fetch is a fetch over node:http2: one session per origin, trusting ca.
 // Response bodies stream as they arrive (event streams included); aborting
