@@ -84,7 +84,14 @@ func TestSessionsFile(t *testing.T) {
 	call(url, lost, "count")
 	call(url, lost, "keepfn")
 	call(srv.URL+"/mcp/st", "", "echo")
-	time.Sleep(50 * time.Millisecond) // both hibernate, or try to (lost cannot)
+	// kept hibernates (lost cannot: its state holds a function), so that
+	// it is saved from its frozen state.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), `session hibernated" script=saved session=`+kept); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session never hibernated:\n%s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := h.Shutdown(ctx); err != nil {

@@ -124,12 +124,11 @@ func (h *Handler) Suspend(ctx context.Context) ([]SavedSession, error) {
 // caps are reached, its server refused it) and ends there: its terminate
 // does not run.
 func (h *Handler) Resume(ctx context.Context, saved []SavedSession) int {
-	rs, ok := h.srv.(Resumer)
+	rs, _ := h.srv.(Resumer)
 	n := 0
 	for i := range saved {
 		sv := &saved[i]
-		err := h.resume(ctx, rs, ok, sv)
-		if err != nil {
+		if err := h.resume(ctx, rs, sv); err != nil {
 			h.log.Warn("mcp: saved session not resumed", "route", h.opts.Path, "session", sv.ID, "err", err)
 			continue
 		}
@@ -138,12 +137,13 @@ func (h *Handler) Resume(ctx context.Context, saved []SavedSession) int {
 	return n
 }
 
-// resume brings back one saved session.
-func (h *Handler) resume(ctx context.Context, rs Resumer, ok bool, sv *SavedSession) error {
+// resume brings back one saved session through rs (nil: the server cannot
+// resume sessions).
+func (h *Handler) resume(ctx context.Context, rs Resumer, sv *SavedSession) error {
 	switch {
 	case !h.opts.Sessions:
 		return fmt.Errorf("the route no longer keeps sessions")
-	case !ok:
+	case rs == nil:
 		return fmt.Errorf("its server cannot resume sessions")
 	case !sessionEraVersion(sv.ProtocolVersion):
 		return fmt.Errorf("protocol version %q has no sessions", sv.ProtocolVersion)
