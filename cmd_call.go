@@ -166,6 +166,9 @@ func (p *callPrinter) Ask(_ context.Context, reqs []mcp.InputRequest) ([]mcp.Inp
 
 func (p *callPrinter) CloseStream() error { return nil }
 
+// StartTask runs the call to its end: luamcp call has no tasks to poll.
+func (p *callPrinter) StartTask(mcp.TaskOptions) bool { return false }
+
 // callPushes prints the script's pushes (bridge.Pushes): they would go to
 // GET channels.
 type callPushes struct{ p *callPrinter }

@@ -34,6 +34,9 @@ type CallLine interface {
 	// call's context by then (in the 2026-07-28 era, to answer
 	// input_required or -32021).
 	Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error)
+	// StartTask makes the call a task and reports whether it is one (see
+	// mcp.Outbound.StartTask); ttl and poll of 0 mean the defaults.
+	StartTask(ttl, poll time.Duration) bool
 	CloseStream() error
 }
 
@@ -136,6 +139,7 @@ var moduleFuncs = []struct {
 	{"list_roots", (*Module).listRoots},
 	{"ask", (*Module).ask},
 	{"close_stream", (*Module).closeStream},
+	{"task", (*Module).task},
 }
 
 // Loader pushes the module table; register it as package.preload["mcp"].
@@ -537,6 +541,41 @@ func (m *Module) sleep(L *lua.LState) int {
 
 // closeStream ends the call's HTTP stream early (SSE polling); the client
 // resumes it with GET + Last-Event-ID. A no-op on a stale ctx.
+// task is mcp.task(ctx [, {ttl_ms =, poll_ms =}]): it makes the running
+// tools/call a task (2026-07-28 tasks extension) and returns true, or
+// returns false when the call cannot be one and goes on as it was.
+func (m *Module) task(L *lua.LState) int {
+	const fname = "mcp.task"
+	info := m.live(L, 1)
+	opts := L.OptTable(2, nil)
+	var ttl, poll time.Duration
+	if opts != nil {
+		opts.ForEach(func(k, v lua.LValue) {
+			key, _ := k.(lua.LString)
+			n, ok := v.(lua.LNumber)
+			var d *time.Duration
+			switch key {
+			case "ttl_ms":
+				d = &ttl
+			case "poll_ms":
+				d = &poll
+			default:
+				raise(L, fname+": unknown option "+describeKey(k))
+			}
+			if !ok || n <= 0 || n > math.MaxInt32 || float64(n) != math.Trunc(float64(n)) {
+				raise(L, fname+": "+string(key)+" must be a positive whole number of milliseconds")
+			}
+			*d = time.Duration(n) * time.Millisecond
+		})
+	}
+	if info == nil || info.Line == nil {
+		L.Push(lua.LFalse)
+		return 1
+	}
+	L.Push(lua.LBool(info.Line.StartTask(ttl, poll)))
+	return 1
+}
+
 func (m *Module) closeStream(L *lua.LState) int {
 	info := m.live(L, 1)
 	if info == nil || info.Line == nil {

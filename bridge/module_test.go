@@ -65,6 +65,11 @@ func (l *fakeLine) Log(level string, data json.RawMessage) error {
 	return nil
 }
 
+func (l *fakeLine) StartTask(ttl, poll time.Duration) bool {
+	l.events = append(l.events, fmt.Sprintf("task %v %v", ttl, poll))
+	return true
+}
+
 func (l *fakeLine) CloseStream() error {
 	l.events = append(l.events, "close_stream")
 	return nil
@@ -612,7 +617,7 @@ func TestModuleTable(t *testing.T) {
 		table.sort(names)
 		assert(require("mcp") == mcp)
 		return table.concat(names, " "), tostring(mcp.null), type(mcp.null)`)
-	want := "array ask broadcast close_stream elicit json_decode json_encode list_roots log notify null object progress resource_updated sample sleep, null, userdata"
+	want := "array ask broadcast close_stream elicit json_decode json_encode list_roots log notify null object progress resource_updated sample sleep task, null, userdata"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -649,4 +654,32 @@ func TestCloseStream(t *testing.T) {
 	h.m.EndCall(ctx)
 	h.mustRun(t, `mcp.close_stream(ctx)`)
 	equal(t, "line after EndCall", h.line.events, []string{"close_stream"})
+}
+
+func TestTask(t *testing.T) {
+	h := newHarness(t)
+	ctx := h.begin(CallInfo{RequestID: json.RawMessage(`1`), Line: h.line})
+	if got := h.mustRun(t, `return mcp.task(ctx), mcp.task(ctx, { ttl_ms = 60000, poll_ms = 250 })`); got != "true, true" {
+		t.Errorf("mcp.task returned %q", got)
+	}
+	equal(t, "line", h.line.events, []string{"task 0s 0s", "task 1m0s 250ms"})
+	for _, tc := range []struct{ chunk, err string }{
+		{`mcp.task(ctx, { ttl = 5 })`, `unknown option "ttl"`},
+		{`mcp.task(ctx, { ttl_ms = -1 })`, "ttl_ms must be a positive whole number"},
+		{`mcp.task(ctx, { poll_ms = 1.5 })`, "poll_ms must be a positive whole number"},
+		{`mcp.task(ctx, { ttl_ms = "60" })`, "ttl_ms must be a positive whole number"},
+		{`mcp.task({})`, ""}, // not a running call's ctx: false
+	} {
+		out, err := h.run(tc.chunk + ` return "ran"`)
+		switch {
+		case tc.err == "" && (err != nil || out != "ran"):
+			t.Errorf("%s: %q, %v", tc.chunk, out, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want %q", tc.chunk, err, tc.err)
+		}
+	}
+	h.m.EndCall(ctx)
+	if got := h.mustRun(t, `return mcp.task(ctx)`); got != "false" {
+		t.Errorf("mcp.task after EndCall = %q", got)
+	}
 }

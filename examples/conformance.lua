@@ -143,6 +143,25 @@ local TOOLS = {
       },
       required = { "region", "priority", "query" },
     } },
+  -- Tasks (2026-07-28 extension io.modelcontextprotocol/tasks): a tool that
+  -- declares execution.taskSupport may become a task; its handler decides
+  -- where, with mcp.task(ctx). "required" refuses clients without tasks.
+  { name = "greet", description = "Greets someone (never a task)",
+    input_schema = { type = "object", properties = { name = { type = "string" } } } },
+  { name = "slow_compute", description = "Sleeps `seconds` seconds as a task, then answers",
+    input_schema = { type = "object", properties = { seconds = { type = "number" }, label = { type = "string" } } },
+    execution = { taskSupport = "optional" } },
+  { name = "failing_job", description = "A task whose tool fails after a second", input_schema = NO_ARGS,
+    execution = { taskSupport = "required" } },
+  { name = "protocol_error_job", description = "A task whose handler crashes", input_schema = NO_ARGS,
+    execution = { taskSupport = "optional" } },
+  { name = "confirm_delete", description = "A task that asks for a confirmation before it deletes",
+    input_schema = { type = "object", properties = { filename = { type = "string" } } },
+    execution = { taskSupport = "optional" } },
+  { name = "multi_input", description = "A task that asks two questions in one round", input_schema = NO_ARGS,
+    execution = { taskSupport = "optional" } },
+  { name = "test_tool_with_task", description = "Asks a name first, then becomes a task that greets", input_schema = NO_ARGS,
+    execution = { taskSupport = "required" } },
 }
 
 -- The form schemas of the two elicitation tools (SEP-1034: defaults on every
@@ -500,6 +519,83 @@ end
 
 function handlers.test_custom_headers_null(args)
   return "Custom headers null test completed: " .. mcp.json_encode(args)
+end
+
+---------------------------------------------------------------------------
+-- Tasks. mcp.task(ctx) answers the client at once with a task id and lets
+-- the handler run on; the client polls tasks/get for the result. It returns
+-- false (and the call simply goes on) when the call cannot be a task: a
+-- client without the extension, the 2025 era, a tool that declared no
+-- execution.taskSupport.
+---------------------------------------------------------------------------
+function handlers.greet(args)
+  return "Hello, " .. tostring(args.name or "world") .. "!"
+end
+
+function handlers.slow_compute(args, ctx)
+  mcp.task(ctx, { ttl_ms = 600000, poll_ms = 200 })
+  -- mcp.sleep stops here when the client cancels the task (tasks/cancel).
+  mcp.sleep((tonumber(args.seconds) or 1) * 1000)
+  return "Computed " .. tostring(args.label or "something") .. " in " .. tostring(args.seconds or 1) .. "s"
+end
+
+-- A tool's own failure (`nil, message`) ends the task "completed" with
+-- isError = true: the tool ran.
+function handlers.failing_job(args, ctx)
+  mcp.task(ctx)
+  mcp.sleep(1000)
+  return nil, "The job failed: nothing to process"
+end
+
+-- A crash (a Lua error) ends the task "failed", with -32603 as its error;
+-- the message and the stack go to the server's log, not to the client.
+function handlers.protocol_error_job(args, ctx)
+  mcp.task(ctx)
+  error("the job's handler crashed")
+end
+
+-- Inside a task, a request to the client parks the task in input_required
+-- until the client answers with tasks/update; the handler then goes on from
+-- where it waited (it is not run again, unlike a call's input_required).
+function handlers.confirm_delete(args, ctx)
+  mcp.task(ctx)
+  local answer, err = mcp.elicit(ctx, {
+    key = "confirm",
+    message = "Delete " .. tostring(args.filename) .. "?",
+    requested_schema = { type = "object", properties = { confirm = { type = "boolean" } }, required = { "confirm" } },
+  })
+  if not answer then
+    return nil, "Could not ask: " .. err
+  end
+  if answer.action == "accept" and answer.content.confirm then
+    return "Deleted " .. tostring(args.filename)
+  end
+  return "Kept " .. tostring(args.filename)
+end
+
+function handlers.multi_input(args, ctx)
+  mcp.task(ctx)
+  local form = { type = "object", properties = { name = { type = "string" }, confirm = { type = "boolean" } } }
+  local got, failed = mcp.ask(ctx, {
+    first = { method = "elicitation/create", params = { message = "First answer?", requested_schema = form } },
+    second = { method = "elicitation/create", params = { message = "Second answer?", requested_schema = form } },
+  })
+  if failed then
+    return nil, "Could not ask: " .. mcp.json_encode(failed)
+  end
+  return "Got " .. tostring(got.first.content.name) .. " and " .. tostring(got.second.content.name)
+end
+
+-- Questions before mcp.task are rounds of the call itself (input_required,
+-- the handler run again with the answers); the task starts after them.
+function handlers.test_tool_with_task(args, ctx)
+  local answer, err = mcp.elicit(ctx, { key = "user_name", message = "What is your name?", requested_schema = NAME_FORM })
+  if not answer then
+    return nil, "Elicitation failed: " .. err
+  end
+  mcp.task(ctx)
+  mcp.sleep(200)
+  return "Hello, " .. tostring(answer.content and answer.content.name) .. "! (from a task)"
 end
 
 function handlers.json_schema_2020_12_tool(args)

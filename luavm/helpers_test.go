@@ -111,7 +111,8 @@ func (out) Log(string, json.RawMessage) error { return nil }
 func (out) Request(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 	return nil, mcp.ErrNoClientCapability
 }
-func (out) CloseStream() error { return nil }
+func (out) CloseStream() error             { return nil }
+func (out) StartTask(mcp.TaskOptions) bool { return false }
 func (out) Ask(_ context.Context, reqs []mcp.InputRequest) ([]mcp.InputAnswer, error) {
 	return make([]mcp.InputAnswer, len(reqs)), nil
 }

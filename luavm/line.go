@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/luamcp/luamcp/bridge"
 	"github.com/luamcp/luamcp/mcp"
@@ -50,6 +51,10 @@ func (l *callLine) Progress(params json.RawMessage) error { return l.out.Progres
 func (l *callLine) Log(level string, data json.RawMessage) error { return l.out.Log(level, data) }
 
 func (l *callLine) CloseStream() error { return l.out.CloseStream() }
+
+func (l *callLine) StartTask(ttl, poll time.Duration) bool {
+	return l.out.StartTask(mcp.TaskOptions{TTL: ttl, PollInterval: poll})
+}
 
 // Ask sends one round of requests to the client without holding a slot.
 func (l *callLine) Ask(ctx context.Context, reqs []bridge.InputRequest) ([]bridge.InputAnswer, error) {
@@ -119,4 +124,5 @@ func (noLine) Ask(_ context.Context, reqs []mcp.InputRequest) ([]mcp.InputAnswer
 	}
 	return out, nil
 }
-func (noLine) CloseStream() error { return nil }
+func (noLine) CloseStream() error             { return nil }
+func (noLine) StartTask(mcp.TaskOptions) bool { return false }

@@ -440,6 +440,9 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 		return nil, mcp.ErrUnknownTool(name)
 	}
 	call.Listed = true
+	if err := call.SetTaskSupport(taskSupport(tool)); err != nil {
+		return nil, err
+	}
 	argv, err := v.decodeObject(args)
 	if err != nil {
 		return nil, c.paramsError("handle_tool", "arguments", err)
@@ -463,6 +466,16 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 	}
 	c.adopt(state)
 	return out, nil
+}
+
+// taskSupport reads a tool descriptor's execution.taskSupport.
+func taskSupport(tool *lua.LTable) mcp.TaskSupport {
+	exec, ok := tool.RawGetString("execution").(*lua.LTable)
+	if !ok {
+		return mcp.TaskForbidden
+	}
+	s, _ := exec.RawGetString("taskSupport").(lua.LString)
+	return mcp.ParseTaskSupport(string(s))
 }
 
 // outcome splits `result [, state]` and `nil, failure [, state]`.

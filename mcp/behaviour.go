@@ -179,6 +179,30 @@ type Call struct {
 	// name ([Observer]), so that a name a client makes up never becomes a
 	// metric label.
 	Listed bool
+
+	// tasks lets the call become a task (Outbound.StartTask): set on a
+	// 2026-07-28 tools/call from a client that declared the tasks
+	// extension; nil otherwise.
+	tasks *taskStart
+}
+
+// SetTaskSupport records the called tool's execution.taskSupport, which
+// Session.CallTool reports before it runs the tool. It returns the error
+// to answer instead when the tool requires a task and the call cannot
+// become one: -32021 naming the extension in the 2026-07-28 era, -32601 in
+// the 2025 era (where luamcp runs no tasks).
+func (c *Call) SetTaskSupport(s TaskSupport) error {
+	if c.tasks != nil {
+		c.tasks.support = s
+		return nil
+	}
+	if s != TaskRequired {
+		return nil
+	}
+	if c.ProtocolVersion == versionStateless {
+		return missingTasks
+	}
+	return &Error{Code: CodeMethodNotFound, Message: "Method not found: the tool runs as a task only"}
 }
 
 // Outbound is the running call's own stream back to the client. Messages sent
@@ -218,6 +242,16 @@ type Outbound interface {
 	// returns whatever that interruption makes it return; the transport
 	// knows why, and a callback stopped so is no crash.
 	Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error)
+	// StartTask makes the call a task (the 2026-07-28 tasks extension) and
+	// reports whether it is one: the client is answered at once with the
+	// task's id, and the call runs on with no response to write to
+	// (Progress and Log send nothing; Ask waits for tasks/update). It is
+	// false, and the call goes on as an ordinary one, for a call that cannot
+	// be a task: not a tools/call of the 2026-07-28 era, a client without
+	// the extension, a tool that does not declare execution.taskSupport, or
+	// a route that keeps as many tasks as it may. Calling it again returns
+	// what the first call did.
+	StartTask(opts TaskOptions) bool
 	// CloseStream ends the call's HTTP stream early (2025-11-25 SSE polling):
 	// the client reconnects with GET + Last-Event-ID and receives the rest of
 	// the call's messages, its result included. A no-op when the call is not

@@ -183,18 +183,45 @@ func sessionNode(id string) string {
 	return node
 }
 
-// forward hands r to the cluster when it names a session of another node and
-// was not forwarded already; it reports whether it did.
+// taskNode returns the node named by the task id of a 2026-07-28 tasks/*
+// request (its Mcp-Name header, which the owner checks against the body):
+// "<node>.<22 base64url characters>"; "" for any other request or id.
+func taskNode(r *http.Request) string {
+	if spec := methods[r.Header.Get("Mcp-Method")]; r.Method != http.MethodPost || spec == nil || !spec.task {
+		return ""
+	}
+	id, ok := headerValue(r.Header, "Mcp-Name")
+	if !ok {
+		return ""
+	}
+	node, rest, ok := strings.Cut(id, ".")
+	if !ok || !ValidNodeID(node) || len(rest) != taskIDChars {
+		return ""
+	}
+	for _, c := range []byte(rest) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return ""
+		}
+	}
+	return node
+}
+
+// forward hands r to the cluster when it names a session (or, in the
+// 2026-07-28 era, a task) of another node and was not forwarded already; it
+// reports whether it did.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	c := h.hub.cluster
 	if c == nil || !h.opts.Sessions || r.Header.Get(ForwardedHeader) != "" {
 		return false
 	}
-	sid := r.Header["Mcp-Session-Id"]
-	if len(sid) == 0 || statelessEraVersion(r.Header.Get("Mcp-Protocol-Version")) {
-		return false // the 2026-07-28 era ignores session ids: any node serves it
+	var node string
+	if statelessEraVersion(r.Header.Get("Mcp-Protocol-Version")) {
+		// The era ignores session ids: any node serves it, but for a
+		// task's requests, which go to the node that holds the task.
+		node = taskNode(r)
+	} else if sid := r.Header["Mcp-Session-Id"]; len(sid) > 0 {
+		node = sessionNode(sid[0])
 	}
-	node := sessionNode(sid[0])
 	if node == "" || node == c.NodeID() {
 		return false
 	}

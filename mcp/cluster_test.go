@@ -502,3 +502,42 @@ func TestClusterForwardOAuth(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterTasks: a task's id names its node, and its requests sent to
+// another node (of a session route, which forwards) reach it there.
+func TestClusterTasks(t *testing.T) {
+	peers := map[string]*fakeCluster{}
+	ca, cb := &fakeCluster{id: "a", peers: peers}, &fakeCluster{id: "b", peers: peers}
+	peers["a"], peers["b"] = ca, cb
+	a, b := newClusterRoute(t, ca), newClusterRoute(t, cb)
+	cb.handler = b.h
+	id := b.startTask(`{"support":"optional","keys":["q"]}`)
+	if !strings.HasPrefix(id, "b.") {
+		t.Fatalf("task id %q does not name its node", id)
+	}
+	if got := a.pollTask(id, "input_required"); got["taskId"] != id {
+		t.Fatalf("tasks/get through a: %v", got)
+	}
+	a.taskOp(metaTasks, "tasks/update", id, `,"inputResponses":{"q":{"action":"accept","content":{}}}`)
+	if got := mustJSON(a.pollTask(id, "completed")["result"]); !strings.Contains(got, "accept") {
+		t.Errorf("result through a: %s", got)
+	}
+	ca.mu.Lock()
+	n := len(ca.forwarded)
+	ca.mu.Unlock()
+	if n < 3 {
+		t.Errorf("a forwarded %d requests, want every tasks/* one", n)
+	}
+	// Ids that name no node, or a malformed one, are served where they
+	// arrive: unknown there.
+	for _, bad := range []string{"b." + strings.Repeat("A", 21), "b." + strings.Repeat("*", 22), strings.Repeat("A", 22), "../b." + strings.Repeat("A", 22)} {
+		if r := a.taskOp(metaTasks, "tasks/get", bad, ""); r.errorCode() != -32602 {
+			t.Errorf("%q: %s", bad, r.body)
+		}
+	}
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	if len(ca.forwarded) != n {
+		t.Errorf("malformed ids were forwarded: %v", ca.forwarded[n:])
+	}
+}

@@ -100,6 +100,9 @@ type requestMeta struct {
 	version string
 	caps    json.RawMessage // the clientCapabilities object
 	client  clientCaps
+	// tasks is whether the client declared the tasks extension
+	// (capabilities.extensions["io.modelcontextprotocol/tasks"]).
+	tasks bool
 	// logLevel is the severity notifications/message must reach; noLogs
 	// when the request asked for none.
 	logLevel int
@@ -156,6 +159,9 @@ func readRequestMeta(r *http.Request, m *message) (requestMeta, *statelessError)
 	rm.version = versionStateless
 	rm.caps = caps
 	rm.client = clientCapsFrom(caps)
+	exts, _ := member(caps, "extensions")
+	ext, ok := member(exts, extTasks)
+	rm.tasks = ok && kindOf(ext) == '{'
 	return rm, nil
 }
 

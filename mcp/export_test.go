@@ -20,6 +20,14 @@ func QueueLen(h *Handler, sid string) int {
 	return s.queuedLocked()
 }
 
+// StatelessRunning reports how many stateless calls (tasks included) run on
+// h.
+func (h *Handler) StatelessRunning() int {
+	h.statelessMu.Lock()
+	defer h.statelessMu.Unlock()
+	return len(h.statelessCalls)
+}
+
 // SetClock makes the 2026-07-28 era's requestState checks read the time from
 // clock until the returned function restores the real one.
 func SetClock(clock func() time.Time) (restore func()) {

@@ -289,6 +289,48 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 			return nil, err
 		}
 		return text("answer "+string(res), false), nil
+	case "task": // not listed; may become a task (Outbound.StartTask)
+		support, _ := a["support"].(string)
+		if err := call.SetTaskSupport(mcp.ParseTaskSupport(support)); err != nil {
+			return nil, err
+		}
+		var before []string // asked before the call becomes a task: rounds of the call
+		if key, _ := a["before"].(string); key != "" {
+			answers, err := call.Out.Ask(ctx, []mcp.InputRequest{{Key: key, Method: "elicitation/create",
+				Params: json.RawMessage(`{"message":"` + key + `?","requestedSchema":{"type":"object"}}`)}})
+			if err != nil {
+				return nil, err
+			}
+			before = append(before, string(answers[0].Result))
+		}
+		started := call.Out.StartTask(mcp.TaskOptions{TTL: time.Duration(num("ttl")) * time.Millisecond})
+		out := append([]string{"task=" + strconv.FormatBool(started)}, before...)
+		if keys, _ := a["keys"].([]any); len(keys) > 0 {
+			var reqs []mcp.InputRequest
+			for _, k := range keys {
+				key, _ := k.(string)
+				reqs = append(reqs, mcp.InputRequest{Key: key, Method: "elicitation/create",
+					Params: json.RawMessage(`{"message":"` + key + `?","requestedSchema":{"type":"object"}}`)})
+			}
+			answers, err := call.Out.Ask(ctx, reqs)
+			if err != nil {
+				return nil, err
+			}
+			for _, ans := range answers {
+				out = append(out, string(ans.Result))
+			}
+		}
+		if a["wait"] == true {
+			select {
+			case <-f.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if a["crash"] == true {
+			return nil, errors.New("fake.lua:9: the task crashed")
+		}
+		return text(strings.Join(out, " | "), a["fail"] == true), nil
 	case "ask": // not listed; one round of keyed requests (Outbound.Ask)
 		var reqs []mcp.InputRequest
 		keys, _ := a["keys"].([]any)

@@ -47,7 +47,9 @@ type Handler struct {
 	paramHeaders atomic.Int32
 
 	// Requests to clients in stateless mode wait here (per route).
-	pending   pendingTable
+	pending pendingTable
+	// tasks are the route's tasks (2026-07-28 tasks extension).
+	tasks     taskStore
 	reqPrefix string
 	reqSeq    atomic.Uint64
 
@@ -65,8 +67,9 @@ type Handler struct {
 	forwarding sync.WaitGroup
 
 	// Space the warnings any client can trigger at will (warnThrottled):
-	// forwards without a valid signature, answers to no request.
-	badForwardWarn, badResponseWarn logcap.Throttle
+	// forwards without a valid signature, answers to no request, tasks
+	// past the store's bound.
+	badForwardWarn, badResponseWarn, taskFullWarn logcap.Throttle
 }
 
 // NewHandler returns the handler of one route served by srv. A nil hub gets
@@ -147,6 +150,7 @@ func (h *Handler) shutdown(ctx context.Context, end func(*session)) error {
 		}
 		wg.Wait()
 		h.statelessWG.Wait()
+		h.tasks.close() // the running ones ended above; their timers go too
 		h.forwarding.Wait()
 		close(done)
 	}()

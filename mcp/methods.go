@@ -58,6 +58,9 @@ type methodSpec struct {
 	// mayStream marks methods answered as a progress stream when the
 	// request carries a progress token and the client accepts SSE.
 	mayStream bool
+	// task marks the methods of the tasks extension, served from the
+	// route's task store without a Session (Handler.taskMethod).
+	task bool
 	// answer answers the method; nil for the methods the handler serves
 	// itself (initialize, server/discover, subscriptions/listen, and the
 	// session's resource subscriptions), which never reach dispatch.
@@ -73,6 +76,9 @@ const (
 	methodSubscribe   = "resources/subscribe"
 	methodUnsubscribe = "resources/unsubscribe"
 	methodToolsCall   = "tools/call"
+	methodTasksGet    = "tasks/get"
+	methodTasksUpdate = "tasks/update"
+	methodTasksCancel = "tasks/cancel"
 )
 
 // bothEras is the set of every era.
@@ -102,6 +108,10 @@ func init() {
 
 		"prompts/list": {eras: bothEras, needs: capPrompts, cached: true, answer: listAnswer(ListPrompts)},
 		"prompts/get":  {eras: bothEras, needs: capPrompts, nameParam: "name", mayAsk: true, answer: answerGetPrompt},
+
+		methodTasksGet:    {eras: eraStateless, nameParam: "taskId", task: true},
+		methodTasksUpdate: {eras: eraStateless, nameParam: "taskId", task: true},
+		methodTasksCancel: {eras: eraStateless, nameParam: "taskId", task: true},
 
 		"logging/setLevel":    {eras: eraSession, needs: capLogging, answer: answerSetLevel},
 		"completion/complete": {eras: bothEras, needs: capCompletions, answer: answerComplete},

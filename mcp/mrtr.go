@@ -58,12 +58,16 @@ type mrtr struct {
 	// failure is the *Error that ended the run instead (a missing client
 	// capability, a malformed answer).
 	failure *Error
+	// task is the task the call became (taskStart.start), whose rounds wait
+	// for tasks/update instead of ending the run; nil before.
+	task  *task
+	tasks *taskStore
 }
 
 // ask answers one round of requests from the record, or ends the run: with
 // ErrInputRequired when some are unanswered, with -32021 when the client
 // lacks a capability they need, with -32602 when an answer is malformed.
-func (r *mrtr) ask(reqs []InputRequest) ([]InputAnswer, error) {
+func (r *mrtr) ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// The run is over once a round ended it: a callback that caught the
@@ -76,6 +80,7 @@ func (r *mrtr) ask(reqs []InputRequest) ([]InputAnswer, error) {
 	}
 	out := make([]InputAnswer, len(reqs))
 	var round []InputRequest
+	var at []int // the place in reqs of each request of round
 	var missing []string
 	for i, q := range reqs {
 		key := q.Key
@@ -103,6 +108,7 @@ func (r *mrtr) ask(reqs []InputRequest) ([]InputAnswer, error) {
 			continue
 		}
 		round = append(round, InputRequest{Key: key, Method: q.Method, Params: q.Params})
+		at = append(at, i)
 	}
 	if len(missing) > 0 {
 		data := []byte(`{"requiredCapabilities":{`)
@@ -116,6 +122,21 @@ func (r *mrtr) ask(reqs []InputRequest) ([]InputAnswer, error) {
 		data = append(data, "}}"...)
 		return nil, r.end(&Error{Code: CodeMissingClientCapability,
 			Message: "Missing required client capability", Data: data})
+	}
+	if len(round) > 0 && r.task != nil {
+		// A task waits for tasks/update; r.mu guards nothing the
+		// handler reads meanwhile (the call's response is gone).
+		t := r.task
+		r.mu.Unlock()
+		got, err := r.tasks.await(ctx, t, round)
+		r.mu.Lock()
+		if err != nil {
+			return nil, err
+		}
+		for k, q := range round {
+			out[at[k]].Result = got[q.Key]
+		}
+		return out, nil
 	}
 	if len(round) > 0 {
 		r.round = round
@@ -301,8 +322,18 @@ func (h *Handler) appendInputRequired(dst []byte, m *message, spec *methodSpec, 
 	})
 	dst = appendResult(dst, m.id, nil)
 	dst = dst[:len(dst)-1]
-	dst = append(dst, `{"resultType":"input_required","inputRequests":{`...)
-	for i, q := range r.round {
+	dst = append(dst, `{"resultType":"input_required","inputRequests":`...)
+	dst = appendInputRequests(dst, r.round)
+	dst = append(dst, `,"requestState":`...)
+	dst = appendString(dst, state)
+	return append(dst, "}}"...)
+}
+
+// appendInputRequests appends the inputRequests object of round: each
+// request's {method, params} by its key.
+func appendInputRequests(dst []byte, round []InputRequest) []byte {
+	dst = append(dst, '{')
+	for i, q := range round {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -315,7 +346,5 @@ func (h *Handler) appendInputRequired(dst []byte, m *message, spec *methodSpec, 
 		}
 		dst = append(dst, '}')
 	}
-	dst = append(dst, `},"requestState":`...)
-	dst = appendString(dst, state)
-	return append(dst, "}}"...)
+	return append(dst, '}')
 }

@@ -163,12 +163,14 @@ type outbound struct {
 	// where requests to the client become input_required; nil in the
 	// session era.
 	mrtr *mrtr
+	// tasks is the call's Call.tasks.
+	tasks *taskStart
 }
 
 // Progress sends notifications/progress on a progress stream; otherwise it
 // does nothing.
 func (o *outbound) Progress(params json.RawMessage) error {
-	if !o.rp.streaming {
+	if !o.rp.streaming || o.inTask() {
 		return nil
 	}
 	if !json.Valid(params) {
@@ -193,7 +195,7 @@ func (o *outbound) Log(level string, data json.RawMessage) error {
 	case o.s != nil:
 		min = o.s.level.Load()
 	}
-	if int32(sev) < min {
+	if int32(sev) < min || o.inTask() {
 		return nil
 	}
 	if data != nil && !json.Valid(data) {
@@ -208,7 +210,7 @@ func (o *outbound) Log(level string, data json.RawMessage) error {
 // 2026-07-28 era it is a round of one request (see Ask).
 func (o *outbound) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if o.mrtr != nil {
-		answers, err := o.mrtr.ask([]InputRequest{{Method: method, Params: params}})
+		answers, err := o.mrtr.ask(ctx, []InputRequest{{Method: method, Params: params}})
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +230,7 @@ func (o *outbound) Request(ctx context.Context, method string, params json.RawMe
 // (input_required).
 func (o *outbound) Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer, error) {
 	if o.mrtr != nil {
-		return o.mrtr.ask(reqs)
+		return o.mrtr.ask(ctx, reqs)
 	}
 	out := make([]InputAnswer, len(reqs))
 	waits := make([]*clientWait, len(reqs))
@@ -340,6 +342,18 @@ func (o *outbound) cancelRequest(id []byte, reason string) {
 	params = appendString(params, reason)
 	params = append(params, '}')
 	o.rp.emit(appendNotification(nil, "notifications/cancelled", params))
+}
+
+// inTask reports whether the call became a task: its response is gone.
+// Only the call's goroutine, which starts the task, asks.
+func (o *outbound) inTask() bool { return o.tasks != nil && o.tasks.t != nil }
+
+// StartTask makes the call a task when it may be one.
+func (o *outbound) StartTask(opts TaskOptions) bool {
+	if o.tasks == nil || o.mrtr == nil {
+		return false
+	}
+	return o.tasks.start(opts, o.mrtr)
 }
 
 // CloseStream ends the call's HTTP response early when the stream is

@@ -50,6 +50,11 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		return
 	}
 
+	if spec.task { // no Lua: the route's task store answers
+		h.serveTaskMethod(w, r, m, &rm, start)
+		return
+	}
+
 	// A place under the process's cap, claimed before init runs: a flood
 	// past it costs no Lua. A listen stream holds no Lua state once open,
 	// and has a cap of its own.
@@ -60,9 +65,28 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	if !h.admitOpen(w, start, m, q, gate) {
 		return
 	}
-	defer q.give()
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
+	// handed is set when the call became a task: its goroutine then owns
+	// what the deferred calls below give back (the place, the context, the
+	// tracking and the Session), and gives them back when it ends.
+	var handed bool
+	defer func() {
+		if !handed {
+			q.give()
+		}
+	}()
+	// A call that may become a task must outlive its request: it is
+	// cancelled when the client goes away only until it is a task.
+	base := r.Context()
+	mayTask := m.method == methodToolsCall && rm.tasks
+	if mayTask {
+		base = context.WithoutCancel(base)
+	}
+	ctx, cancel := context.WithCancelCause(base)
+	defer func() {
+		if !handed {
+			cancel(nil)
+		}
+	}()
 	j := newJob(h, nil, m, acc)
 	j.call.Auth = AuthFromContext(r.Context())
 	if !h.trackStateless(j, func() { cancel(errShuttingDown) }) {
@@ -70,7 +94,11 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		writeErrorStatus(w, http.StatusServiceUnavailable, m.id, &Error{Code: CodeInternalError, Message: msgShuttingDown})
 		return
 	}
-	defer h.untrackStateless(j)
+	defer func() {
+		if !handed {
+			h.untrackStateless(j)
+		}
+	}()
 	// Only server/discover answers with the init result; every other
 	// request is gated on its capabilities alone.
 	var sess Session
@@ -101,7 +129,11 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		h.serveListen(w, r, m.id, f)
 		return
 	}
-	defer sess.Close("")
+	defer func() {
+		if !handed {
+			sess.Close("")
+		}
+	}()
 	if !ir.Has.has(spec.needs) {
 		h.observeError(start, m, CodeMethodNotFound)
 		writeErrorStatus(w, http.StatusNotFound, m.id, &Error{Code: CodeMethodNotFound, Message: msgMethodNotFound})
@@ -132,6 +164,14 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	j.out.mrtr = record
 	j.call.ProtocolVersion = rm.version
 	j.call.ClientCapabilities = rm.caps
+	if mayTask {
+		owner := ""
+		if j.call.Auth != nil {
+			owner = j.call.Auth.Subject
+		}
+		j.call.tasks = &taskStart{h: h, owner: owner, cancel: cancel, started: make(chan struct{})}
+		j.out.tasks = j.call.tasks
+	}
 
 	gen, _ := j.rp.attach(w)
 	defer j.rp.detach(gen)
@@ -141,7 +181,24 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	}
 	sc := scope{sess: sess, has: ir.Has, era: eraStateless}
 	b := getBuf()
-	out, err := h.dispatch(ctx, &sc, m, &j.call, *b)
+	var out []byte
+	if mayTask {
+		if handed = h.dispatchMayTask(ctx, r, &sc, m, j, record, b, &out, &err, func() {
+			sess.Close("")
+			h.untrackStateless(j)
+			cancel(nil)
+			q.give()
+		}); handed {
+			cb := getBuf()
+			*cb = appendCreateTask(*cb, m.id, j.call.tasks.created)
+			h.observe(start, m, &j.call, *cb, nil)
+			j.rp.finish(cb)
+			j.rp.pump(gen)
+			return
+		}
+	} else {
+		out, err = h.dispatch(ctx, &sc, m, &j.call, *b)
+	}
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, ErrInputRequired):
@@ -165,6 +222,15 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		eb := getBuf()
 		*eb = appendErrorValue(*eb, m.id, record.failure)
 		j.rp.finish(eb)
+	case err == nil && !j.rp.streamed() && answerErrorType(out, m) == missingCapabilityCode:
+		// A tool that requires what the client did not declare (a task):
+		// the era's 400, as for a request to the client above.
+		h.observe(start, m, &j.call, out, nil)
+		j.rp.detach(gen)
+		writeJSON(w, http.StatusBadRequest, out)
+		*b = out
+		putBuf(b)
+		return
 	case err == nil:
 		h.observe(start, m, &j.call, out, nil)
 		*b = out
@@ -180,6 +246,73 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	}
 	j.rp.pump(gen)
 }
+
+// dispatchMayTask runs a call that may become a task in a goroutine of its
+// own, and reports whether it did. If not, the call is over and *out and
+// *err are what dispatch returned. If so, the goroutine goes on with the
+// task, records its outcome, and then runs release (the caller's clean-up,
+// which is the goroutine's from then on). The client going away before
+// the task starts cancels the call.
+func (h *Handler) dispatchMayTask(ctx context.Context, r *http.Request, sc *scope, m *message, j *job, record *mrtr,
+	b *[]byte, out *[]byte, err *error, release func()) bool {
+	ts := j.call.tasks
+	done := make(chan struct{})
+	go func() {
+		o, e := h.dispatch(ctx, sc, m, &j.call, *b)
+		if ts.t != nil {
+			record.mu.Lock()
+			failure := record.failure
+			record.mu.Unlock()
+			h.tasks.finish(ts.t, o, e, failure, h.closing.Err() != nil)
+			*b = o[:0]
+			putBuf(b)
+			release()
+		} else {
+			*out, *err = o, e
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ts.started:
+	case <-r.Context().Done():
+		ts.cancel(context.Canceled)
+		select {
+		case <-done:
+		case <-ts.started:
+		}
+	}
+	select {
+	case <-ts.started:
+		return true
+	default:
+		<-done
+		return false
+	}
+}
+
+// serveTaskMethod answers tasks/get, tasks/update and tasks/cancel.
+func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *message, rm *requestMeta, start time.Time) {
+	owner := ""
+	if a := AuthFromContext(r.Context()); a != nil {
+		owner = a.Subject
+	}
+	b := getBuf()
+	defer putBuf(b)
+	out, serr := h.taskMethod(*b, m, rm, owner)
+	if serr != nil {
+		h.observeError(start, m, serr.err.Code)
+		writeErrorStatus(w, serr.status, m.id, serr.err)
+		return
+	}
+	*b = out
+	h.observe(start, m, nil, out, nil)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// missingCapabilityCode is CodeMissingClientCapability as answerErrorType
+// reads it.
+var missingCapabilityCode = strconv.Itoa(CodeMissingClientCapability)
 
 // writeErrorStatus writes the JSON-RPC error e with an HTTP status.
 func writeErrorStatus(w http.ResponseWriter, status int, id []byte, e *Error) {
@@ -210,7 +343,11 @@ func (h *Handler) appendDiscover(dst []byte, m *message, ir *InitResult) []byte 
 	dst = append(dst, `,"supportedVersions":`...)
 	dst = append(dst, supportedVersionsJSON...)
 	dst = append(dst, `,"capabilities":`...)
-	dst = append(dst, caps...)
+	if ir.Has.Tools {
+		dst = appendWithTasks(dst, trimSpace(caps))
+	} else {
+		dst = append(dst, caps...)
+	}
 	if ir.Instructions != "" {
 		dst = append(dst, `,"instructions":`...)
 		dst = appendString(dst, ir.Instructions)
@@ -218,6 +355,36 @@ func (h *Handler) appendDiscover(dst []byte, m *message, ir *InitResult) []byte 
 	dst = append(dst, `,"_meta":{"`+metaServerInfo+`":`...)
 	dst = append(dst, info...)
 	return append(dst, "}}}"...)
+}
+
+// appendWithTasks appends the capabilities object caps with the tasks
+// extension under its extensions (which a server with tools serves, though
+// only tools that declare execution.taskSupport become tasks), keeping
+// whatever extensions the server itself advertised.
+func appendWithTasks(dst, caps []byte) []byte {
+	if kindOf(caps) != '{' {
+		return append(dst, caps...)
+	}
+	exts, ok := member(caps, "extensions")
+	if !ok {
+		dst = append(dst, caps[:len(caps)-1]...)
+		if len(trimSpace(caps[1:len(caps)-1])) > 0 {
+			dst = append(dst, ',')
+		}
+		return append(dst, `"extensions":{"`+extTasks+`":{}}}`...)
+	}
+	if _, ok := member(exts, extTasks); ok || kindOf(exts) != '{' {
+		return append(dst, caps...)
+	}
+	var c map[string]json.RawMessage
+	var e map[string]json.RawMessage
+	if json.Unmarshal(caps, &c) != nil || json.Unmarshal(exts, &e) != nil {
+		return append(dst, caps...)
+	}
+	e[extTasks] = emptyObject
+	c["extensions"], _ = json.Marshal(e)
+	b, _ := json.Marshal(c)
+	return append(dst, b...)
 }
 
 // checkToolParamHeaders checks the Mcp-Param-* headers of a tools/call

@@ -68,6 +68,7 @@
 ---@field annotations table?
 ---@field icons table[]?
 ---@field _meta table?
+---@field execution {taskSupport: "forbidden"|"optional"|"required"}? may the tool run as a task (mcp.task); default "forbidden"
 
 ---@class luamcp.ToolResult
 ---@field content table[] content blocks, passed through

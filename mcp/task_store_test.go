@@ -1,0 +1,77 @@
+package mcp
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// newTestTask returns a task of owner that nobody runs.
+func newTestTask(id, owner string) *task {
+	return &task{id: id, owner: owner, created: now(), ttl: time.Hour, cancel: func(error) {}}
+}
+
+// The store is bounded per route and per token subject, and a task is
+// another subject's to no one.
+func TestTaskStoreBounds(t *testing.T) {
+	var s taskStore
+	defer s.close()
+	for i := range maxTasksPerOwner {
+		if !s.add(newTestTask("a"+strconv.Itoa(i), "alice")) {
+			t.Fatalf("alice's task %d refused", i)
+		}
+	}
+	if s.add(newTestTask("a-more", "alice")) {
+		t.Errorf("alice got more than %d tasks", maxTasksPerOwner)
+	}
+	if !s.add(newTestTask("b0", "bob")) {
+		t.Error("bob's first task refused")
+	}
+	for i := 0; len(s.m) < maxTasks; i++ {
+		s.add(newTestTask("x"+strconv.Itoa(i), ""))
+	}
+	if s.add(newTestTask("x-more", "")) {
+		t.Errorf("the route got more than %d tasks", maxTasks)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tc := range []struct {
+		id, owner string
+		found     bool
+	}{
+		{"a0", "alice", true},
+		{"a0", "bob", false},
+		{"a0", "", false},
+		{"b0", "bob", true},
+		{"x0", "", true},
+		{"x0", "alice", false},
+	} {
+		if got := s.getLocked(tc.id, tc.owner) != nil; got != tc.found {
+			t.Errorf("get(%s) by %q: found %v, want %v", tc.id, tc.owner, got, tc.found)
+		}
+	}
+}
+
+// A task leaves the store at its ttl (its timer), a running one stopped.
+func TestTaskStoreExpiry(t *testing.T) {
+	var s taskStore
+	defer s.close()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	tk := newTestTask("t", "")
+	tk.ttl, tk.cancel = 20*time.Millisecond, cancel
+	s.add(tk)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the task's run was not stopped at its ttl")
+	}
+	if context.Cause(ctx) != errTaskExpired {
+		t.Errorf("cause %v", context.Cause(ctx))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) != 0 || tk.state != taskCancelled {
+		t.Errorf("after its ttl: %d tasks, state %s", len(s.m), taskStateNames[tk.state])
+	}
+}

@@ -1,0 +1,345 @@
+package mcp_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/luamcp/luamcp/mcp"
+)
+
+// metaTasks is the 2026-07-28 _meta of a client that declares elicitation
+// and the tasks extension.
+const metaTasks = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+
+// taskCall sends a tools/call of the fake's "task" tool with args, from a
+// client that declares the tasks extension.
+func (rt *route) taskCall(args string) reply {
+	rt.t.Helper()
+	return rt.modernWith(metaTasks, "tools/call", `{"name":"task","arguments":`+args+`}`)
+}
+
+// taskOp sends tasks/get, tasks/update or tasks/cancel for id, with extra
+// params members.
+func (rt *route) taskOp(meta, method, id, extra string) reply {
+	rt.t.Helper()
+	return rt.modernWith(meta, method, `{"taskId":`+mustJSON(id)+extra+`}`, "Mcp-Name: "+id)
+}
+
+// startTask calls the "task" tool with args and returns the new task's id.
+func (rt *route) startTask(args string) string {
+	rt.t.Helper()
+	r := rt.taskCall(args)
+	res := r.result()
+	id, _ := res["taskId"].(string)
+	if res["resultType"] != "task" || id == "" || res["status"] != "working" {
+		rt.t.Fatalf("tools/call did not start a task: %s", r.body)
+	}
+	return id
+}
+
+// pollTask polls tasks/get until the task's status is want, and returns
+// that answer's result.
+func (rt *route) pollTask(id, want string) map[string]any {
+	rt.t.Helper()
+	deadline := time.Now().Add(liveness)
+	for {
+		r := rt.taskOp(metaTasks, "tasks/get", id, "")
+		res := r.result()
+		if res["status"] == want {
+			return res
+		}
+		if time.Now().After(deadline) {
+			rt.t.Fatalf("task %s never became %s: %s", id, want, r.body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestTaskLifecycle(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{})
+	r := rt.taskCall(`{"support":"optional","wait":true,"ttl":60000}`)
+	res := r.result()
+	for _, k := range []string{"taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("CreateTaskResult lacks %s: %s", k, r.body)
+		}
+	}
+	for _, k := range []string{"task", "result", "error", "inputRequests", "requestState", "ttl", "pollInterval"} {
+		if _, ok := res[k]; ok {
+			t.Errorf("CreateTaskResult carries %s: %s", k, r.body)
+		}
+	}
+	if res["resultType"] != "task" || res["ttlMs"] != 60000.0 || res["pollIntervalMs"] != 500.0 {
+		t.Fatalf("CreateTaskResult = %s", r.body)
+	}
+	id := res["taskId"].(string)
+	// The answer came while the call runs: it is working, with no result.
+	got := rt.pollTask(id, "working")
+	if _, ok := got["result"]; ok || got["resultType"] != "complete" {
+		t.Errorf("working task: %v", got)
+	}
+	f.release <- struct{}{}
+	got = rt.pollTask(id, "completed")
+	res, _ = got["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if len(content) != 1 || !strings.Contains(mustJSON(content), "task=true") || res["isError"] != false {
+		t.Errorf("completed task: %v", got)
+	}
+	if _, ok := got["error"]; ok {
+		t.Errorf("completed task carries error: %v", got)
+	}
+	// A tool's own failure completes the task; a crash fails it.
+	id = rt.startTask(`{"support":"optional","fail":true}`)
+	got = rt.pollTask(id, "completed")
+	if res, _ := got["result"].(map[string]any); res["isError"] != true {
+		t.Errorf("failing tool: %v", got)
+	}
+	id = rt.startTask(`{"support":"required","crash":true}`)
+	got = rt.pollTask(id, "failed")
+	e, _ := got["error"].(map[string]any)
+	if _, ok := got["result"]; ok || e["code"] != -32603.0 || e["message"] != "Internal error" {
+		t.Errorf("crashed task: %v", got)
+	}
+}
+
+func TestTaskDispatch(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	for _, tc := range []struct {
+		name, meta, args string
+		want             string // the answer's text, or "error <code> <status>"
+	}{
+		{"optional without the extension", metaAll, `{"support":"optional"}`, "task=false"},
+		{"forbidden with the extension", metaTasks, `{}`, "task=false"},
+		{"unknown support with the extension", metaTasks, `{"support":"sometimes"}`, "task=false"},
+		{"required without the extension", metaAll, `{"support":"required"}`, "error -32021 400"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rt.modernWith(tc.meta, "tools/call", `{"name":"task","arguments":`+tc.args+`}`)
+			got := r.text()
+			if c := r.errorCode(); c != 0 {
+				got = "error " + mustJSON(c) + " " + mustJSON(r.status)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q: %s", got, tc.want, r.body)
+			}
+			if r.result()["resultType"] == "task" {
+				t.Errorf("a task: %s", r.body)
+			}
+		})
+	}
+	r := rt.modernWith(metaAll, "tools/call", `{"name":"task","arguments":{"support":"required"}}`)
+	if d := mustJSON(r.msg["error"]); !strings.Contains(d, `"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}`) {
+		t.Errorf("-32021 data: %s", d)
+	}
+	// The 2025 era runs no tasks: a tool that requires one is not found.
+	sid := rt.initialize()
+	if r := rt.call(sid, 1, "tools/call", `{"name":"task","arguments":{"support":"required"}}`); r.errorCode() != -32601 {
+		t.Errorf("2025 era, required: %s", r.body)
+	}
+	if r := rt.call(sid, 2, "tools/call", `{"name":"task","arguments":{"support":"optional"}}`); r.text() != "task=false" {
+		t.Errorf("2025 era, optional: %s", r.body)
+	}
+	// server/discover advertises the extension beside the server's own.
+	r = rt.modern("server/discover", "")
+	caps, _ := r.result()["capabilities"].(map[string]any)
+	exts, _ := caps["extensions"].(map[string]any)
+	if _, ok := exts["io.modelcontextprotocol/tasks"]; !ok || caps["tasks"] != nil || caps["tools"] == nil {
+		t.Errorf("discover capabilities: %v", caps)
+	}
+}
+
+func TestTaskMethodsRefuse(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	id := rt.startTask(`{"support":"optional"}`)
+	for _, tc := range []struct {
+		name, meta, method, id, extra string
+		headers                       []string
+		code, status                  int
+	}{
+		{"get without the extension", metaAll, "tasks/get", id, "", nil, -32021, 400},
+		{"update without the extension", metaAll, "tasks/update", id, `,"inputResponses":{}`, nil, -32021, 400},
+		{"cancel without the extension", metaAll, "tasks/cancel", id, "", nil, -32021, 400},
+		{"unknown task", metaTasks, "tasks/get", "nope", "", nil, -32602, 200},
+		{"unknown task cancelled", metaTasks, "tasks/cancel", "nope", "", nil, -32602, 200},
+		{"Mcp-Name of another task", metaTasks, "tasks/get", id, "", []string{"Mcp-Name: other"}, -32020, 400},
+		{"inputResponses not an object", metaTasks, "tasks/update", id, `,"inputResponses":[]`, nil, -32602, 200},
+		{"tasks/result is gone", metaTasks, "tasks/result", id, "", nil, -32601, 404},
+		{"tasks/list is gone", metaTasks, "tasks/list", id, "", nil, -32601, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params := `{"taskId":` + mustJSON(tc.id) + tc.extra + `}`
+			headers := []string{"Mcp-Name: " + tc.id}
+			if tc.headers != nil {
+				headers = tc.headers
+			}
+			r := rt.modernWith(tc.meta, tc.method, params, headers...)
+			if r.errorCode() != tc.code || r.status != tc.status {
+				t.Errorf("got %d (HTTP %d), want %d (HTTP %d): %s", r.errorCode(), r.status, tc.code, tc.status, r.body)
+			}
+		})
+	}
+	if r := rt.modernWith(metaTasks, "tasks/get", `{}`); r.errorCode() != -32602 {
+		t.Errorf("no taskId: %s", r.body)
+	}
+}
+
+func TestTaskCancel(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{})
+	id := rt.startTask(`{"support":"optional","wait":true}`)
+	r := rt.taskOp(metaTasks, "tasks/cancel", id, "")
+	if r.body == "" || r.result()["resultType"] != "complete" || len(r.result()) != 1 {
+		t.Fatalf("cancel ack: %s", r.body)
+	}
+	got := rt.pollTask(id, "cancelled")
+	if _, ok := got["result"]; ok {
+		t.Errorf("cancelled task carries a result: %v", got)
+	}
+	// The run was stopped, not left waiting for its release.
+	waitStateless(t, rt, 0)
+	// Cancelling a task that is over is the same ack.
+	if r := rt.taskOp(metaTasks, "tasks/cancel", id, ""); r.result()["resultType"] != "complete" {
+		t.Errorf("second cancel: %s", r.body)
+	}
+	if got := rt.pollTask(id, "cancelled"); got["status"] != "cancelled" {
+		t.Errorf("after the second cancel: %v", got)
+	}
+}
+
+func TestTaskInput(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	id := rt.startTask(`{"support":"optional","keys":["a","b"]}`)
+	got := rt.pollTask(id, "input_required")
+	reqs, _ := got["inputRequests"].(map[string]any)
+	if len(reqs) != 2 || reqs["a"] == nil || reqs["b"] == nil {
+		t.Fatalf("inputRequests: %v", got)
+	}
+	if q, _ := reqs["a"].(map[string]any); q["method"] != "elicitation/create" {
+		t.Errorf("request a: %v", q)
+	}
+	// A malformed answer is refused and takes nothing.
+	r := rt.taskOp(metaTasks, "tasks/update", id, `,"inputResponses":{"a":{"action":"maybe"}}`)
+	if r.errorCode() != -32602 {
+		t.Errorf("malformed answer: %s", r.body)
+	}
+	// One answer of two: the other stays pending.
+	r = rt.taskOp(metaTasks, "tasks/update", id, `,"inputResponses":{"a":{"action":"accept","content":{"n":1}},"zzz":{}}`)
+	if res := r.result(); res["resultType"] != "complete" || len(res) != 1 {
+		t.Fatalf("update ack: %s", r.body)
+	}
+	got = rt.pollTask(id, "input_required")
+	if reqs, _ := got["inputRequests"].(map[string]any); len(reqs) != 1 || reqs["b"] == nil {
+		t.Fatalf("after a partial update: %v", got)
+	}
+	rt.taskOp(metaTasks, "tasks/update", id, `,"inputResponses":{"b":{"action":"decline"}}`)
+	got = rt.pollTask(id, "completed")
+	text := mustJSON(got["result"])
+	if !strings.Contains(text, `task=true | {\"action\":\"accept\",\"content\":{\"n\":1}} | {\"action\":\"decline\"}`) {
+		t.Errorf("result: %s", text)
+	}
+}
+
+// Rounds before the task starts are the call's own (input_required with a
+// requestState); the task started after them keeps their answers.
+func TestTaskAfterRounds(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	r := rt.taskCall(`{"support":"required","before":"name"}`)
+	res := r.result()
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" || res["taskId"] != nil {
+		t.Fatalf("round 1: %s", r.body)
+	}
+	r = rt.modernWith(metaTasks, "tools/call", `{"name":"task","arguments":{"support":"required","before":"name"},`+
+		`"inputResponses":{"name":{"action":"accept","content":{"name":"Ada"}}},"requestState":`+mustJSON(state)+`}`)
+	res = r.result()
+	id, _ := res["taskId"].(string)
+	if res["resultType"] != "task" || id == "" || res["requestState"] != nil {
+		t.Fatalf("round 2: %s", r.body)
+	}
+	if text := mustJSON(rt.pollTask(id, "completed")["result"]); !strings.Contains(text, "Ada") {
+		t.Errorf("result: %s", text)
+	}
+}
+
+func TestTaskExpires(t *testing.T) {
+	clock := time.Now()
+	restore := mcp.SetClock(func() time.Time { return clock })
+	defer restore()
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{})
+	done := rt.startTask(`{"support":"optional","ttl":1000}`)
+	rt.pollTask(done, "completed")
+	running := rt.startTask(`{"support":"optional","ttl":1000,"wait":true}`)
+	rt.pollTask(running, "working")
+	clock = clock.Add(999 * time.Millisecond)
+	rt.pollTask(done, "completed")
+	clock = clock.Add(time.Millisecond)
+	for _, id := range []string{done, running} {
+		if r := rt.taskOp(metaTasks, "tasks/get", id, ""); r.errorCode() != -32602 {
+			t.Errorf("task %s at its ttl: %s", id, r.body)
+		}
+	}
+	// The expired running task was stopped.
+	waitStateless(t, rt, 0)
+}
+
+// waitStateless waits until n stateless calls run on rt.
+func waitStateless(t *testing.T, rt *route, n int) {
+	t.Helper()
+	deadline := time.Now().Add(liveness)
+	for rt.h.StatelessRunning() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d stateless calls run, want %d", rt.h.StatelessRunning(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A task runs on after its request; Shutdown stops it and waits for it.
+func TestTaskShutdown(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{})
+	id := rt.startTask(`{"support":"optional","wait":true}`)
+	rt.pollTask(id, "working")
+	ctx, cancel := context.WithTimeout(context.Background(), liveness)
+	defer cancel()
+	if err := rt.h.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.h.StatelessRunning(); n != 0 {
+		t.Errorf("%d stateless calls run after Shutdown", n)
+	}
+}
+
+// A client that goes away before the call is a task cancels it.
+func TestTaskClientGone(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + withMeta(`{"name":"wait","arguments":{}}`, metaTasks) + `}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rt.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for _, h := range modernHeaders("tools/call", `{"name":"wait"}`) {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-f.started
+	cancel()
+	<-done
+	waitStateless(t, rt, 0)
+}
