@@ -267,7 +267,7 @@ func TestBundledScripts(t *testing.T) {
 	want := []host.Route{
 		{Path: "/mcp/counter", Script: "../scripts/counter.lua", Sessions: true, Tools: []string{"increment", "get", "reset"}},
 		{Path: "/mcp/hello", Script: "../scripts/hello.lua", Tools: []string{"greet", "add"}},
-		{Path: "/mcp/live", Script: "../scripts/live.lua", Sessions: true, Tools: []string{"countdown", "shout", "ask_name", "unlock_die"}},
+		{Path: "/mcp/live", Script: "../scripts/live.lua", Sessions: true, Tools: []string{"countdown", "shout", "ask_name", "unlock_die", "report"}},
 		{Path: "/mcp/notes", Script: "../scripts/notes.lua", Sessions: true, Tools: []string{"add_note", "update_note"}},
 	}
 	if got := h.Routes(); !routesEqual(got, want) {

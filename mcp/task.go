@@ -44,6 +44,15 @@ const (
 	minTaskPoll      = 50 * time.Millisecond
 )
 
+// maxTaskOutcomes bounds the bytes of the results and errors a route's tasks
+// keep together: a task whose outcome would go past it fails with
+// errOutcomeNotKept instead. A variable for the tests.
+var maxTaskOutcomes = 64 << 20
+
+// errOutcomeNotKept is the outcome of a task whose own did not fit.
+var errOutcomeNotKept = &Error{Code: CodeInternalError,
+	Message: "Internal error: the task's result was not kept (the route keeps 64 MiB of task results at most)"}
+
 var (
 	errTaskCancelled = errors.New("mcp: the task was cancelled")
 	errTaskExpired   = errors.New("mcp: the task outlived its ttlMs")
@@ -138,6 +147,9 @@ type taskStore struct {
 	mu    sync.Mutex
 	m     map[string]*task
 	owned map[string]int // tasks per non-empty owner
+	// kept is the bytes of the outcomes of the tasks in m, at most
+	// maxTaskOutcomes.
+	kept int
 }
 
 // add stores t, unless the route or its owner has as many tasks as it may
@@ -192,6 +204,7 @@ func (s *taskStore) close() {
 // dropLocked forgets t and stops its run if it still runs.
 func (s *taskStore) dropLocked(t *task) {
 	delete(s.m, t.id)
+	s.kept -= len(t.outcome)
 	t.expiry.Stop()
 	if t.owner != "" {
 		if s.owned[t.owner]--; s.owned[t.owner] == 0 {
@@ -339,9 +352,14 @@ func (s *taskStore) finish(t *task, out []byte, err error, failure *Error, closi
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !t.state.terminal() { // a cancel or an expiry already said how it ended
-		t.endLocked(st, outcome, now())
+	if t.state.terminal() || s.m[t.id] != t { // a cancel or an expiry said how it ended
+		return
 	}
+	if s.kept+len(outcome) > maxTaskOutcomes {
+		st, outcome = taskFailed, appendErrorObject(nil, errOutcomeNotKept)
+	}
+	s.kept += len(outcome)
+	t.endLocked(st, outcome, now())
 }
 
 // appendErrorObject appends e as a JSON-RPC error object.

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,5 +74,37 @@ func TestTaskStoreExpiry(t *testing.T) {
 	defer s.mu.Unlock()
 	if len(s.m) != 0 || tk.state != taskCancelled {
 		t.Errorf("after its ttl: %d tasks, state %s", len(s.m), taskStateNames[tk.state])
+	}
+}
+
+// The outcomes a route keeps are bounded in bytes: one past the bound fails
+// its task with a clear error, and a dropped task gives its bytes back.
+func TestTaskStoreOutcomeBudget(t *testing.T) {
+	defer func(n int) { maxTaskOutcomes = n }(maxTaskOutcomes)
+	maxTaskOutcomes = 300
+	var s taskStore
+	defer s.close()
+	result := func(n int) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", n) + `"}]}}`)
+	}
+	a, b, c := newTestTask("a", ""), newTestTask("b", ""), newTestTask("c", "")
+	for _, tk := range []*task{a, b, c} {
+		s.add(tk)
+	}
+	s.finish(a, result(100), nil, nil, false)
+	s.finish(b, result(200), nil, nil, false)
+	s.mu.Lock()
+	if a.state != taskCompleted || b.state != taskFailed || !strings.Contains(string(b.outcome), "was not kept") {
+		t.Errorf("a %s, b %s %s", taskStateNames[a.state], taskStateNames[b.state], b.outcome)
+	}
+	s.dropLocked(a)
+	s.dropLocked(b)
+	if s.kept != 0 {
+		t.Errorf("%d bytes kept after the drops", s.kept)
+	}
+	s.mu.Unlock()
+	s.finish(c, result(200), nil, nil, false)
+	if c.state != taskCompleted {
+		t.Errorf("c %s %s", taskStateNames[c.state], c.outcome)
 	}
 }

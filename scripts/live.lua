@@ -1,5 +1,6 @@
 -- live.lua: the push API. A server can talk to clients while a tool runs
--- (progress, logs, questions) and between calls (notifications).
+-- (progress, logs, questions) and between calls (notifications), and a long
+-- tool can answer at once with a task the client polls (report).
 --
 -- Messages about a running call travel on that call's own answer, which
 -- turns from plain JSON into an event stream when the first one is sent.
@@ -53,6 +54,13 @@ return {
         name = "unlock_die",
         description = "Add a roll_die tool to this session",
         input_schema = { type = "object" },
+      },
+      {
+        name = "report",
+        description = "Write a report that takes `seconds` seconds (default 5); a task for clients that poll",
+        input_schema = { type = "object", properties = { seconds = { type = "integer", minimum = 0, maximum = 60 } } },
+        -- This tool may run as a task (the 2026-07-28 tasks extension).
+        execution = { taskSupport = "optional" },
       },
     }
     -- The list can depend on the session's state.
@@ -126,6 +134,19 @@ return {
       -- client re-lists the tools and finds roll_die.
       mcp.notify(ctx.session_id, "notifications/tools/list_changed", {})
       return "roll_die is now available"
+    end
+
+    if name == "report" then
+      local seconds = args.seconds or 5
+      if type(seconds) ~= "number" or seconds ~= math.floor(seconds) or seconds < 0 or seconds > 60 then
+        return nil, "seconds must be an integer from 0 to 60"
+      end
+      -- A client that polls (it declared the tasks extension) gets a task
+      -- id right here and asks tasks/get for the result later; for any other
+      -- client mcp.task returns false and the call simply runs to its end.
+      mcp.task(ctx)
+      mcp.sleep(seconds * 1000)
+      return "Report ready after " .. seconds .. " seconds"
     end
 
     if name == "roll_die" then

@@ -647,7 +647,7 @@ func TestEraGoSDKBundledScripts(t *testing.T) {
 		"hello":   {{"add", map[string]any{"a": 2, "b": 3}, "5"}},
 		"counter": {{"increment", nil, "1"}, {"increment", nil, "1"}, {"get", nil, "0"}},
 		"notes":   {{"add_note", map[string]any{"title": "Groceries", "text": "milk"}, "1"}, {"add_note", map[string]any{"title": "Todo", "text": "call Ada"}, "1"}},
-		"live":    {{"ask_name", nil, "Nice to meet you, Ada!"}},
+		"live":    {{"ask_name", nil, "Nice to meet you, Ada!"}, {"report", map[string]any{"seconds": 0}, "Report ready after 0 seconds"}},
 	}
 	for script, steps := range calls {
 		t.Run(script, func(t *testing.T) {

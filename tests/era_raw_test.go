@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The 2026-07-28 era on the wire, with the raw client: what the SDKs hide
@@ -47,6 +48,8 @@ func eraCall(id any, method string, params map[string]any, caps map[string]any) 
 		h["Mcp-Name"], _ = params["name"].(string)
 	case "resources/read":
 		h["Mcp-Name"], _ = params["uri"].(string)
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		h["Mcp-Name"], _ = params["taskId"].(string)
 	}
 	return call{Body: request(id, method, params), Header: h}
 }
@@ -571,4 +574,81 @@ func TestEraDisconnectStopsCall(t *testing.T) {
 		s.client.CloseIdleConnections()
 		settle(t, base, variant+": after the new-era streams were dropped")
 	}
+}
+
+// eraTask is a CreateTaskResult, or a tasks/get answer.
+type eraTask struct {
+	ResultType string `json:"resultType"`
+	TaskID     string `json:"taskId"`
+	Status     string `json:"status"`
+	TTLMs      int64  `json:"ttlMs"`
+	Result     *struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	} `json:"result"`
+	Error *struct {
+		Code int `json:"code"`
+	} `json:"error"`
+}
+
+// TestEraRawTasks: live.lua's report, a tool that declares
+// execution.taskSupport and calls mcp.task, on the real server: a client
+// with the tasks extension gets a task at once and polls it to its result,
+// or cancels it; a client without gets the result in the call's answer.
+func TestEraRawTasks(t *testing.T) {
+	t.Parallel()
+	s := startScripts(t, "live")
+	url := s.url("live")
+	tasks := map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
+	report := func(id int, seconds int, caps map[string]any) *reply {
+		return s.do(t, url, eraCall(id, "tools/call", map[string]any{"name": "report", "arguments": map[string]any{"seconds": seconds}}, caps))
+	}
+	get := func(id int, task string) eraTask {
+		var got eraTask
+		eraResult(t, s.do(t, url, eraCall(id, "tasks/get", map[string]any{"taskId": task}, tasks)), &got)
+		return got
+	}
+	poll := func(task string) eraTask {
+		deadline := time.Now().Add(waitShort)
+		for i := 100; ; i++ {
+			got := get(i, task)
+			if got.Status != "working" || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	var created eraTask
+	eraResult(t, report(1, 1, tasks), &created)
+	if created.ResultType != "task" || created.TaskID == "" || created.Status != "working" || created.TTLMs != 3600000 {
+		t.Fatalf("report with the extension = %+v, want a working task", created)
+	}
+	done := poll(created.TaskID)
+	if done.Status != "completed" || done.Result == nil || len(done.Result.Content) != 1 ||
+		done.Result.Content[0].Text != "Report ready after 1 seconds" || done.Error != nil {
+		t.Errorf("the task at its end = %+v", done)
+	}
+
+	var sync inputRequired
+	eraResult(t, report(2, 0, map[string]any{}), &sync)
+	if sync.ResultType != "complete" || len(sync.Content) != 1 || sync.Content[0].Text != "Report ready after 0 seconds" {
+		t.Errorf("report without the extension = %+v, want its result", sync)
+	}
+
+	var long eraTask
+	eraResult(t, report(3, 60, tasks), &long)
+	var ack map[string]any
+	eraResult(t, s.do(t, url, eraCall(4, "tasks/cancel", map[string]any{"taskId": long.TaskID}, tasks)), &ack)
+	if len(ack) != 1 || ack["resultType"] != "complete" {
+		t.Errorf("tasks/cancel = %v, want the empty ack", ack)
+	}
+	if got := get(5, long.TaskID); got.Status != "cancelled" || got.Result != nil {
+		t.Errorf("the cancelled task = %+v", got)
+	}
+	// Without the extension the task methods are refused.
+	r := s.do(t, url, eraCall(6, "tasks/get", map[string]any{"taskId": created.TaskID}, map[string]any{}))
+	wantEraError(t, r, http.StatusBadRequest, -32021, "6")
 }
