@@ -185,6 +185,17 @@ func (c *checker) tool(root string, t *lua.LTable) {
 	if schema == lua.LNil {
 		schema = t.RawGetString("inputSchema")
 	}
+	// A misspelt taskSupport would make the tool a never-task silently.
+	if exec := t.RawGetString("execution"); exec != lua.LNil {
+		et, ok := exec.(*lua.LTable)
+		if !ok {
+			c.add(line, "%s.execution: want a table such as { taskSupport = \"optional\" }, got %s", root, describe(exec))
+		} else if ts := et.RawGetString("taskSupport"); ts != lua.LNil {
+			if s, _ := ts.(lua.LString); s != "forbidden" && s != "optional" && s != "required" {
+				c.add(line, "%s.execution.taskSupport: want \"forbidden\", \"optional\" or \"required\", got %s", root, describe(ts))
+			}
+		}
+	}
 	st, ok := schema.(*lua.LTable)
 	if !ok {
 		c.add(line, "%s.input_schema: want a JSON Schema table with type = \"object\", got %s", root, describe(schema))

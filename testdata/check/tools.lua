@@ -9,6 +9,8 @@ return {
       { name = "twice", description = "", input_schema = { type = "object" } },
       { name = "stringly", description = "", input_schema = { type = "string" } },
       { name = "schemaless", description = "" },
+      { name = "tasky", description = "", input_schema = { type = "object" }, execution = { taskSupport = "optinal" } },
+      { name = "execution", description = "", input_schema = { type = "object" }, execution = "optional" },
     }
   end,
   handle_tool = function() end,
