@@ -34,6 +34,10 @@ type RouteStats struct {
 	// ended sessions since it was mounted: given back to its pool as
 	// pristine, or closed (luavm.Script.EndedStates).
 	StatesRecycled, StatesClosed int64
+	// Tasks counts the route's tasks (2026-07-28 tasks extension) by
+	// status, in the order of mcp.TaskStatuses: the running ones and those
+	// whose results wait for their client.
+	Tasks [5]int
 }
 
 // Stats returns the gauges of every mounted route, sorted by path. It takes
@@ -49,7 +53,7 @@ func (h *Host) Stats() []RouteStats {
 		stats[i] = RouteStats{
 			Path: m.opts.Path, Sessions: m.handler.SessionCount(),
 			LuaStates: m.script.LiveStates(), Running: running, Queued: queued,
-			StatesRecycled: recycled, StatesClosed: closed,
+			StatesRecycled: recycled, StatesClosed: closed, Tasks: m.handler.TaskCounts(),
 		}
 	}
 	return stats

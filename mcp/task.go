@@ -192,6 +192,21 @@ func (s *taskStore) getLocked(id, owner string) *task {
 	return t
 }
 
+// TaskCounts reports the route's tasks by status: working, input_required,
+// completed, failed and cancelled, the last three kept until their ttlMs.
+func (h *Handler) TaskCounts() (counts [5]int) {
+	s := &h.tasks
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.m {
+		counts[t.state]++
+	}
+	return counts
+}
+
+// TaskStatuses names the statuses of [Handler.TaskCounts], in its order.
+var TaskStatuses = taskStateNames
+
 // close drops every task, stopping the ones that run (Handler.Shutdown).
 func (s *taskStore) close() {
 	s.mu.Lock()

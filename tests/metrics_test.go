@@ -203,6 +203,10 @@ func TestMetrics(t *testing.T) {
 	wantCounters(t, families, "luamcp_sessions_active", map[string]float64{"/mcp/m": 1, "/mcp/st": 0}, "route")
 	wantCounters(t, families, "luamcp_lua_calls_running", map[string]float64{"/mcp/m": 0, "/mcp/st": 0}, "route")
 	wantCounters(t, families, "luamcp_lua_calls_queued", map[string]float64{"/mcp/m": 0, "/mcp/st": 0}, "route")
+	wantCounters(t, families, "luamcp_tasks", map[string]float64{
+		"/mcp/m working": 0, "/mcp/m input_required": 0, "/mcp/m completed": 0, "/mcp/m failed": 0, "/mcp/m cancelled": 0,
+		"/mcp/st working": 0, "/mcp/st input_required": 0, "/mcp/st completed": 0, "/mcp/st failed": 0, "/mcp/st cancelled": 0,
+	}, "route", "status")
 	for _, mt := range family(t, families, "luamcp_lua_states", dto.MetricType_GAUGE) {
 		if labels(mt)["route"] == "/mcp/m" && mt.GetGauge().GetValue() < 1 {
 			t.Errorf("luamcp_lua_states{route=/mcp/m} = %v, want >= 1: a live session owns a Lua state", mt.GetGauge().GetValue())

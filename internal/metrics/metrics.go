@@ -72,6 +72,8 @@ var (
 		"Lua states of the route's script open now: pooled, owned by a session, or lent to a request.", []string{labelRoute}, nil)
 	runningDesc = prometheus.NewDesc("luamcp_lua_calls_running",
 		"Lua calls of the route's script holding a slot of --max-running.", []string{labelRoute}, nil)
+	tasksDesc = prometheus.NewDesc("luamcp_tasks",
+		"Tasks of the route (2026-07-28 tasks extension) by status: working and input_required run; completed, failed and cancelled keep their outcome until their ttlMs.", []string{labelRoute, "status"}, nil)
 	queuedDesc = prometheus.NewDesc("luamcp_lua_calls_queued",
 		"Lua calls of the route's script waiting for a slot of --max-running.", []string{labelRoute}, nil)
 	replayKeptDesc = prometheus.NewDesc("luamcp_replay_kept_bytes",
@@ -198,6 +200,7 @@ func (g gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- runningDesc
 	ch <- queuedDesc
 	ch <- endedDesc
+	ch <- tasksDesc
 	ch <- replayKeptDesc
 	ch <- replayBudgetDesc
 }
@@ -221,6 +224,9 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(endedDesc, prometheus.CounterValue, float64(r.StatesRecycled), r.Path, "recycled")
 		ch <- prometheus.MustNewConstMetric(endedDesc, prometheus.CounterValue, float64(r.StatesClosed), r.Path, "closed")
+		for i, n := range r.Tasks {
+			ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(n), r.Path, mcp.TaskStatuses[i])
+		}
 	}
 }
 

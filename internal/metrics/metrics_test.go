@@ -62,7 +62,7 @@ func TestReports(t *testing.T) {
 		return cluster.Stats{PushesSent: 7, PushesReceived: 9, PushesUnsent: 4, Connected: true, Reconnects: 2, LinksOut: 3, LinksIn: 1}
 	})
 	m.SetStats(func() []host.RouteStats {
-		return []host.RouteStats{{Path: "/mcp/a", Sessions: 2, LuaStates: 5, Running: 1, Queued: 4, StatesRecycled: 6, StatesClosed: 3}}
+		return []host.RouteStats{{Path: "/mcp/a", Sessions: 2, LuaStates: 5, Running: 1, Queued: 4, StatesRecycled: 6, StatesClosed: 3, Tasks: [5]int{2, 1, 5, 0, 1}}}
 	})
 	m.SetReplay(func() (int64, int64) { return 4096, 1 << 20 })
 	want := []string{
@@ -87,6 +87,11 @@ func TestReports(t *testing.T) {
 		"luamcp_reloads_total{result=failed,route=/mcp/a} 2",
 		"luamcp_reloads_total{result=ok,route=/mcp/a} 1",
 		"luamcp_sessions_active{route=/mcp/a} 2",
+		"luamcp_tasks{route=/mcp/a,status=working} 2",
+		"luamcp_tasks{route=/mcp/a,status=input_required} 1",
+		"luamcp_tasks{route=/mcp/a,status=completed} 5",
+		"luamcp_tasks{route=/mcp/a,status=failed} 0",
+		"luamcp_tasks{route=/mcp/a,status=cancelled} 1",
 		"mcp_server_operation_duration_seconds{error_type=,gen_ai_tool_name=t,mcp_method_name=tools/call,route=/mcp/a} 2",
 		"mcp_server_operation_duration_seconds{error_type=-32602,gen_ai_tool_name=_OTHER,mcp_method_name=tools/call,route=/mcp/a} 1",
 		"mcp_server_session_duration_seconds{route=/mcp/a} 1",
