@@ -760,9 +760,10 @@ func (h *Host) Shutdown(ctx context.Context) error {
 			h.shutdownErr = err
 		case <-ctx.Done():
 			h.logger.Warn("shutdown: Lua calls still running were abandoned")
-			// The sessions saved are closed already, their terminate not
-			// run: the file that keeps them is written before the process
-			// may exit. The routes' Suspend returned with ctx.
+			// The file that keeps the sessions saved is written before
+			// the process may exit (the routes' Suspend returned with
+			// ctx); settling them (closing, or ending them if the file
+			// failed) may be abandoned with the rest.
 			h.shutdownErr = errors.Join(ctx.Err(), <-saved)
 		}
 	})
@@ -783,12 +784,13 @@ func (h *Host) shutdown(ctx context.Context, savedErr chan<- error) error {
 	h.mu.Unlock()
 	errs := make([]error, len(mounts))
 	kept := make([][]mcp.SavedSession, len(mounts))
+	settle := make([]func(kept bool), len(mounts))
 	var wg sync.WaitGroup
 	for i, m := range mounts {
 		wg.Go(func() {
 			var err error
 			if h.cfg.SessionsFile != "" && m.opts.Sessions {
-				kept[i], err = m.handler.Suspend(ctx)
+				kept[i], settle[i], err = m.handler.Suspend(ctx)
 			} else {
 				err = m.handler.Shutdown(ctx)
 			}
@@ -800,8 +802,19 @@ func (h *Host) shutdown(ctx context.Context, savedErr chan<- error) error {
 	wg.Wait()
 	if h.cfg.SessionsFile != "" {
 		err := h.saveSessions(mounts, kept)
+		if err != nil {
+			h.logger.Error("the sessions could not be saved: they end, their scripts' terminate run", "err", err)
+		}
 		savedErr <- err
 		errs = append(errs, err)
+		// The saved sessions' states were kept open until now: written,
+		// they close; not written, they end as without the file.
+		for _, s := range settle {
+			if s != nil {
+				wg.Go(func() { s(err == nil) })
+			}
+		}
+		wg.Wait()
 	} else {
 		savedErr <- nil
 	}

@@ -190,6 +190,42 @@ func TestSessionsFileUnwritable(t *testing.T) {
 	}
 }
 
+// TestSessionsFileWriteFails: sessions saved for a file that cannot be
+// written at shutdown (its folder went away since New checked it) are not
+// lost silently: they end as without the file, their terminate run, and
+// Shutdown reports the failure.
+func TestSessionsFileWriteFails(t *testing.T) {
+	dir := writeDir(t, map[string]string{"saved.lua": savedScript})
+	folder := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncbuf.Buffer{}
+	h, err := host.New(host.Config{Dir: dir, SessionsFile: filepath.Join(folder, "sessions.json"), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	url := srv.URL + "/mcp/saved"
+	for range 2 {
+		resp, _ := rpc(t, url, "", "initialize", initParams)
+		sid := resp.Header.Get("Mcp-Session-Id")
+		rpc(t, url, sid, "tools/call", map[string]any{"name": "count", "arguments": map[string]any{}})
+	}
+	if err := os.RemoveAll(folder); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.Shutdown(ctx); err == nil || !strings.Contains(err.Error(), "saving sessions") {
+		t.Errorf("Shutdown = %v, want the failed write", err)
+	}
+	if n := strings.Count(logs.String(), "terminated shutdown n=1"); n != 2 {
+		t.Errorf("terminate ran %d times, want once per session not kept:\n%s", n, logs.String())
+	}
+}
+
 // sseReader reads the events of a GET channel.
 type sseReader struct {
 	lines *bufio.Scanner

@@ -863,9 +863,12 @@ func (s *session) endResume() {
 func (s *session) terminate(reason string) { s.end(reason, nil) }
 
 // end is terminate, which with keep set first asks the server to save the
-// session (Saver) and hands what resumes it to keep: when keep takes it, the
-// session is closed with no reason (its server does not see it end).
-func (s *session) end(reason string, keep func(*SavedSession) bool) {
+// session (Saver) and hands what resumes it to keep, with the function that
+// closes the session: when keep takes them, the session stays ended but not
+// closed, its server open, until that function is called (with no reason
+// once what was saved is kept, Handler.Suspend). A second call waits for the
+// session to be closed.
+func (s *session) end(reason string, keep func(*SavedSession, func(reason string)) bool) {
 	s.mu.Lock()
 	if s.state != sessionLive {
 		if s.state == sessionClosed {
@@ -923,16 +926,18 @@ func (s *session) end(reason string, keep func(*SavedSession) bool) {
 		j.rp.finish(j.interrupted(true))
 	}
 	s.calls.Wait()
-	if saved != nil && (!s.saveState(saved) || !keep(saved)) {
-		saved = nil
+	if saved != nil && s.saveState(saved) && keep(saved, s.close) {
+		return // closed by Suspend's settle
 	}
-	if saved != nil {
-		s.srv.Close("") // it goes on in another process
-	} else {
-		s.srv.Close(reason)
-		if obs := s.h.hub.obs; obs != nil {
-			obs.SessionEnded(s.h.opts.Path, time.Since(s.born))
-		}
+	s.close(reason)
+}
+
+// close closes the ended session's server with reason ("": it goes on in
+// another process) and marks it closed.
+func (s *session) close(reason string) {
+	s.srv.Close(reason)
+	if obs := s.h.hub.obs; obs != nil && reason != "" {
+		obs.SessionEnded(s.h.opts.Path, time.Since(s.born))
 	}
 	s.mu.Lock()
 	s.state = sessionClosed

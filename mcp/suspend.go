@@ -25,8 +25,9 @@ import (
 // A Saver is a [Session] that can be saved for a later process.
 type Saver interface {
 	// Save returns the session's state, to be given to [Resumer.Resume]
-	// later. It is called once no call runs; Close("") follows when it
-	// succeeds, Close with the route's reason when it fails.
+	// later. It is called once no call runs; Close("") follows when what
+	// it saved is kept, Close with the route's reason when it fails or what
+	// it saved could not be kept.
 	Save() ([]byte, error)
 }
 
@@ -94,28 +95,48 @@ func (s *session) saveState(sv *SavedSession) bool {
 // sessions whose server saves them are not ended but returned, to be given
 // to [Handler.Resume] in a later process. Sessions that cannot be saved end
 // with reason "shutdown".
-func (h *Handler) Suspend(ctx context.Context) ([]SavedSession, error) {
+//
+// The saved sessions stay open (their calls stopped, their streams closed,
+// their servers holding their state) until settle says whether what was
+// saved is kept: settle(true) once it is (their servers close with no
+// reason: they go on elsewhere), settle(false) when it could not be (they
+// end with reason "shutdown", so that their servers' terminate runs, as
+// they would have without a sessions file). The caller must call settle
+// exactly once, also when Suspend returns an error.
+func (h *Handler) Suspend(ctx context.Context) (saved []SavedSession, settle func(kept bool), err error) {
 	var (
-		mu    sync.Mutex
-		saved []SavedSession
+		mu      sync.Mutex
+		closers []func(reason string)
 		// late: Suspend returned (ctx expired); a session saved after
 		// that would be lost, so it ends instead, its terminate run.
 		late bool
 	)
-	keep := func(sv *SavedSession) bool {
+	keep := func(sv *SavedSession, close func(reason string)) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if !late {
 			saved = append(saved, *sv)
+			closers = append(closers, close)
 		}
 		return !late
 	}
-	err := h.shutdown(ctx, func(s *session) { s.end("shutdown", keep) })
+	err = h.shutdown(ctx, func(s *session) { s.end("shutdown", keep) })
 	mu.Lock()
 	defer mu.Unlock()
 	late = true
 	slices.SortFunc(saved, func(a, b SavedSession) int { return a.Born.Compare(b.Born) })
-	return saved, err
+	settle = func(kept bool) {
+		reason := "shutdown"
+		if kept {
+			reason = ""
+		}
+		var wg sync.WaitGroup
+		for _, close := range closers {
+			wg.Go(func() { close(reason) })
+		}
+		wg.Wait()
+	}
+	return saved, settle, err
 }
 
 // Resume brings back sessions that [Handler.Suspend] saved on a route of

@@ -52,10 +52,15 @@ func TestSuspendAndResume(t *testing.T) {
 	rt.call(sid, 2, "logging/setLevel", `{"level":"error"}`)
 	rt.call(sid, 3, "resources/subscribe", `{"uri":"mem://greeting"}`)
 	rt.push().Notify(sid, "notifications/test", nil)
-	saved, err := rt.h.Suspend(context.Background())
+	saved, settle, err := rt.h.Suspend(context.Background())
 	if err != nil || len(saved) != 1 {
 		t.Fatalf("Suspend: %d saved, %v", len(saved), err)
 	}
+	// The saved session stays open until settle says it was kept.
+	if got := f.closeReasons(); len(got) != 0 {
+		t.Errorf("the saved session was closed (%q) before settle", got)
+	}
+	settle(true)
 	sv := saved[0]
 	if sv.ID != sid || sv.ProtocolVersion != "2025-11-25" || sv.LogLevel != "error" || string(sv.State) != "2" ||
 		!slices.Equal(sv.Subscriptions, []string{"mem://greeting"}) || !slices.Equal(sv.Channels, []string{"fixture"}) ||
@@ -139,7 +144,8 @@ func TestSuspendEndsWhatIsLate(t *testing.T) {
 	waitStarted(t, f, "stubborn")
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	saved, err := rt.h.Suspend(ctx)
+	saved, settle, err := rt.h.Suspend(ctx)
+	settle(true)
 	if err == nil || len(saved) != 0 {
 		t.Fatalf("Suspend: %d saved, %v; want none and the context's error", len(saved), err)
 	}
@@ -151,5 +157,23 @@ func TestSuspendEndsWhatIsLate(t *testing.T) {
 		}
 	case <-time.After(liveness):
 		t.Fatal("the late session was never closed")
+	}
+}
+
+// TestSuspendNotKept: what Suspend saved and could not be kept ends as on
+// Shutdown: settle(false) closes the sessions with reason "shutdown", their
+// server told (its terminate runs).
+func TestSuspendNotKept(t *testing.T) {
+	f := newFakeServer()
+	rt := newRouteOver(t, savingServer{f}, f, mcp.Options{Sessions: true})
+	rt.initialize()
+	rt.initialize()
+	saved, settle, err := rt.h.Suspend(context.Background())
+	if err != nil || len(saved) != 2 {
+		t.Fatalf("Suspend: %d saved, %v", len(saved), err)
+	}
+	settle(false)
+	if got := f.closeReasons(); !slices.Equal(got, []string{"shutdown", "shutdown"}) {
+		t.Errorf("sessions not kept were closed with %q, want shutdown twice", got)
 	}
 }
