@@ -183,7 +183,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	b := getBuf()
 	var out []byte
 	if mayTask {
-		if handed = h.dispatchMayTask(ctx, r, &sc, m, j, record, b, &out, &err, func() {
+		if out, err, handed = h.dispatchMayTask(ctx, r, sc, m, j, record, b, func() {
 			sess.Close("")
 			h.untrackStateless(j)
 			cancel(nil)
@@ -248,17 +248,18 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 }
 
 // dispatchMayTask runs a call that may become a task in a goroutine of its
-// own, and reports whether it did. If not, the call is over and *out and
-// *err are what dispatch returned. If so, the goroutine goes on with the
-// task, records its outcome, and then runs release (the caller's clean-up,
-// which is the goroutine's from then on). The client going away before
-// the task starts cancels the call.
-func (h *Handler) dispatchMayTask(ctx context.Context, r *http.Request, sc *scope, m *message, j *job, record *mrtr,
-	b *[]byte, out *[]byte, err *error, release func()) bool {
+// own, and reports whether it did. If not, the call is over and out and err
+// are what dispatch returned. If so, the goroutine goes on with the task,
+// records its outcome, and then runs release (the caller's clean-up, which
+// is the goroutine's from then on). The client going away before the task
+// starts cancels the call. (Its own function: what the goroutine shares
+// escapes to the heap, which the calls that cannot be tasks need not pay.)
+func (h *Handler) dispatchMayTask(ctx context.Context, r *http.Request, sc scope, m *message, j *job, record *mrtr,
+	b *[]byte, release func()) (out []byte, err error, handed bool) {
 	ts := j.call.tasks
 	done := make(chan struct{})
 	go func() {
-		o, e := h.dispatch(ctx, sc, m, &j.call, *b)
+		o, e := h.dispatch(ctx, &sc, m, &j.call, *b)
 		if ts.t != nil {
 			record.mu.Lock()
 			failure := record.failure
@@ -268,7 +269,7 @@ func (h *Handler) dispatchMayTask(ctx context.Context, r *http.Request, sc *scop
 			putBuf(b)
 			release()
 		} else {
-			*out, *err = o, e
+			out, err = o, e
 		}
 		close(done)
 	}()
@@ -284,10 +285,10 @@ func (h *Handler) dispatchMayTask(ctx context.Context, r *http.Request, sc *scop
 	}
 	select {
 	case <-ts.started:
-		return true
+		return nil, nil, true
 	default:
 		<-done
-		return false
+		return out, err, false
 	}
 }
 
