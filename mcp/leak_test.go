@@ -14,8 +14,8 @@ import (
 
 // TestNoGoroutineLeakAfterShutdown drives every kind of goroutine the
 // transport starts (session workers, streams, GET channels, resumable streams,
-// waits for the client, stateless calls) and checks that Shutdown leaves none
-// behind.
+// waits for the client, stateless calls, tasks) and checks that Shutdown
+// leaves none behind.
 func TestNoGoroutineLeakAfterShutdown(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
@@ -59,11 +59,20 @@ func TestNoGoroutineLeakAfterShutdown(t *testing.T) {
 		readStream(left)
 		modern := async(func() reply { return rt.modern("tools/call", `{"name":"block"}`) })
 		waitStarted(t, f, "block")
+		// Tasks: one running, one waiting for tasks/update, one over (its
+		// expiry timer armed).
+		rt.startTask(`{"support":"optional","wait":true}`)
+		parked := rt.startTask(`{"support":"optional","keys":["q"]}`)
+		rt.pollTask(parked, "input_required")
+		rt.pollTask(rt.startTask(`{"support":"optional"}`), "completed")
 
 		ctx, cancel := context.WithTimeout(context.Background(), liveness)
 		defer cancel()
 		if err := h.Shutdown(ctx); err != nil {
 			t.Fatal(err)
+		}
+		if c := h.TaskCounts(); c != [5]int{} {
+			t.Errorf("tasks kept after Shutdown: %v", c)
 		}
 		readStream(listen)
 		if r := await(t, modern); r.errorCode() != -32603 {

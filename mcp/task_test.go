@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -341,5 +342,58 @@ func TestTaskClientGone(t *testing.T) {
 	<-f.started
 	cancel()
 	<-done
+	waitStateless(t, rt, 0)
+}
+
+// Tasks answered, polled and cancelled at once from many clients: every one
+// ends, completed or cancelled, and the race detector sees the store's
+// locking.
+func TestTaskConcurrency(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	const n = 16
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = rt.startTask(`{"support":"optional","keys":["a","b"]}`)
+	}
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		for _, op := range []string{
+			`,"inputResponses":{"a":{"action":"accept"}}`,
+			`,"inputResponses":{"b":{"action":"decline"}}`,
+			"get", "get", "cancel",
+		} {
+			if op == "cancel" && i%2 == 0 {
+				continue
+			}
+			wg.Go(func() {
+				switch op {
+				case "get":
+					rt.taskOp(metaTasks, "tasks/get", id, "")
+				case "cancel":
+					rt.taskOp(metaTasks, "tasks/cancel", id, "")
+				default:
+					rt.taskOp(metaTasks, "tasks/update", id, op)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for i, id := range ids {
+		deadline := time.Now().Add(liveness)
+		for {
+			r := rt.taskOp(metaTasks, "tasks/get", id, "")
+			st, _ := r.result()["status"].(string)
+			if st == "completed" || st == "cancelled" {
+				if i%2 == 0 && st != "completed" {
+					t.Errorf("task %d, answered and never cancelled: %s", i, st)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %d never ended: %s", i, r.body)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	waitStateless(t, rt, 0)
 }
