@@ -190,10 +190,22 @@ type Call struct {
 // Session.CallTool reports before it runs the tool. It returns the error
 // to answer instead when the tool requires a task and the call cannot
 // become one: -32021 naming the extension in the 2026-07-28 era, -32601 in
-// the 2025 era (where luamcp runs no tasks).
+// the 2025 era. A 2025-11-25 call whose client asked for a task
+// (params.task) becomes one here, before the tool runs, or is refused:
+// -32601 for a tool that does not run as a task.
 func (c *Call) SetTaskSupport(s TaskSupport) error {
-	if c.tasks != nil {
-		c.tasks.support = s
+	switch ts := c.tasks; {
+	case ts != nil && ts.asked: // the 2025 client asked: a task from the start
+		if s == TaskForbidden {
+			return &Error{Code: CodeMethodNotFound, Message: "Method not found: the tool does not run as a task"}
+		}
+		ts.support = s
+		if !ts.start(TaskOptions{TTL: ts.ttl}, nil) {
+			return &Error{Code: CodeInternalError, Message: "Internal error: too many tasks"}
+		}
+		return nil
+	case ts != nil:
+		ts.support = s
 		return nil
 	}
 	if s != TaskRequired {

@@ -378,7 +378,11 @@ func (h *Handler) appendInitResult(dst, id []byte, version string, ir *InitResul
 	dst = append(dst, `{"protocolVersion":`...)
 	dst = appendString(dst, version)
 	dst = append(dst, `,"capabilities":`...)
-	dst = append(dst, caps...)
+	if h.opts.Sessions && version == latestVersion && ir.Has.Tools && kindOf(trimSpace(caps)) == '{' {
+		dst = appendWithKey(dst, trimSpace(caps), "tasks", tasksCapability) // task_session.go
+	} else {
+		dst = append(dst, caps...)
+	}
 	dst = append(dst, `,"serverInfo":`...)
 	dst = append(dst, info...)
 	if ir.Instructions != "" {

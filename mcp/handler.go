@@ -584,6 +584,8 @@ func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 		if m.method == methodSubscribe || m.method == methodUnsubscribe {
 			h.serveSubscription(w, s, &m, acc)
+		} else if spec := methods[m.method]; spec != nil && spec.task && spec.eras&eraSession != 0 {
+			h.serveSessionTask(w, r, s, &m, acc)
 		} else {
 			h.serveCall(w, r, s, &m, acc)
 		}
@@ -841,6 +843,10 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 		j.out.deadline = time.Now().Add(h.opts.RequestTimeout)
 	}
 	j.mayInline = r.ProtoMajor == 1 && r.ProtoMinor == 1
+	if ts := h.sessionTaskStart(s, j); ts != nil {
+		// It answers before it ends, and runs on in the worker.
+		j.call.tasks, j.out.tasks, j.mayInline = ts, ts, false
+	}
 	gen, wake := j.rp.attach(w)
 	switch s.admit(j) {
 	case admitInline:

@@ -294,8 +294,12 @@ func TestInitialize(t *testing.T) {
 			if len(res) != 4 || res["instructions"] != "Use add." {
 				t.Errorf("result members: %v", res)
 			}
-			caps, _ := json.Marshal(res["capabilities"])
-			if string(caps) != `{"completions":{},"logging":{},"prompts":{},"resources":{"subscribe":true},"tools":{}}` {
+			// Verbatim, but for the tasks a 2025-11-25 session serves.
+			want := `{"completions":{},"logging":{},"prompts":{},"resources":{"subscribe":true},"tools":{}}`
+			if sessions && v.got == "2025-11-25" {
+				want = `{"completions":{},"logging":{},"prompts":{},"resources":{"subscribe":true},"tasks":{"cancel":{},"list":{},"requests":{"tools":{"call":{}}}},"tools":{}}`
+			}
+			if caps, _ := json.Marshal(res["capabilities"]); string(caps) != want {
 				t.Errorf("capabilities not verbatim: %s", caps)
 			}
 			info := res["serverInfo"].(map[string]any)

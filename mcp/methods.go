@@ -58,8 +58,9 @@ type methodSpec struct {
 	// mayStream marks methods answered as a progress stream when the
 	// request carries a progress token and the client accepts SSE.
 	mayStream bool
-	// task marks the methods of the tasks extension, served from the
-	// route's task store without a Session (Handler.taskMethod).
+	// task marks the methods of tasks, served from the route's task store
+	// without a Session or the session's queue (Handler.taskMethod,
+	// Handler.serveSessionTask).
 	task bool
 	// answer answers the method; nil for the methods the handler serves
 	// itself (initialize, server/discover, subscriptions/listen, and the
@@ -79,6 +80,8 @@ const (
 	methodTasksGet    = "tasks/get"
 	methodTasksUpdate = "tasks/update"
 	methodTasksCancel = "tasks/cancel"
+	methodTasksResult = "tasks/result"
+	methodTasksList   = "tasks/list"
 )
 
 // bothEras is the set of every era.
@@ -109,9 +112,12 @@ func init() {
 		"prompts/list": {eras: bothEras, needs: capPrompts, cached: true, answer: listAnswer(ListPrompts)},
 		"prompts/get":  {eras: bothEras, needs: capPrompts, nameParam: "name", mayAsk: true, answer: answerGetPrompt},
 
-		methodTasksGet:    {eras: eraStateless, nameParam: "taskId", task: true},
+		// The tasks of both eras (task.go, task_session.go).
+		methodTasksGet:    {eras: bothEras, nameParam: "taskId", task: true},
 		methodTasksUpdate: {eras: eraStateless, nameParam: "taskId", task: true},
-		methodTasksCancel: {eras: eraStateless, nameParam: "taskId", task: true},
+		methodTasksCancel: {eras: bothEras, nameParam: "taskId", task: true},
+		methodTasksResult: {eras: eraSession, task: true},
+		methodTasksList:   {eras: eraSession, task: true},
 
 		"logging/setLevel":    {eras: eraSession, needs: capLogging, answer: answerSetLevel},
 		"completion/complete": {eras: bothEras, needs: capCompletions, answer: answerComplete},

@@ -350,7 +350,7 @@ func (o *outbound) inTask() bool { return o.tasks != nil && o.tasks.t != nil }
 
 // StartTask makes the call a task when it may be one.
 func (o *outbound) StartTask(opts TaskOptions) bool {
-	if o.tasks == nil || o.mrtr == nil {
+	if o.tasks == nil {
 		return false
 	}
 	return o.tasks.start(opts, o.mrtr)

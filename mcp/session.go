@@ -446,6 +446,7 @@ func (s *session) runJob(j *job) {
 	out, err := s.h.dispatch(j.ctx, &s.sc, &j.msg, &j.call, *b)
 	j.cancel()
 	s.h.observe(j.start, &j.msg, &j.call, out, err)
+	s.h.taskOver(&j.call, out, err) // its answer went out: the rest is ignored
 
 	s.mu.Lock()
 	s.running = nil
@@ -531,6 +532,7 @@ func (s *session) snapshotCall(ctx context.Context, j *job) *[]byte {
 	out, err := s.h.dispatch(ctx, &sc, &j.msg, &j.call, *b)
 	snap.Close("")
 	s.h.observe(j.start, &j.msg, &j.call, out, err)
+	s.h.taskOver(&j.call, out, err)
 	if err != nil {
 		putBuf(b)
 		return j.interrupted(s.isEnded())

@@ -368,11 +368,7 @@ func appendWithTasks(dst, caps []byte) []byte {
 	}
 	exts, ok := member(caps, "extensions")
 	if !ok {
-		dst = append(dst, caps[:len(caps)-1]...)
-		if len(trimSpace(caps[1:len(caps)-1])) > 0 {
-			dst = append(dst, ',')
-		}
-		return append(dst, `"extensions":{"`+extTasks+`":{}}}`...)
+		return appendWithKey(dst, caps, "extensions", `{"`+extTasks+`":{}}`)
 	}
 	if _, ok := member(exts, extTasks); ok || kindOf(exts) != '{' {
 		return append(dst, caps...)

@@ -139,6 +139,8 @@ type task struct {
 	// answered is closed when the last request of the round is answered,
 	// or the task ends; a new one for each round.
 	answered chan struct{}
+	// done is closed when the task ends (tasks/result waits for it).
+	done chan struct{}
 }
 
 // taskStore holds a route's tasks by id. Each task leaves it at its ttlMs
@@ -235,6 +237,10 @@ func (s *taskStore) dropLocked(t *task) {
 // endLocked moves t to the terminal state st with outcome, waking a run
 // that waits for answers.
 func (t *task) endLocked(st taskState, outcome json.RawMessage, now time.Time) {
+	if t.state.terminal() {
+		return
+	}
+	close(t.done)
 	t.state, t.outcome, t.updated = st, outcome, now
 	t.round, t.answers = nil, nil
 	if t.answered != nil {
@@ -272,10 +278,19 @@ type taskStart struct {
 	// started is closed once the call is a task (t set and stored).
 	started chan struct{}
 	// t is the task the call became, nil until then, and created its
-	// fields as it started (the CreateTaskResult's). Written by the call's
-	// goroutine before started is closed.
+	// fields as it started (the CreateTaskResult's: its Task members, or
+	// the 2025 era's Task object). Written by the call's goroutine before
+	// started is closed.
 	t       *task
 	created []byte
+
+	// asked marks a 2025-11-25 call whose client asked for a task
+	// (params.task, task_session.go), with the ttl it asked for: it becomes
+	// one as soon as the server reports the tool's support, and answer
+	// writes its CreateTaskResult.
+	asked  bool
+	ttl    time.Duration
+	answer func(fields []byte)
 }
 
 // start makes the call a task and reports whether it is one.
@@ -301,19 +316,28 @@ func (ts *taskStart) start(opts TaskOptions, rec *mrtr) bool {
 	}
 	created := now()
 	t := &task{
-		id: ts.h.hub.newTaskID(), owner: ts.owner,
+		id: ts.h.hub.newTaskID(), owner: ts.owner, done: make(chan struct{}),
 		created: created, updated: created, ttl: ttl, poll: poll, cancel: ts.cancel,
 	}
-	ts.created = appendTaskFields(nil, t)
+	if ts.asked {
+		ts.created = appendTask2025(nil, t) // task_session.go
+	} else {
+		ts.created = appendTaskFields(nil, t, taskWire2026)
+	}
 	if !ts.h.tasks.add(t) {
 		ts.h.warnThrottled(&ts.h.taskFullWarn, "mcp: too many tasks; the call runs on without one", "max", maxTasks)
 		return false
 	}
-	rec.mu.Lock()
-	rec.task, rec.tasks = t, &ts.h.tasks
-	rec.mu.Unlock()
+	if rec != nil { // the 2026-07-28 era's rounds wait for tasks/update
+		rec.mu.Lock()
+		rec.task, rec.tasks = t, &ts.h.tasks
+		rec.mu.Unlock()
+	}
 	ts.t = t
 	close(ts.started)
+	if ts.answer != nil {
+		ts.answer(ts.created)
+	}
 	return true
 }
 
@@ -390,9 +414,18 @@ func appendErrorObject(dst []byte, e *Error) []byte {
 	return append(dst, '}')
 }
 
-// appendTaskFields appends the Task members of t, each after a comma.
-func appendTaskFields(dst []byte, t *task) []byte {
-	dst = append(dst, `,"taskId":`...)
+// taskWire names a Task's duration members (milliseconds) in an era.
+type taskWire struct{ ttl, poll string }
+
+var (
+	taskWire2026 = taskWire{ttl: "ttlMs", poll: "pollIntervalMs"}
+	taskWire2025 = taskWire{ttl: "ttl", poll: "pollInterval"}
+)
+
+// appendTaskFields appends the Task members of t, the first without a
+// comma before it, with the duration names of w.
+func appendTaskFields(dst []byte, t *task, w taskWire) []byte {
+	dst = append(dst, `"taskId":`...)
 	dst = appendString(dst, t.id)
 	dst = append(dst, `,"status":"`...)
 	dst = append(dst, taskStateNames[t.state]...)
@@ -400,10 +433,20 @@ func appendTaskFields(dst []byte, t *task) []byte {
 	dst = t.created.UTC().AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, `","lastUpdatedAt":"`...)
 	dst = t.updated.UTC().AppendFormat(dst, time.RFC3339Nano)
-	dst = append(dst, `","ttlMs":`...)
+	dst = append(dst, `",`...)
+	dst = appendString(dst, w.ttl)
+	dst = append(dst, ':')
 	dst = strconv.AppendInt(dst, t.ttl.Milliseconds(), 10)
-	dst = append(dst, `,"pollIntervalMs":`...)
+	dst = append(dst, ',')
+	dst = appendString(dst, w.poll)
+	dst = append(dst, ':')
 	return strconv.AppendInt(dst, t.poll.Milliseconds(), 10)
+}
+
+// appendTask2025 appends t as the 2025-11-25 era's Task object.
+func appendTask2025(dst []byte, t *task) []byte {
+	dst = append(dst, '{')
+	return append(appendTaskFields(dst, t, taskWire2025), '}')
 }
 
 // appendCreateTask appends the answer of a call that became a task: the
@@ -411,7 +454,7 @@ func appendTaskFields(dst []byte, t *task) []byte {
 func appendCreateTask(dst, id, fields []byte) []byte {
 	dst = appendResult(dst, id, nil)
 	dst = dst[:len(dst)-1]
-	dst = append(dst, `{"resultType":"task"`...)
+	dst = append(dst, `{"resultType":"task",`...)
 	dst = append(dst, fields...)
 	return append(dst, "}}"...)
 }
@@ -457,8 +500,8 @@ func (h *Handler) taskMethod(dst []byte, m *message, rm *requestMeta, owner stri
 	default: // tasks/get
 		dst = appendResult(dst, m.id, nil)
 		dst = dst[:len(dst)-1]
-		dst = append(dst, `{"resultType":"complete"`...)
-		dst = appendTaskFields(dst, t)
+		dst = append(dst, `{"resultType":"complete",`...)
+		dst = appendTaskFields(dst, t, taskWire2026)
 		switch t.state {
 		case taskInputRequired:
 			dst = append(dst, `,"inputRequests":`...)

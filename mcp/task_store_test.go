@@ -10,7 +10,7 @@ import (
 
 // newTestTask returns a task of owner that nobody runs.
 func newTestTask(id, owner string) *task {
-	return &task{id: id, owner: owner, created: now(), ttl: time.Hour, cancel: func(error) {}}
+	return &task{id: id, owner: owner, created: now(), ttl: time.Hour, cancel: func(error) {}, done: make(chan struct{})}
 }
 
 // The store is bounded per route and per token subject, and a task is

@@ -397,3 +397,78 @@ func TestTaskConcurrency(t *testing.T) {
 	}
 	waitStateless(t, rt, 0)
 }
+
+// The 2025-11-25 experimental tasks, on a session: asked for with
+// params.task, answered {task} at once, run in the session's turn; tasks/get,
+// tasks/result (which waits), tasks/list and tasks/cancel serve them without
+// the session's queue, to that session only.
+func TestSessionTasks(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	init := rt.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":` + resumableInit + `}`)
+	sid := init.header.Get("Mcp-Session-Id")
+	caps, _ := init.result()["capabilities"].(map[string]any)
+	if mustJSON(caps["tasks"]) != `{"cancel":{},"list":{},"requests":{"tools":{"call":{}}}}` {
+		t.Fatalf("initialize capabilities: %v", caps)
+	}
+	call := func(id int, method, params string) reply {
+		t.Helper()
+		return rt.call(sid, id, method, params)
+	}
+	r := call(2, "tools/call", `{"name":"task","arguments":{"support":"optional","wait":true},"task":{"ttl":60000}}`)
+	task, _ := r.result()["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" || task["status"] != "working" || task["ttl"] != 60000.0 || task["pollInterval"] != 500.0 {
+		t.Fatalf("CreateTaskResult: %s", r.body)
+	}
+	if got := call(3, "tasks/get", `{"taskId":"`+id+`"}`).result(); got["status"] != "working" || got["taskId"] != id {
+		t.Errorf("tasks/get: %v", got)
+	}
+	result := async(func() reply { return call(4, "tasks/result", `{"taskId":"`+id+`"}`) })
+	// The task holds the session's turn; the tasks methods do not wait for it.
+	if got := call(5, "tasks/list", `{}`).result(); len(got["tasks"].([]any)) != 1 {
+		t.Errorf("tasks/list: %v", got)
+	}
+	f.release <- struct{}{}
+	r = await(t, result)
+	if r.text() != "task=true" || !strings.Contains(r.body, `"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"`+id+`"}}`) {
+		t.Errorf("tasks/result: %s", r.body)
+	}
+	// Cancel a running one; a second cancel is refused.
+	r = call(6, "tools/call", `{"name":"task","arguments":{"support":"required","wait":true},"task":{}}`)
+	long, _ := r.result()["task"].(map[string]any)["taskId"].(string)
+	if got := call(7, "tasks/cancel", `{"taskId":"`+long+`"}`).result(); got["status"] != "cancelled" {
+		t.Errorf("tasks/cancel: %v", got)
+	}
+	if r := call(8, "tasks/cancel", `{"taskId":"`+long+`"}`); r.errorCode() != -32602 {
+		t.Errorf("second cancel: %s", r.body)
+	}
+	if r := call(9, "tasks/result", `{"taskId":"`+long+`"}`); r.errorCode() != -32603 {
+		t.Errorf("tasks/result of a cancelled task: %s", r.body)
+	}
+	for _, tc := range []struct {
+		name, method, params string
+		code                 int
+	}{
+		{"a tool that is no task", "tools/call", `{"name":"task","arguments":{},"task":{}}`, -32601},
+		{"unknown task", "tasks/get", `{"taskId":"nope"}`, -32602},
+		{"bad cursor", "tasks/list", `{"cursor":"!"}`, -32602},
+		{"tasks/update is the new era's", "tasks/update", `{"taskId":"` + id + `"}`, -32601},
+	} {
+		if r := call(10, tc.method, tc.params); r.errorCode() != tc.code {
+			t.Errorf("%s: %s", tc.name, r.body)
+		}
+	}
+	// Another session, or one of an older version, sees no tasks.
+	other := rt.initializeWith(resumableInit)
+	if r := rt.call(other, 1, "tasks/get", `{"taskId":"`+id+`"}`); r.errorCode() != -32602 {
+		t.Errorf("another session's tasks/get: %s", r.body)
+	}
+	old := rt.initialize()
+	if r := rt.call(old, 1, "tasks/list", `{}`); r.errorCode() != -32601 {
+		t.Errorf("2025-06-18 tasks/list: %s", r.body)
+	}
+	if r := rt.call(old, 2, "tools/call", `{"name":"task","arguments":{"support":"optional"},"task":{}}`); r.text() != "task=false" {
+		t.Errorf("2025-06-18 tools/call with a task: %s", r.body)
+	}
+}

@@ -137,6 +137,20 @@ func TestTSSDKRequests(t *testing.T) {
 	}
 }
 
+// TestTSSDKTasks: the 2025-11-25 experimental tasks through the SDK's own
+// client (client.experimental.tasks: callToolStream, listTasks, getTask,
+// cancelTask) against live.lua's report tool, in a session.
+func TestTSSDKTasks(t *testing.T) {
+	t.Parallel()
+	s := startScripts(t, "live")
+	obs := tsRun(t, "client.mjs", "tasks", s.url("live"))
+	for _, check := range []string{"tasks capability", "callToolStream", "listTasks", "cancelTask", "not a task"} {
+		if observation(obs, check) == nil {
+			t.Errorf("no %q check in %v", check, obs)
+		}
+	}
+}
+
 func TestTSSDKTerminate(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "session")

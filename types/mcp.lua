@@ -151,8 +151,9 @@ function mcp.close_stream(ctx) end
 ---client is answered at once with the task's id and polls `tasks/get`; the handler runs on, and its
 ---result (or failure) becomes the task's. Progress and log messages are dropped from then on; a request
 ---to the client (`mcp.elicit`, ...) parks the task in `input_required` until `tasks/update` answers it.
----Returns false, and the call goes on as an ordinary one, when it cannot be a task: a 2025-era call, a
----client that did not declare the extension, a tool without `execution.taskSupport`, a route that keeps
+---In a 2025-11-25 session the client asks for a task (`params.task`) and the call is one from its start:
+---this returns true. Returns false, and the call goes on as an ordinary one, when it cannot be a task: a
+---2025-era call whose client did not ask for one, a 2026-07-28 client that did not declare the extension, a tool without `execution.taskSupport`, a route that keeps
 ---as many tasks as it may (4,096; 512 per token subject). A second call returns what the first did.
 ---@param ctx mcp.Context
 ---@param opts {ttl_ms: integer?, poll_ms: integer?}? how long the task and its result stay (default 1 hour, at most a day), and the poll interval the client is told (default 500 ms)

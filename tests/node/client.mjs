@@ -382,6 +382,58 @@ const scenarios = {
   },
 };
 
+// tasks: the 2025-11-25 experimental tasks through the SDK's own client
+// (client.experimental.tasks) against live.lua's report tool.
+scenarios.tasks = async (url) => {
+  const { client } = await connect(url);
+  assert.deepEqual(client.getServerCapabilities()?.tasks?.requests?.tools?.call, {}, 'initialize advertises task-augmented tools/call');
+  ok('tasks capability');
+
+  const seen = [];
+  let result, taskId;
+  const stream = client.experimental.tasks.callToolStream({ name: 'report', arguments: { seconds: 1 } }, CallToolResultSchema, { task: { ttl: 60000 } });
+  for await (const msg of stream) {
+    seen.push(msg.type);
+    if (msg.type === 'error') throw msg.error;
+    if (msg.type === 'taskCreated') taskId = msg.task.taskId;
+    if (msg.type === 'result') result = msg.result;
+  }
+  assert.equal(seen[0], 'taskCreated', `stream ${seen}`);
+  assert.ok(seen.includes('taskStatus'), `stream ${seen}`);
+  assert.equal(seen.at(-1), 'result', `stream ${seen}`);
+  assert.equal(text(result), 'Report ready after 1 seconds');
+  assert.equal(result._meta?.['io.modelcontextprotocol/related-task']?.taskId, taskId);
+  ok('callToolStream');
+
+  const list = await within(client.experimental.tasks.listTasks(), 'tasks/list');
+  const listed = list.tasks.find((t) => t.taskId === taskId);
+  assert.equal(listed?.status, 'completed', `tasks/list ${JSON.stringify(list)}`);
+  assert.equal(listed.ttl, 60000);
+  ok('listTasks');
+
+  const long = client.experimental.tasks.callToolStream({ name: 'report', arguments: { seconds: 60 } }, CallToolResultSchema, { task: { ttl: 60000 } });
+  const first = await within(long.next(), 'task created');
+  assert.equal(first.value.type, 'taskCreated');
+  const id = first.value.task.taskId;
+  const cancelled = await within(client.experimental.tasks.cancelTask(id), 'tasks/cancel');
+  assert.equal(cancelled.status, 'cancelled');
+  assert.equal((await client.experimental.tasks.getTask(id)).status, 'cancelled');
+  await rejectsWith(client.experimental.tasks.cancelTask(id), -32602);
+  await long.return();
+  ok('cancelTask');
+
+  await rejectsWith(client.experimental.tasks.getTask('no-such-task'), -32602);
+  // A tool that does not run as a task refuses to be one; called plainly it
+  // answers as ever.
+  const plain = client.experimental.tasks.callToolStream({ name: 'countdown', arguments: { from: 1 } }, CallToolResultSchema, { task: { ttl: 60000 } });
+  const refused = await within(plain.next(), 'refused task');
+  assert.equal(refused.value.type, 'error');
+  assert.equal(refused.value.error.code, -32601);
+  await wantText(client, 'report', { seconds: 0 }, 'Report ready after 0 seconds');
+  ok('not a task');
+  await client.close();
+};
+
 const [scenario, url, ...more] = process.argv.slice(2);
 if (!scenarios[scenario] || !url) {
   console.error(`usage: node client.mjs <${Object.keys(scenarios).join('|')}> <url>`);
