@@ -27,7 +27,8 @@ import (
 //
 // Tasks live in the route's Handler (taskStore), bound to the OAuth subject
 // that started them, bounded in number, and dropped at their ttlMs. They do
-// not outlive the process: a shutdown stops the running ones.
+// not outlive the process: a shutdown stops the running ones. The 2025-11-25
+// era's experimental tasks share the store (task_session.go).
 
 // extTasks is the extension's name, under capabilities.extensions.
 const extTasks = "io.modelcontextprotocol/tasks"
@@ -194,8 +195,9 @@ func (s *taskStore) getLocked(id, owner string) *task {
 	return t
 }
 
-// TaskCounts reports the route's tasks by status: working, input_required,
-// completed, failed and cancelled, the last three kept until their ttlMs.
+// TaskCounts reports the route's tasks (both eras') by status: working,
+// input_required, completed, failed and cancelled, the last three kept
+// until their ttl.
 func (h *Handler) TaskCounts() (counts [5]int) {
 	s := &h.tasks
 	s.mu.Lock()

@@ -73,7 +73,7 @@ var (
 	runningDesc = prometheus.NewDesc("luamcp_lua_calls_running",
 		"Lua calls of the route's script holding a slot of --max-running.", []string{labelRoute}, nil)
 	tasksDesc = prometheus.NewDesc("luamcp_tasks",
-		"Tasks of the route (2026-07-28 tasks extension) by status: working and input_required run; completed, failed and cancelled keep their outcome until their ttlMs.", []string{labelRoute, "status"}, nil)
+		"Tasks of the route (mcp.task: the 2026-07-28 extension and the 2025-11-25 experimental tasks) by status: working and input_required run; completed, failed and cancelled keep their outcome until their ttl.", []string{labelRoute, "status"}, nil)
 	queuedDesc = prometheus.NewDesc("luamcp_lua_calls_queued",
 		"Lua calls of the route's script waiting for a slot of --max-running.", []string{labelRoute}, nil)
 	replayKeptDesc = prometheus.NewDesc("luamcp_replay_kept_bytes",
