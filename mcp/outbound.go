@@ -221,6 +221,9 @@ func (o *outbound) Request(ctx context.Context, method string, params json.RawMe
 		return nil, err
 	}
 	defer w.release()
+	if o.s != nil && o.inTask() { // input_required while the client answers
+		defer o.h.tasks.waiting(o.tasks.t)()
+	}
 	return o.wait(ctx, w)
 }
 
@@ -243,6 +246,9 @@ func (o *outbound) Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer,
 	}()
 	for i, r := range reqs {
 		waits[i], out[i].Err = o.send(r.Method, r.Params)
+	}
+	if o.s != nil && o.inTask() { // input_required while the client answers
+		defer o.h.tasks.waiting(o.tasks.t)()
 	}
 	for i, w := range waits {
 		if w == nil {
@@ -272,13 +278,16 @@ type clientWait struct {
 // release forgets the request: a late answer finds nobody waiting.
 func (w *clientWait) release() { w.table.remove(w.key) }
 
-// send sends a request to the client on the call's stream.
+// send sends a request to the client on the call's stream; a session's
+// task, whose call answered already, sends it on the session's GET
+// channel instead, marked as the task's (task_session.go).
 func (o *outbound) send(method string, params json.RawMessage) (*clientWait, error) {
 	caps, table := allClientCaps, &o.h.pending
 	if o.s != nil {
 		caps, table = o.s.client, &o.s.pending
 	}
-	if !caps.allows(method) || !o.rp.canStream() {
+	task := o.s != nil && o.inTask()
+	if !caps.allows(method) || (!task && !o.rp.canStream()) {
 		return nil, ErrNoClientCapability
 	}
 	if params != nil && !json.Valid(params) {
@@ -288,6 +297,10 @@ func (o *outbound) send(method string, params json.RawMessage) (*clientWait, err
 	w := &clientWait{id: appendString(nil, key), key: key, ch: make(chan clientAnswer, 1), table: table}
 	if !table.add(key, o.owner, w.ch) {
 		return nil, errTooManyPending
+	}
+	if task {
+		o.s.Deliver(appendRequest(nil, w.id, method, relatedTask(params, o.tasks.t.id)))
+		return w, nil
 	}
 	if !o.rp.emit(appendRequest(nil, w.id, method, params)) {
 		w.release()

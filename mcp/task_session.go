@@ -18,9 +18,10 @@ import (
 // (tasks/cancel). They share the route's task store with the 2026-07-28
 // extension (task.go), bound to the session that made them.
 //
-// What the era's tasks would also carry and these do not: requests to the
-// client from a task (they fail in-band: nobody reads the call's stream
-// once it answered) and notifications/tasks/status.
+// A task's requests to the client go on its session's GET channel, marked
+// with the task's id (_meta "io.modelcontextprotocol/related-task"), the
+// task input_required until they are answered. notifications/tasks/status
+// are not sent.
 
 // tasksCapability is what initialize advertises of these tasks, on a
 // 2025-11-25 session of a server with tools.
@@ -72,6 +73,9 @@ func (h *Handler) sessionTaskStart(s *session, j *job) *taskStart {
 			}
 		},
 		answer: func(fields []byte) {
+			// Its requests to the client wait as long as the task may,
+			// not as long as the caller did.
+			j.out.deadline = time.Time{}
 			b := getBuf()
 			*b = appendResult(*b, j.msg.id, nil)
 			*b = (*b)[:len(*b)-1]
@@ -245,4 +249,31 @@ func appendWithKey(dst, obj []byte, key, value string) []byte {
 	dst = append(dst, ':')
 	dst = append(dst, value...)
 	return append(dst, '}')
+}
+
+// relatedTask returns params with _meta "io.modelcontextprotocol/related-task"
+// naming task id, unless params has a _meta already.
+func relatedTask(params []byte, id string) []byte {
+	if len(params) == 0 {
+		params = emptyObject
+	}
+	meta := appendString([]byte(`{"io.modelcontextprotocol/related-task":{"taskId":`), id)
+	return appendWithKey(nil, trimSpace(params), "_meta", string(append(meta, "}}"...)))
+}
+
+// waiting marks t input_required while its call waits for answers from
+// the client, and returns what marks it working again.
+func (s *taskStore) waiting(t *task) (done func()) {
+	s.mu.Lock()
+	if !t.state.terminal() {
+		t.state, t.updated = taskInputRequired, now()
+	}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if !t.state.terminal() {
+			t.state, t.updated = taskWorking, now()
+		}
+		s.mu.Unlock()
+	}
 }

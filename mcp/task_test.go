@@ -472,3 +472,43 @@ func TestSessionTasks(t *testing.T) {
 		t.Errorf("2025-06-18 tools/call with a task: %s", r.body)
 	}
 }
+
+// A 2025-11-25 task's requests to the client go on its session's GET
+// channel, marked as the task's; the task is input_required until they are
+// answered, then goes on to its end.
+func TestSessionTaskAsks(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initializeWith(strings.Replace(resumableInit, `"elicitation":{}`, `"elicitation":{},"sampling":{}`, 1))
+	get := newSSE(t, rt.openGet(context.Background(), sid))
+	defer get.close()
+	r := rt.call(sid, 2, "tools/call", `{"name":"task","arguments":{"support":"optional","keys":["a","b"]},"task":{}}`)
+	id, _ := r.result()["task"].(map[string]any)["taskId"].(string)
+	if id == "" {
+		t.Fatalf("tools/call: %s", r.body)
+	}
+	var reqs []string
+	for len(reqs) < 2 {
+		m := get.nextEvent().msg()
+		if m["method"] != "elicitation/create" {
+			continue
+		}
+		meta, _ := m["params"].(map[string]any)["_meta"].(map[string]any)
+		if rel, _ := meta["io.modelcontextprotocol/related-task"].(map[string]any); rel["taskId"] != id {
+			t.Errorf("request without its task's mark: %v", m)
+		}
+		rid, _ := m["id"].(string)
+		reqs = append(reqs, rid)
+	}
+	if st := rt.call(sid, 3, "tasks/get", `{"taskId":"`+id+`"}`).result()["status"]; st != "input_required" {
+		t.Errorf("status while asking: %v", st)
+	}
+	for i, rid := range reqs {
+		if r := rt.post(`{"jsonrpc":"2.0","id":`+mustJSON(rid)+`,"result":{"action":"accept","content":{"n":`+mustJSON(i)+`}}}`, "Mcp-Session-Id: "+sid); r.status != 202 {
+			t.Fatalf("answer: %d %s", r.status, r.body)
+		}
+	}
+	r = rt.call(sid, 4, "tasks/result", `{"taskId":"`+id+`"}`)
+	if !strings.Contains(r.text(), `task=true | {"action":"accept","content":{"n":0}} | {"action":"accept","content":{"n":1}}`) {
+		t.Errorf("tasks/result: %s", r.body)
+	}
+}

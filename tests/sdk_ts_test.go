@@ -139,7 +139,8 @@ func TestTSSDKRequests(t *testing.T) {
 
 // TestTSSDKTasks: the 2025-11-25 experimental tasks through the SDK's own
 // client (client.experimental.tasks: callToolStream, listTasks, getTask,
-// cancelTask) against live.lua's report tool, in a session.
+// cancelTask) against live.lua's report tool, in a session; and a task that
+// asks the user (conformance.lua's confirm_delete).
 func TestTSSDKTasks(t *testing.T) {
 	t.Parallel()
 	s := startScripts(t, "live")
@@ -148,6 +149,11 @@ func TestTSSDKTasks(t *testing.T) {
 		if observation(obs, check) == nil {
 			t.Errorf("no %q check in %v", check, obs)
 		}
+	}
+	// A task that asks the user, on its session's GET channel.
+	c := startConformance(t)
+	if obs := tsRun(t, "client.mjs", "taskask", c.srv.URL+"/mcp"); observation(obs, "elicitation inside a task") == nil {
+		t.Errorf("no elicitation check in %v", obs)
 	}
 }
 

@@ -434,6 +434,36 @@ scenarios.tasks = async (url) => {
   await client.close();
 };
 
+// taskask: a 2025-11-25 task that asks the user (examples/conformance.lua's
+// confirm_delete): the question arrives on the session's GET channel,
+// marked as the task's, and the task ends with the answer.
+scenarios.taskask = async (url) => {
+  let asked;
+  const { client, rec } = await connect(url, {
+    capabilities: { elicitation: {} },
+    setup(client) {
+      client.setRequestHandler(ElicitRequestSchema, async (req) => {
+        asked = req.params;
+        return { action: 'accept', content: { confirm: true } };
+      });
+    },
+  });
+  await within(rec.getOpen, 'GET channel');
+  const seen = [];
+  let result, taskId;
+  const stream = client.experimental.tasks.callToolStream({ name: 'confirm_delete', arguments: { filename: 'a.txt' } }, CallToolResultSchema, { task: { ttl: 60000 } });
+  for await (const msg of stream) {
+    seen.push(msg.type === 'taskStatus' ? msg.task.status : msg.type);
+    if (msg.type === 'error') throw msg.error;
+    if (msg.type === 'taskCreated') taskId = msg.task.taskId;
+    if (msg.type === 'result') result = msg.result;
+  }
+  assert.equal(text(result), 'Deleted a.txt', `stream ${seen}`);
+  assert.equal(asked?._meta?.['io.modelcontextprotocol/related-task']?.taskId, taskId, `elicitation ${JSON.stringify(asked)}`);
+  ok('elicitation inside a task');
+  await client.close();
+};
+
 const [scenario, url, ...more] = process.argv.slice(2);
 if (!scenarios[scenario] || !url) {
   console.error(`usage: node client.mjs <${Object.keys(scenarios).join('|')}> <url>`);
