@@ -216,14 +216,14 @@ func (o *outbound) Request(ctx context.Context, method string, params json.RawMe
 		}
 		return answers[0].Result, answers[0].Err
 	}
+	if o.s != nil && o.inTask() { // input_required while the client answers
+		defer o.h.tasks.waiting(o.tasks.t)()
+	}
 	w, err := o.send(method, params)
 	if err != nil {
 		return nil, err
 	}
 	defer w.release()
-	if o.s != nil && o.inTask() { // input_required while the client answers
-		defer o.h.tasks.waiting(o.tasks.t)()
-	}
 	return o.wait(ctx, w)
 }
 
@@ -244,11 +244,11 @@ func (o *outbound) Ask(ctx context.Context, reqs []InputRequest) ([]InputAnswer,
 			}
 		}
 	}()
-	for i, r := range reqs {
-		waits[i], out[i].Err = o.send(r.Method, r.Params)
-	}
 	if o.s != nil && o.inTask() { // input_required while the client answers
 		defer o.h.tasks.waiting(o.tasks.t)()
+	}
+	for i, r := range reqs {
+		waits[i], out[i].Err = o.send(r.Method, r.Params)
 	}
 	for i, w := range waits {
 		if w == nil {

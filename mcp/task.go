@@ -142,6 +142,27 @@ type task struct {
 	answered chan struct{}
 	// done is closed when the task ends (tasks/result waits for it).
 	done chan struct{}
+	// notify, when set, is told each change of status with the task's
+	// notifications/tasks/status (a 2025-11-25 session's GET channel).
+	notify func(msg []byte)
+}
+
+// setStateLocked moves t to st (not terminal: endLocked does that) and
+// tells notify.
+func (t *task) setStateLocked(st taskState, now time.Time) {
+	if t.state == st {
+		return
+	}
+	t.state, t.updated = st, now
+	t.notifyLocked()
+}
+
+// notifyLocked sends notifications/tasks/status with t as it is now, when
+// someone listens.
+func (t *task) notifyLocked() {
+	if t.notify != nil {
+		t.notify(appendNotification(nil, "notifications/tasks/status", appendTask2025(nil, t)))
+	}
 }
 
 // taskStore holds a route's tasks by id. Each task leaves it at its ttlMs
@@ -249,6 +270,7 @@ func (t *task) endLocked(st taskState, outcome json.RawMessage, now time.Time) {
 		close(t.answered)
 		t.answered = nil
 	}
+	t.notifyLocked()
 }
 
 // taskIDChars is the length of a task id's random part: 128 bits in
@@ -293,6 +315,7 @@ type taskStart struct {
 	asked  bool
 	ttl    time.Duration
 	answer func(fields []byte)
+	notify func(msg []byte) // the task's (task.notify)
 }
 
 // start makes the call a task and reports whether it is one.
@@ -319,7 +342,7 @@ func (ts *taskStart) start(opts TaskOptions, rec *mrtr) bool {
 	created := now()
 	t := &task{
 		id: ts.h.hub.newTaskID(), owner: ts.owner, done: make(chan struct{}),
-		created: created, updated: created, ttl: ttl, poll: poll, cancel: ts.cancel,
+		created: created, updated: created, ttl: ttl, poll: poll, cancel: ts.cancel, notify: ts.notify,
 	}
 	if ts.asked {
 		ts.created = appendTask2025(nil, t) // task_session.go
@@ -353,7 +376,7 @@ func (s *taskStore) await(ctx context.Context, t *task, round []InputRequest) (m
 		return nil, context.Cause(ctx)
 	}
 	ch := make(chan struct{})
-	t.state, t.updated = taskInputRequired, now()
+	t.setStateLocked(taskInputRequired, now())
 	t.round, t.answers, t.answered = round, make(map[string]json.RawMessage, len(round)), ch
 	s.mu.Unlock()
 	select {
@@ -569,7 +592,7 @@ func (t *task) updateLocked(answers []byte) *Error {
 	}
 	t.round, t.updated = left, now()
 	if len(left) == 0 {
-		t.state = taskWorking
+		t.setStateLocked(taskWorking, now())
 		close(t.answered)
 		t.answered = nil
 	}

@@ -20,8 +20,8 @@ import (
 //
 // A task's requests to the client go on its session's GET channel, marked
 // with the task's id (_meta "io.modelcontextprotocol/related-task"), the
-// task input_required until they are answered. notifications/tasks/status
-// are not sent.
+// task input_required until they are answered; so do its
+// notifications/tasks/status, at each change of status.
 
 // tasksCapability is what initialize advertises of these tasks, on a
 // 2025-11-25 session of a server with tools.
@@ -62,6 +62,8 @@ func (h *Handler) sessionTaskStart(s *session, j *job) *taskStart {
 	return &taskStart{
 		h: h, owner: sessionOwner(s), started: make(chan struct{}),
 		asked: true, ttl: ttl,
+		// Its changes of status go where its requests to the client do.
+		notify: s.Deliver,
 		// tasks/cancel interrupts the call as notifications/cancelled
 		// would: its state does not land.
 		cancel: func(error) {
@@ -266,13 +268,13 @@ func relatedTask(params []byte, id string) []byte {
 func (s *taskStore) waiting(t *task) (done func()) {
 	s.mu.Lock()
 	if !t.state.terminal() {
-		t.state, t.updated = taskInputRequired, now()
+		t.setStateLocked(taskInputRequired, now())
 	}
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		if !t.state.terminal() {
-			t.state, t.updated = taskWorking, now()
+			t.setStateLocked(taskWorking, now())
 		}
 		s.mu.Unlock()
 	}

@@ -486,10 +486,20 @@ func TestSessionTaskAsks(t *testing.T) {
 	if id == "" {
 		t.Fatalf("tools/call: %s", r.body)
 	}
-	var reqs []string
+	var reqs, statuses []string
+	status := func(m map[string]any) {
+		if m["method"] == "notifications/tasks/status" {
+			p, _ := m["params"].(map[string]any)
+			if p["taskId"] != id {
+				t.Errorf("status of another task: %v", m)
+			}
+			st, _ := p["status"].(string)
+			statuses = append(statuses, st)
+		}
+	}
 	for len(reqs) < 2 {
 		m := get.nextEvent().msg()
-		if m["method"] != "elicitation/create" {
+		if status(m); m["method"] != "elicitation/create" {
 			continue
 		}
 		meta, _ := m["params"].(map[string]any)["_meta"].(map[string]any)
@@ -510,5 +520,12 @@ func TestSessionTaskAsks(t *testing.T) {
 	r = rt.call(sid, 4, "tasks/result", `{"taskId":"`+id+`"}`)
 	if !strings.Contains(r.text(), `task=true | {"action":"accept","content":{"n":0}} | {"action":"accept","content":{"n":1}}`) {
 		t.Errorf("tasks/result: %s", r.body)
+	}
+	// Each change of status went on the GET channel too.
+	for len(statuses) < 3 {
+		status(get.nextEvent().msg())
+	}
+	if strings.Join(statuses, " ") != "input_required working completed" {
+		t.Errorf("notifications/tasks/status: %v", statuses)
 	}
 }

@@ -152,8 +152,11 @@ func TestTSSDKTasks(t *testing.T) {
 	}
 	// A task that asks the user, on its session's GET channel.
 	c := startConformance(t)
-	if obs := tsRun(t, "client.mjs", "taskask", c.srv.URL+"/mcp"); observation(obs, "elicitation inside a task") == nil {
-		t.Errorf("no elicitation check in %v", obs)
+	obs = tsRun(t, "client.mjs", "taskask", c.srv.URL+"/mcp")
+	for _, check := range []string{"elicitation inside a task", "status notifications"} {
+		if observation(obs, check) == nil {
+			t.Errorf("no %q check in %v", check, obs)
+		}
 	}
 }
 

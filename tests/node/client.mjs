@@ -18,6 +18,7 @@ import {
   LoggingMessageNotificationSchema,
   McpError,
   ResourceUpdatedNotificationSchema,
+  TaskStatusNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { WAIT, ok, within } from './harness.mjs';
@@ -439,12 +440,19 @@ scenarios.tasks = async (url) => {
 // marked as the task's, and the task ends with the answer.
 scenarios.taskask = async (url) => {
   let asked;
+  const statuses = [];
+  let completed;
+  const done = new Promise((resolve) => { completed = resolve; });
   const { client, rec } = await connect(url, {
     capabilities: { elicitation: {} },
     setup(client) {
       client.setRequestHandler(ElicitRequestSchema, async (req) => {
         asked = req.params;
         return { action: 'accept', content: { confirm: true } };
+      });
+      client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+        statuses.push(n.params.status);
+        if (n.params.status === 'completed') completed();
       });
     },
   });
@@ -461,6 +469,9 @@ scenarios.taskask = async (url) => {
   assert.equal(text(result), 'Deleted a.txt', `stream ${seen}`);
   assert.equal(asked?._meta?.['io.modelcontextprotocol/related-task']?.taskId, taskId, `elicitation ${JSON.stringify(asked)}`);
   ok('elicitation inside a task');
+  await within(done, 'notifications/tasks/status completed');
+  assert.deepEqual(statuses, ['input_required', 'working', 'completed']);
+  ok('status notifications');
   await client.close();
 };
 
