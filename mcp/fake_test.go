@@ -165,6 +165,26 @@ func (s *fakeSession) Tools(ctx context.Context) ([]mcp.Item, error) {
 	return items, nil
 }
 
+// askKeys asks the client one round of elicitations, one per key, and
+// returns the answers' results as text, in the order of keys.
+func askKeys(ctx context.Context, call *mcp.Call, keys []any) ([]string, error) {
+	var reqs []mcp.InputRequest
+	for _, k := range keys {
+		key, _ := k.(string)
+		reqs = append(reqs, mcp.InputRequest{Key: key, Method: "elicitation/create",
+			Params: json.RawMessage(`{"message":"` + key + `?","requestedSchema":{"type":"object"}}`)})
+	}
+	answers, err := call.Out.Ask(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(answers))
+	for i, ans := range answers {
+		out[i] = string(ans.Result)
+	}
+	return out, nil
+}
+
 func text(s string, isError bool) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}, "isError": isError})
 	return b
@@ -296,29 +316,19 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 		}
 		var before []string // asked before the call becomes a task: rounds of the call
 		if key, _ := a["before"].(string); key != "" {
-			answers, err := call.Out.Ask(ctx, []mcp.InputRequest{{Key: key, Method: "elicitation/create",
-				Params: json.RawMessage(`{"message":"` + key + `?","requestedSchema":{"type":"object"}}`)}})
-			if err != nil {
+			var err error
+			if before, err = askKeys(ctx, call, []any{key}); err != nil {
 				return nil, err
 			}
-			before = append(before, string(answers[0].Result))
 		}
 		started := call.Out.StartTask(mcp.TaskOptions{TTL: time.Duration(num("ttl")) * time.Millisecond})
 		out := append([]string{"task=" + strconv.FormatBool(started)}, before...)
 		if keys, _ := a["keys"].([]any); len(keys) > 0 {
-			var reqs []mcp.InputRequest
-			for _, k := range keys {
-				key, _ := k.(string)
-				reqs = append(reqs, mcp.InputRequest{Key: key, Method: "elicitation/create",
-					Params: json.RawMessage(`{"message":"` + key + `?","requestedSchema":{"type":"object"}}`)})
-			}
-			answers, err := call.Out.Ask(ctx, reqs)
+			answers, err := askKeys(ctx, call, keys)
 			if err != nil {
 				return nil, err
 			}
-			for _, ans := range answers {
-				out = append(out, string(ans.Result))
-			}
+			out = append(out, answers...)
 		}
 		if a["wait"] == true {
 			select {
@@ -332,20 +342,10 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 		}
 		return text(strings.Join(out, " | "), a["fail"] == true), nil
 	case "ask": // not listed; one round of keyed requests (Outbound.Ask)
-		var reqs []mcp.InputRequest
 		keys, _ := a["keys"].([]any)
-		for _, k := range keys {
-			key, _ := k.(string)
-			reqs = append(reqs, mcp.InputRequest{Key: key, Method: "elicitation/create",
-				Params: json.RawMessage(`{"message":"` + key + `?","requestedSchema":{"type":"object"}}`)})
-		}
-		answers, err := call.Out.Ask(ctx, reqs)
+		out, err := askKeys(ctx, call, keys)
 		if err != nil {
 			return nil, err
-		}
-		var out []string
-		for _, ans := range answers {
-			out = append(out, string(ans.Result))
 		}
 		if a["again"] == true { // a second round, after the first
 			more, err := call.Out.Ask(ctx, []mcp.InputRequest{{Key: "again", Method: "roots/list"}})

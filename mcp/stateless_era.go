@@ -65,13 +65,13 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	if !h.admitOpen(w, start, m, q, gate) {
 		return
 	}
-	// handed is set when the call became a task: its goroutine then owns
-	// what the deferred calls below give back (the place, the context, the
-	// tracking and the Session), and gives them back when it ends.
+	// What the request holds, given back when it ends, unless its call
+	// became a task (handed): the task's goroutine gives it back then.
+	hd := held{h: h, q: q}
 	var handed bool
 	defer func() {
 		if !handed {
-			q.give()
+			hd.release()
 		}
 	}()
 	// A call that may become a task must outlive its request: it is
@@ -82,11 +82,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		base = context.WithoutCancel(base)
 	}
 	ctx, cancel := context.WithCancelCause(base)
-	defer func() {
-		if !handed {
-			cancel(nil)
-		}
-	}()
+	hd.cancel = cancel
 	j := newJob(h, nil, m, acc)
 	j.call.Auth = AuthFromContext(r.Context())
 	if !h.trackStateless(j, func() { cancel(errShuttingDown) }) {
@@ -94,11 +90,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		writeErrorStatus(w, http.StatusServiceUnavailable, m.id, &Error{Code: CodeInternalError, Message: msgShuttingDown})
 		return
 	}
-	defer func() {
-		if !handed {
-			h.untrackStateless(j)
-		}
-	}()
+	hd.tracked = j
 	// Only server/discover answers with the init result; every other
 	// request is gated on its capabilities alone.
 	var sess Session
@@ -129,11 +121,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		h.serveListen(w, r, m.id, f)
 		return
 	}
-	defer func() {
-		if !handed {
-			sess.Close("")
-		}
-	}()
+	hd.sess = sess
 	if !ir.Has.has(spec.needs) {
 		h.observeError(start, m, CodeMethodNotFound)
 		writeErrorStatus(w, http.StatusNotFound, m.id, &Error{Code: CodeMethodNotFound, Message: msgMethodNotFound})
@@ -183,12 +171,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	b := getBuf()
 	var out []byte
 	if mayTask {
-		if out, err, handed = h.dispatchMayTask(ctx, r, sc, m, j, record, b, func() {
-			sess.Close("")
-			h.untrackStateless(j)
-			cancel(nil)
-			q.give()
-		}); handed {
+		if out, err, handed = h.dispatchMayTask(ctx, r, sc, m, j, record, b, hd); handed {
 			cb := getBuf()
 			*cb = appendCreateTask(*cb, m.id, j.call.tasks.created)
 			h.observe(start, m, &j.call, *cb, nil)
@@ -247,15 +230,39 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	j.rp.pump(gen)
 }
 
+// held is what a 2026-07-28 request holds while it is served: its place
+// under the process's cap, its context, its tracking for Shutdown and its
+// Session (each nil until taken). release gives back what was taken.
+type held struct {
+	h       *Handler
+	q       *quota
+	cancel  context.CancelCauseFunc
+	tracked *job
+	sess    Session
+}
+
+func (hd *held) release() {
+	if hd.sess != nil {
+		hd.sess.Close("")
+	}
+	if hd.tracked != nil {
+		hd.h.untrackStateless(hd.tracked)
+	}
+	if hd.cancel != nil {
+		hd.cancel(nil)
+	}
+	hd.q.give()
+}
+
 // dispatchMayTask runs a call that may become a task in a goroutine of its
 // own, and reports whether it did. If not, the call is over and out and err
 // are what dispatch returned. If so, the goroutine goes on with the task,
-// records its outcome, and then runs release (the caller's clean-up, which
-// is the goroutine's from then on). The client going away before the task
-// starts cancels the call. (Its own function: what the goroutine shares
-// escapes to the heap, which the calls that cannot be tasks need not pay.)
+// records its outcome, and then releases hd (what the request held is the
+// goroutine's from then on). The client going away before the task starts
+// cancels the call. (Its own function: what the goroutine shares escapes to
+// the heap, which the calls that cannot be tasks need not pay.)
 func (h *Handler) dispatchMayTask(ctx context.Context, r *http.Request, sc scope, m *message, j *job, record *mrtr,
-	b *[]byte, release func()) (out []byte, err error, handed bool) {
+	b *[]byte, hd held) (out []byte, err error, handed bool) {
 	ts := j.call.tasks
 	done := make(chan struct{})
 	go func() {
@@ -267,7 +274,7 @@ func (h *Handler) dispatchMayTask(ctx context.Context, r *http.Request, sc scope
 			h.tasks.finish(ts.t, o, e, failure, h.closing.Err() != nil)
 			*b = o[:0]
 			putBuf(b)
-			release()
+			hd.release()
 		} else {
 			out, err = o, e
 		}
