@@ -368,7 +368,11 @@ func (t *thawer) thaw() (lua.LValue, error) {
 			if err != nil {
 				return nil, err
 			}
-			if k == lua.LNil {
+			// Freeze writes no array index among the hash entries (they are
+			// the array part's), and setting one here would grow the array
+			// part up to it: a few bytes announcing a table of millions of
+			// slots, past the check of the sizes above.
+			if k == lua.LNil || isArrayIndex(k) {
 				return nil, errCorrupt
 			}
 			if c != nil {

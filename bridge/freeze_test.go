@@ -293,3 +293,39 @@ func TestThawRefusesAnnouncedSizes(t *testing.T) {
 		t.Errorf("refusing it allocated %d KiB", grew>>10)
 	}
 }
+
+// TestThawRefusesArrayIndexInHash: an array index among a table's hash
+// entries, which Freeze never writes, is refused, by CheckFrozen too: set,
+// it would grow the table's array part up to it (13 bytes announcing 8
+// million slots).
+func TestThawRefusesArrayIndexInHash(t *testing.T) {
+	for _, key := range []int64{1, 8_000_000} {
+		b := []byte{freezeVersion, 1, kindPlain, 0, 1, tagTable, 0, tagInt}
+		b = binary.AppendVarint(b, key)
+		b = append(b, tagTrue)
+		if err := CheckFrozen(b); err == nil {
+			t.Errorf("CheckFrozen took the key %d among the hash entries", key)
+		}
+		_, _, _, dc := newPair(t)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := dc.Thaw(b)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Errorf("Thaw took the key %d among the hash entries", key)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Errorf("refusing the key %d allocated %d KiB", key, grew>>10)
+		}
+	}
+	// What Freeze writes of the same keys, in the array part or not, thaws.
+	src, _, sc, dc := newPair(t)
+	v := eval(t, src, `local t = {true} t[0] = 1 t[-3] = 2 t[2.5] = 3 t[2^40] = 4 return t`)
+	b, err := sc.Freeze(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.Thaw(b); err != nil {
+		t.Errorf("Thaw of what Freeze wrote: %v", err)
+	}
+}

@@ -134,7 +134,7 @@ func upgradesTo(r *http.Request, protocol string) bool {
 // serveLinked serves a request a link carried: a forward whose signature
 // the link's opening stood for.
 func (h *Handler) serveLinked(w http.ResponseWriter, r *http.Request) {
-	if !h.opts.Sessions || (r.Method != http.MethodPost && r.Method != http.MethodGet && r.Method != http.MethodDelete) {
+	if !h.serves(r.Method) {
 		h.methodNotAllowed(w)
 		return
 	}
@@ -211,15 +211,16 @@ func taskNode(r *http.Request) string {
 // reports whether it did.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	c := h.hub.cluster
-	if c == nil || !h.opts.Sessions || r.Header.Get(ForwardedHeader) != "" {
+	if c == nil || r.Header.Get(ForwardedHeader) != "" {
 		return false
 	}
 	var node string
 	if statelessEraVersion(r.Header.Get("Mcp-Protocol-Version")) {
 		// The era ignores session ids: any node serves it, but for a
-		// task's requests, which go to the node that holds the task.
+		// task's requests, which go to the node that holds the task
+		// (whatever the route's mode).
 		node = taskNode(r)
-	} else if sid := r.Header["Mcp-Session-Id"]; len(sid) > 0 {
+	} else if sid := r.Header["Mcp-Session-Id"]; len(sid) > 0 && h.opts.Sessions {
 		node = sessionNode(sid[0])
 	}
 	if node == "" || node == c.NodeID() {

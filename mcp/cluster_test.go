@@ -504,13 +504,22 @@ func TestClusterForwardOAuth(t *testing.T) {
 }
 
 // TestClusterTasks: a task's id names its node, and its requests sent to
-// another node (of a session route, which forwards) reach it there.
+// another node reach it there, whether the route keeps sessions or not.
 func TestClusterTasks(t *testing.T) {
-	peers := map[string]*fakeCluster{}
-	ca, cb := &fakeCluster{id: "a", peers: peers}, &fakeCluster{id: "b", peers: peers}
-	peers["a"], peers["b"] = ca, cb
-	a, b := newClusterRoute(t, ca), newClusterRoute(t, cb)
-	cb.handler = b.h
+	for _, sessions := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sessions=%v", sessions), func(t *testing.T) {
+			peers := map[string]*fakeCluster{}
+			ca, cb := &fakeCluster{id: "a", peers: peers}, &fakeCluster{id: "b", peers: peers}
+			peers["a"], peers["b"] = ca, cb
+			opts := mcp.Options{Path: "/mcp", Sessions: sessions}
+			a, b := newClusterRouteWith(t, ca, opts), newClusterRouteWith(t, cb, opts)
+			cb.handler = b.h
+			clusterTasks(t, a, b, ca)
+		})
+	}
+}
+
+func clusterTasks(t *testing.T, a, b *route, ca *fakeCluster) {
 	id := b.startTask(`{"support":"optional","keys":["q"]}`)
 	if !strings.HasPrefix(id, "b.") {
 		t.Fatalf("task id %q does not name its node", id)

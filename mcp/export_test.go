@@ -47,3 +47,7 @@ func SignForward(key []byte, node, method, path, session, client, scheme string,
 	signForward(h, key, node, r, at)
 	return h
 }
+
+// SessionSlots reports the places under the process's session cap that are
+// taken (live sessions, and those being initialized or resumed).
+func (h *Hub) SessionSlots() int64 { return h.sessionSlots.n.Load() }

@@ -162,20 +162,29 @@ func (h *Handler) shutdown(ctx context.Context, end func(*session)) error {
 	}
 }
 
+// serves reports whether the route serves the HTTP method: POST, and GET
+// and DELETE with sessions.
+func (h *Handler) serves(method string) bool {
+	switch method {
+	case http.MethodPost:
+		return true
+	case http.MethodGet, http.MethodDelete:
+		return h.opts.Sessions
+	}
+	return false
+}
+
 // ServeHTTP serves the route. Verbs that are not served get 405 before any
 // gate; served verbs pass the remote-access, Origin, oauth and auth gates in
 // that order. In a cluster, a request for another node's session is
 // forwarded after the first two (the owner runs oauth and auth), and a
 // forwarded request passes its signature instead of the first two.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.Method {
-	case http.MethodPost:
-	case http.MethodGet, http.MethodDelete:
-		if !h.opts.Sessions {
-			h.methodNotAllowed(w)
-			return
-		}
-	default:
+	lc, linking := h.hub.cluster.(LinkCluster)
+	// A node opens a link to another with a GET, whatever the route's mode:
+	// a stateless route's links carry its tasks' requests (forward).
+	linking = linking && r.Method == http.MethodGet && r.Header[ForwardedHeader] != nil && upgradesTo(r, LinkProtocol)
+	if !linking && !h.serves(r.Method) {
 		h.methodNotAllowed(w)
 		return
 	}
@@ -192,7 +201,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusForbidden, nil, CodeInvalidRequest, "Forwarded request refused: not signed by a node of this cluster")
 			return
 		}
-		if lc, ok := h.hub.cluster.(LinkCluster); ok && h.opts.Sessions && r.Method == http.MethodGet && upgradesTo(r, LinkProtocol) {
+		if linking {
 			h.serveLink(lc, w, r)
 			return
 		}
@@ -606,7 +615,8 @@ func streams(m *message, acc accept) bool {
 }
 
 // lookupSession finds the session named by Mcp-Session-Id, or answers 400
-// (missing) or 404 (unknown or ended) with a JSON-RPC error carrying id.
+// (missing) or 404 (unknown or ended: [Handler.unknownSessionStatus]) with a
+// JSON-RPC error carrying id.
 func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id []byte) *session {
 	sid := r.Header["Mcp-Session-Id"]
 	if len(sid) == 0 || sid[0] == "" {
@@ -615,7 +625,7 @@ func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id []byt
 	}
 	s := h.reg.get(sid[0])
 	if s == nil {
-		writeJSONError(w, http.StatusNotFound, id, CodeInvalidRequest, "Unknown or expired session")
+		h.writeUnknownSession(w, id)
 		return nil
 	}
 	if !ownedBy(s, r) {
@@ -624,6 +634,28 @@ func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id []byt
 		return nil
 	}
 	return s
+}
+
+// unknownSessionStatus is the status of an answer to a request naming a
+// session the route does not have (any more): 404, which tells the client to
+// start a new one; but 503 once the route is shutting down, since the session
+// may be one [Handler.Suspend] is saving for the next process, where a client
+// that retries finds it (a DELETE then ends it there).
+func (h *Handler) unknownSessionStatus() int {
+	if h.closing.Err() != nil {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusNotFound
+}
+
+// writeUnknownSession answers a request naming a session the route does not
+// have, with a JSON-RPC error carrying id (unknownSessionStatus).
+func (h *Handler) writeUnknownSession(w http.ResponseWriter, id []byte) {
+	if st := h.unknownSessionStatus(); st != http.StatusNotFound {
+		writeJSONError(w, st, id, CodeInternalError, msgShuttingDown)
+		return
+	}
+	writeJSONError(w, http.StatusNotFound, id, CodeInvalidRequest, "Unknown or expired session")
 }
 
 // serveClientResponse delivers a client's answer to a server request.
@@ -859,7 +891,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	case admitEnded:
 		j.rp.detach(gen)
-		writeJSONError(w, http.StatusNotFound, m.id, CodeInvalidRequest, "Unknown or expired session")
+		h.writeUnknownSession(w, m.id)
 		return
 	}
 	if streaming {
@@ -1057,8 +1089,8 @@ func (h *Handler) untrackStateless(j *job) {
 }
 
 // headerSession finds the session a GET or DELETE names. Without a valid
-// version header, a session id or a live session it answers (400, 400, 404,
-// empty bodies) and returns nil.
+// version header, a session id or a live session it answers (400, 400,
+// unknownSessionStatus: empty bodies) and returns nil.
 func (h *Handler) headerSession(w http.ResponseWriter, r *http.Request) *session {
 	if !h.checkVersionHeader(w, r) {
 		return nil
@@ -1071,7 +1103,7 @@ func (h *Handler) headerSession(w http.ResponseWriter, r *http.Request) *session
 	s := h.reg.get(sid[0])
 	switch {
 	case s == nil:
-		w.WriteHeader(http.StatusNotFound)
+		w.WriteHeader(h.unknownSessionStatus())
 	case !ownedBy(s, r):
 		w.WriteHeader(http.StatusForbidden)
 		return nil
@@ -1108,7 +1140,7 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 		w.WriteHeader(http.StatusConflict)
 		return
 	case attachEnded:
-		w.WriteHeader(http.StatusNotFound)
+		w.WriteHeader(h.unknownSessionStatus())
 		return
 	}
 	defer s.detachChannel(a.gen)

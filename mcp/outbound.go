@@ -354,6 +354,12 @@ func (o *outbound) cancelRequest(id []byte, reason string) {
 	params = append(params, `,"reason":`...)
 	params = appendString(params, reason)
 	params = append(params, '}')
+	if o.s != nil && o.inTask() {
+		// The request went on the session's GET channel (send): so does
+		// this, as the task's.
+		o.s.Deliver(appendNotification(nil, "notifications/cancelled", relatedTask(params, o.tasks.t.id)))
+		return
+	}
 	o.rp.emit(appendNotification(nil, "notifications/cancelled", params))
 }
 

@@ -118,6 +118,9 @@ type session struct {
 	// oauth route ("" elsewhere): only tokens of that subject may use it.
 	subject string
 	level   atomic.Int32
+	// tasked is set once a call of the session asked for a task
+	// (task_session.go): its end drops the session's tasks.
+	tasked atomic.Bool
 
 	ctx     context.Context // parent of every call; cancelled when teardown starts (ended)
 	cancel  context.CancelFunc
@@ -910,6 +913,10 @@ func (s *session) end(reason string, keep func(*SavedSession, func(reason string
 	// Ends every call's context and, through Done, every wait on the
 	// session (ended).
 	s.cancel()
+	if s.tasked.Load() {
+		// Nobody may reach them now: they give their places back.
+		s.h.tasks.dropOwner(sessionOwner(s))
+	}
 
 	s.h.reg.remove(s)
 	s.h.hub.remove(s)

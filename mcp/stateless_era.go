@@ -155,9 +155,9 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	if mayTask {
 		owner := ""
 		if j.call.Auth != nil {
-			owner = j.call.Auth.Subject
+			owner = subjectOwner(j.call.Auth.Subject)
 		}
-		j.call.tasks = &taskStart{h: h, owner: owner, cancel: cancel, started: make(chan struct{})}
+		j.call.tasks = &taskStart{h: h, owner: owner, quota: owner, cancel: cancel, started: make(chan struct{})}
 		j.out.tasks = j.call.tasks
 	}
 
@@ -303,7 +303,7 @@ func (h *Handler) dispatchMayTask(ctx context.Context, r *http.Request, sc scope
 func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *message, rm *requestMeta, start time.Time) {
 	owner := ""
 	if a := AuthFromContext(r.Context()); a != nil {
-		owner = a.Subject
+		owner = subjectOwner(a.Subject)
 	}
 	b := getBuf()
 	defer putBuf(b)
@@ -370,25 +370,7 @@ func (h *Handler) appendDiscover(dst []byte, m *message, ir *InitResult) []byte 
 // only tools that declare execution.taskSupport become tasks), keeping
 // whatever extensions the server itself advertised.
 func appendWithTasks(dst, caps []byte) []byte {
-	if kindOf(caps) != '{' {
-		return append(dst, caps...)
-	}
-	exts, ok := member(caps, "extensions")
-	if !ok {
-		return appendWithKey(dst, caps, "extensions", `{"`+extTasks+`":{}}`)
-	}
-	if _, ok := member(exts, extTasks); ok || kindOf(exts) != '{' {
-		return append(dst, caps...)
-	}
-	var c map[string]json.RawMessage
-	var e map[string]json.RawMessage
-	if json.Unmarshal(caps, &c) != nil || json.Unmarshal(exts, &e) != nil {
-		return append(dst, caps...)
-	}
-	e[extTasks] = emptyObject
-	c["extensions"], _ = json.Marshal(e)
-	b, _ := json.Marshal(c)
-	return append(dst, b...)
+	return appendWithInner(dst, caps, "extensions", extTasks, emptyObject)
 }
 
 // checkToolParamHeaders checks the Mcp-Param-* headers of a tools/call

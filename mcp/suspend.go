@@ -143,7 +143,8 @@ func (h *Handler) Suspend(ctx context.Context) (saved []SavedSession, settle fun
 // the same path, before the route serves. It returns how many resumed; each
 // that did not is logged with why (the route is not in session mode, the
 // caps are reached, its server refused it) and ends there: its terminate
-// does not run.
+// does not run, unless the route began shutting down while its server
+// resumed it (then it is closed as the route's other sessions are).
 func (h *Handler) Resume(ctx context.Context, saved []SavedSession) int {
 	rs, _ := h.srv.(Resumer)
 	n := 0
@@ -172,7 +173,10 @@ func (h *Handler) resume(ctx context.Context, rs Resumer, sv *SavedSession) erro
 		return fmt.Errorf("unknown log level %q", sv.LogLevel)
 	case !h.hub.mintedHere(sv.ID):
 		return fmt.Errorf("its id is not one this process mints (malformed, or another node's)")
-	case h.reg.get(sv.ID) != nil:
+	case h.reg.get(sv.ID) != nil || h.hub.lookup(sv.ID) != nil:
+		// The hub reaches sessions by id across routes: a second with the
+		// same id (a file edited or merged by hand) would shadow the first,
+		// whose slot would then never come back.
 		return fmt.Errorf("a session with its id is live")
 	}
 	if !h.reg.reserve() {

@@ -177,3 +177,76 @@ func TestSuspendNotKept(t *testing.T) {
 		t.Errorf("sessions not kept were closed with %q, want shutdown twice", got)
 	}
 }
+
+// TestSuspendAnswersRetry: while Suspend waits for a slow call of one
+// session, a request of another, saved for the next process, is answered 503
+// (retry), not 404, which would tell its client to forget a session the next
+// process resumes; and a DELETE does not end it here, where its terminate
+// would not run, but is told to come again.
+func TestSuspendAnswersRetry(t *testing.T) {
+	f := newFakeServer()
+	rt := newRouteOver(t, savingServer{f}, f, mcp.Options{Sessions: true})
+	kept := rt.initialize()
+	slow := rt.initialize()
+	done := async(func() reply { return rt.call(slow, 1, "tools/call", `{"name":"stubborn","arguments":{"ms":1000}}`) })
+	waitStarted(t, f, "stubborn")
+	type suspended struct {
+		saved  []mcp.SavedSession
+		settle func(bool)
+		err    error
+	}
+	over := make(chan suspended, 1)
+	go func() {
+		saved, settle, err := rt.h.Suspend(context.Background())
+		over <- suspended{saved, settle, err}
+	}()
+	for deadline := time.Now().Add(liveness); rt.h.SessionCount() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Suspend never started")
+		}
+	}
+	head := []string{"Mcp-Session-Id: " + kept, "MCP-Protocol-Version: 2025-11-25"}
+	for _, tc := range []struct {
+		method, body string
+	}{
+		{http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"ping"}`},
+		{http.MethodGet, ""},
+		{http.MethodDelete, ""},
+	} {
+		if r := rt.do(tc.method, tc.body, head...); r.status != http.StatusServiceUnavailable {
+			t.Errorf("%s of a session being saved, during Suspend: %d %s, want 503", tc.method, r.status, r.body)
+		}
+	}
+	res := <-over
+	res.settle(true)
+	await(t, done)
+	if res.err != nil || !slices.ContainsFunc(res.saved, func(sv mcp.SavedSession) bool { return sv.ID == kept }) {
+		t.Fatalf("Suspend: %v; the session asked for during it was not saved (%d saved)", res.err, len(res.saved))
+	}
+}
+
+// TestResumeRefusesIDsLiveElsewhere: a saved id that another route of the
+// hub resumed already does not resume again (a file edited or merged by
+// hand): the two would share the hub's entry, and the first to end would
+// never give its place under the process's session cap back.
+func TestResumeRefusesIDsLiveElsewhere(t *testing.T) {
+	hub := mcp.NewHub(quietLogger())
+	hub.SetMaxSessions(2)
+	fa, fb := newFakeServer(), newFakeServer()
+	ha := mcp.NewHandler(savingServer{fa}, mcp.Options{Path: "/a", Sessions: true}, hub, quietLogger())
+	hb := mcp.NewHandler(savingServer{fb}, mcp.Options{Path: "/b", Sessions: true}, hub, quietLogger())
+	t.Cleanup(func() {
+		_ = ha.Shutdown(context.Background())
+		_ = hb.Shutdown(context.Background())
+	})
+	sv := []mcp.SavedSession{{ID: strings.Repeat("a", 32), ProtocolVersion: "2025-11-25", LogLevel: "info", State: []byte("0")}}
+	if na, nb := ha.Resume(context.Background(), sv), hb.Resume(context.Background(), sv); na != 1 || nb != 0 {
+		t.Fatalf("resumed on /a: %d, on /b: %d; want 1 and 0", na, nb)
+	}
+	if err := ha.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := hub.SessionSlots(); n != 0 {
+		t.Errorf("after the only live session ended %d places under the session cap stay taken", n)
+	}
+}

@@ -116,17 +116,27 @@ func (s taskState) terminal() bool { return s >= taskCompleted }
 
 // task is one task of a route.
 type task struct {
-	id      string
-	owner   string // the OAuth subject that started it; "" without oauth
+	id string
+	// owner is who may reach it: subjectOwner of the OAuth subject that
+	// started it ("" without oauth), or the sessionOwner of the session
+	// that asked for it (2025-11-25).
+	owner string
+	// quota is the key it counts under in the store's owned: its owner's,
+	// or its session's subject's (subjectOwner), which bounds one subject
+	// however many sessions it opens; "" counts under none.
+	quota   string
 	created time.Time
 	ttl     time.Duration
 	poll    time.Duration
-	// cancel stops the task's run (tasks/cancel, expiry).
-	cancel context.CancelCauseFunc
 	// expiry drops the task at its ttl; set by taskStore.add.
 	expiry *time.Timer
 
 	// Guarded by the store's mu.
+	//
+	// cancel stops the task's run (tasks/cancel, expiry); nil once the task
+	// is over, as notify is: what they hold of the call (its request, its
+	// session) is not kept with a result that waits for its ttl.
+	cancel  context.CancelCauseFunc
 	state   taskState
 	updated time.Time
 	// outcome is the result object (completed) or the error object
@@ -140,6 +150,9 @@ type task struct {
 	// answered is closed when the last request of the round is answered,
 	// or the task ends; a new one for each round.
 	answered chan struct{}
+	// asking counts the requests of a 2025-11-25 task's call that wait for
+	// the client (taskStore.waiting): input_required while it is not 0.
+	asking int
 	// done is closed when the task ends (tasks/result waits for it).
 	done chan struct{}
 	// notify, when set, is told each change of status with the task's
@@ -181,7 +194,7 @@ type taskStore struct {
 func (s *taskStore) add(t *task) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.m) >= maxTasks || (t.owner != "" && s.owned[t.owner] >= maxTasksPerOwner) {
+	if len(s.m) >= maxTasks || (t.quota != "" && s.owned[t.quota] >= maxTasksPerOwner) {
 		return false
 	}
 	if s.m == nil {
@@ -189,8 +202,8 @@ func (s *taskStore) add(t *task) bool {
 		s.owned = make(map[string]int)
 	}
 	s.m[t.id] = t
-	if t.owner != "" {
-		s.owned[t.owner]++
+	if t.quota != "" {
+		s.owned[t.quota]++
 	}
 	t.expiry = time.AfterFunc(t.ttl, func() {
 		s.mu.Lock()
@@ -246,15 +259,35 @@ func (s *taskStore) dropLocked(t *task) {
 	delete(s.m, t.id)
 	s.kept -= len(t.outcome)
 	t.expiry.Stop()
-	if t.owner != "" {
-		if s.owned[t.owner]--; s.owned[t.owner] == 0 {
-			delete(s.owned, t.owner)
+	if t.quota != "" {
+		if s.owned[t.quota]--; s.owned[t.quota] == 0 {
+			delete(s.owned, t.quota)
 		}
 	}
-	if !t.state.terminal() {
-		t.endLocked(taskCancelled, nil, now())
-		t.cancel(errTaskExpired)
+	t.cancelLocked(errTaskExpired)
+}
+
+// dropOwner forgets every task of owner, stopping the ones that run: a
+// session's, when it ends (nobody can reach them any more).
+func (s *taskStore) dropOwner(owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.m {
+		if t.owner == owner {
+			s.dropLocked(t)
+		}
 	}
+}
+
+// cancelLocked ends t as cancelled, unless it is over, and stops its run
+// with cause.
+func (t *task) cancelLocked(cause error) {
+	if t.state.terminal() {
+		return
+	}
+	cancel := t.cancel
+	t.endLocked(taskCancelled, nil, now())
+	cancel(cause)
 }
 
 // endLocked moves t to the terminal state st with outcome, waking a run
@@ -271,6 +304,7 @@ func (t *task) endLocked(st taskState, outcome json.RawMessage, now time.Time) {
 		t.answered = nil
 	}
 	t.notifyLocked()
+	t.cancel, t.notify = nil, nil
 }
 
 // taskIDChars is the length of a task id's random part: 128 bits in
@@ -292,8 +326,8 @@ func (h *Hub) newTaskID() string {
 // taskStart is what lets a call become a task: set on a 2026-07-28
 // tools/call from a client that declared the extension.
 type taskStart struct {
-	h     *Handler
-	owner string
+	h            *Handler
+	owner, quota string // the task's (task.owner, task.quota)
 	// cancel stops the call, and then the task.
 	cancel context.CancelCauseFunc
 	// support is the called tool's execution.taskSupport, as the server
@@ -341,7 +375,7 @@ func (ts *taskStart) start(opts TaskOptions, rec *mrtr) bool {
 	}
 	created := now()
 	t := &task{
-		id: ts.h.hub.newTaskID(), owner: ts.owner, done: make(chan struct{}),
+		id: ts.h.hub.newTaskID(), owner: ts.owner, quota: ts.quota, done: make(chan struct{}),
 		created: created, updated: created, ttl: ttl, poll: poll, cancel: ts.cancel, notify: ts.notify,
 	}
 	if ts.asked {
@@ -514,10 +548,7 @@ func (h *Handler) taskMethod(dst []byte, m *message, rm *requestMeta, owner stri
 	}
 	switch m.method {
 	case methodTasksCancel:
-		if !t.state.terminal() {
-			t.endLocked(taskCancelled, nil, now())
-			t.cancel(errTaskCancelled)
-		}
+		t.cancelLocked(errTaskCancelled)
 	case methodTasksUpdate:
 		if e := t.updateLocked(answers); e != nil {
 			return nil, &statelessError{status: 200, err: e}

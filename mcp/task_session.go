@@ -25,13 +25,22 @@ import (
 
 // tasksCapability is what initialize advertises of these tasks, on a
 // 2025-11-25 session of a server with tools.
-const tasksCapability = `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`
+var tasksCapability = []byte(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
 
 // maxTasksPage is how many tasks one tasks/list page holds.
 const maxTasksPage = 100
 
 // sessionOwner is the owner of a session's tasks in the route's store.
 func sessionOwner(s *session) string { return "session " + s.id }
+
+// subjectOwner is the owner of the tasks of an OAuth subject ("" for none),
+// in a namespace of its own: no subject is a session.
+func subjectOwner(subject string) string {
+	if subject == "" {
+		return ""
+	}
+	return "subject " + subject
+}
 
 // taskParams reads params.task of a tools/call: its ttl (0 when absent),
 // and whether the request asks for a task at all.
@@ -42,7 +51,8 @@ func taskParams(params []byte) (ttl time.Duration, ok bool) {
 	}
 	if n, found := member(v, "ttl"); found {
 		if ms, err := strconv.ParseInt(string(trimSpace(n)), 10, 64); err == nil && ms > 0 {
-			ttl = time.Duration(ms) * time.Millisecond
+			// Cut before it is multiplied, which would wrap.
+			ttl = time.Duration(min(ms, maxTaskTTL.Milliseconds())) * time.Millisecond
 		}
 	}
 	return ttl, true
@@ -59,8 +69,13 @@ func (h *Handler) sessionTaskStart(s *session, j *job) *taskStart {
 	if !ok {
 		return nil
 	}
+	s.tasked.Store(true)
+	owner, quota := sessionOwner(s), subjectOwner(s.subject)
+	if quota == "" {
+		quota = owner
+	}
 	return &taskStart{
-		h: h, owner: sessionOwner(s), started: make(chan struct{}),
+		h: h, owner: owner, quota: quota, started: make(chan struct{}),
 		asked: true, ttl: ttl,
 		// Its changes of status go where its requests to the client do.
 		notify: s.Deliver,
@@ -145,8 +160,7 @@ func (h *Handler) sessionTaskAnswer(ctx context.Context, dst []byte, s *session,
 			st.mu.Unlock()
 			return appendError(dst, m.id, CodeInvalidParams, "Invalid params: the task is "+taskStateNames[t.state]+" already", nil)
 		}
-		t.endLocked(taskCancelled, nil, now())
-		t.cancel(errTaskCancelled)
+		t.cancelLocked(errTaskCancelled)
 	case methodTasksResult:
 		done := t.done
 		st.mu.Unlock()
@@ -174,19 +188,9 @@ func (h *Handler) sessionTaskAnswer(ctx context.Context, dst []byte, s *session,
 func appendTaskOutcome(dst, id []byte, t *task) []byte {
 	switch t.state {
 	case taskCompleted:
-		res := t.outcome
-		if _, ok := member(res, "_meta"); ok || len(res) < 2 {
-			return appendResult(dst, id, res)
-		}
 		dst = appendResult(dst, id, nil)
 		dst = dst[:len(dst)-1]
-		dst = append(dst, `{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":`...)
-		dst = appendString(dst, t.id)
-		dst = append(dst, "}}"...)
-		if inner := trimSpace(res[1:]); len(inner) > 0 && inner[0] != '}' {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, trimSpace(res[1:])...)
+		dst = appendWithInner(dst, t.outcome, "_meta", metaRelatedTask, relatedTaskMark(t.id))
 		return append(dst, '}')
 	case taskFailed:
 		var e struct {
@@ -237,10 +241,19 @@ func (s *taskStore) appendList(dst, id []byte, owner string, offset int) []byte 
 	return append(dst, "}}"...)
 }
 
+// metaRelatedTask is the _meta key that marks a message as a task's.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// relatedTaskMark is the value of metaRelatedTask for task id.
+func relatedTaskMark(id string) []byte {
+	return append(appendString([]byte(`{"taskId":`), id), '}')
+}
+
 // appendWithKey appends the object obj with key: value added, unless obj has
-// key already.
-func appendWithKey(dst, obj []byte, key, value string) []byte {
-	if _, ok := member(obj, key); ok {
+// key already (or is no object: then as it is).
+func appendWithKey(dst, obj []byte, key string, value []byte) []byte {
+	obj = trimSpace(obj)
+	if _, ok := member(obj, key); ok || kindOf(obj) != '{' {
 		return append(dst, obj...)
 	}
 	dst = append(dst, obj[:len(obj)-1]...)
@@ -253,27 +266,53 @@ func appendWithKey(dst, obj []byte, key, value string) []byte {
 	return append(dst, '}')
 }
 
-// relatedTask returns params with _meta "io.modelcontextprotocol/related-task"
-// naming task id, unless params has a _meta already.
+// appendWithInner appends the object obj with obj[key][inner] = value added:
+// key made an object holding only it when obj lacks key; obj as it is when
+// obj[key] has inner already, or either is no object.
+func appendWithInner(dst, obj []byte, key, inner string, value []byte) []byte {
+	obj = trimSpace(obj)
+	outer, ok := member(obj, key)
+	if !ok {
+		v := appendString([]byte{'{'}, inner)
+		v = append(append(append(v, ':'), value...), '}')
+		return appendWithKey(dst, obj, key, v)
+	}
+	if _, ok := member(outer, inner); ok || kindOf(outer) != '{' || kindOf(obj) != '{' {
+		return append(dst, obj...)
+	}
+	// Rare (the server set key itself): rebuilt, not spliced.
+	var o, in map[string]json.RawMessage
+	if json.Unmarshal(obj, &o) != nil || json.Unmarshal(outer, &in) != nil {
+		return append(dst, obj...)
+	}
+	in[inner] = value
+	o[key], _ = json.Marshal(in)
+	b, _ := json.Marshal(o)
+	return append(dst, b...)
+}
+
+// relatedTask returns params marked as task id's (_meta
+// "io.modelcontextprotocol/related-task").
 func relatedTask(params []byte, id string) []byte {
 	if len(params) == 0 {
 		params = emptyObject
 	}
-	meta := appendString([]byte(`{"io.modelcontextprotocol/related-task":{"taskId":`), id)
-	return appendWithKey(nil, trimSpace(params), "_meta", string(append(meta, "}}"...)))
+	return appendWithInner(nil, params, "_meta", metaRelatedTask, relatedTaskMark(id))
 }
 
 // waiting marks t input_required while its call waits for answers from
-// the client, and returns what marks it working again.
+// the client, and returns what marks it working again once no request of
+// its call waits (a Go server may ask several at once).
 func (s *taskStore) waiting(t *task) (done func()) {
 	s.mu.Lock()
+	t.asking++
 	if !t.state.terminal() {
 		t.setStateLocked(taskInputRequired, now())
 	}
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
-		if !t.state.terminal() {
+		if t.asking--; t.asking == 0 && !t.state.terminal() {
 			t.setStateLocked(taskWorking, now())
 		}
 		s.mu.Unlock()

@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// newTestTask returns a task of owner that nobody runs.
+// newTestTask returns a task of owner, counted under it, that nobody runs.
 func newTestTask(id, owner string) *task {
-	return &task{id: id, owner: owner, created: now(), ttl: time.Hour, cancel: func(error) {}, done: make(chan struct{})}
+	return &task{id: id, owner: owner, quota: owner, created: now(), ttl: time.Hour, cancel: func(error) {}, done: make(chan struct{})}
 }
 
 // The store is bounded per route and per token subject, and a task is
@@ -106,5 +106,26 @@ func TestTaskStoreOutcomeBudget(t *testing.T) {
 	s.finish(c, result(200), nil, nil, false)
 	if c.state != taskCompleted {
 		t.Errorf("c %s %s", taskStateNames[c.state], c.outcome)
+	}
+}
+
+// appendWithInner adds obj[key][inner] unless it is there, and leaves what
+// is no object as it is.
+func TestAppendWithInner(t *testing.T) {
+	for _, tc := range []struct{ obj, want string }{
+		{`{}`, `{"_meta":{"k":1}}`},
+		{` {"a":2} `, `{"a":2,"_meta":{"k":1}}`},
+		{`{"_meta":{"other":true},"a":2}`, `{"_meta":{"k":1,"other":true},"a":2}`},
+		{`{"_meta":{"k":"theirs"}}`, `{"_meta":{"k":"theirs"}}`},
+		{`{"_meta":null}`, `{"_meta":null}`},
+		{`1`, `1`},
+		{`[]`, `[]`},
+	} {
+		if got := string(appendWithInner(nil, []byte(tc.obj), "_meta", "k", []byte("1"))); got != tc.want {
+			t.Errorf("appendWithInner(%s) = %s, want %s", tc.obj, got, tc.want)
+		}
+	}
+	if got := string(relatedTask([]byte("1"), "x")); got != "1" {
+		t.Errorf("relatedTask of params that are no object: %s", got)
 	}
 }

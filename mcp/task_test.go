@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -527,5 +528,135 @@ func TestSessionTaskAsks(t *testing.T) {
 	}
 	if strings.Join(statuses, " ") != "input_required working completed" {
 		t.Errorf("notifications/tasks/status: %v", statuses)
+	}
+}
+
+// A session's tasks end with it: DELETE stops the running ones and drops
+// them all from the route's store (nobody could reach them, and they would
+// hold its places until their ttl).
+func TestSessionTasksEndWithSession(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	for i, args := range []string{`{"support":"optional"}`, `{"support":"optional","wait":true}`} {
+		if r := rt.call(sid, i+2, "tools/call", `{"name":"task","arguments":`+args+`,"task":{"ttl":86400000}}`); r.result()["task"] == nil {
+			t.Fatalf("no task: %s", r.body)
+		}
+	}
+	if r := rt.do(http.MethodDelete, "", "Mcp-Session-Id: "+sid); r.status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", r.status)
+	}
+	if c := rt.h.TaskCounts(); c != [5]int{} {
+		t.Errorf("after DELETE the route keeps the session's tasks: %v", c)
+	}
+}
+
+// A task over keeps its outcome, not its call: with 12 calls of 1 MiB over,
+// the heap holds no 12 MiB of requests for their ttl.
+func TestSessionTaskKeepsNoRequest(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	heap := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	before := heap()
+	pad := strings.Repeat("x", 1<<20)
+	for i := range 12 {
+		r := rt.call(sid, i+2, "tools/call", `{"name":"task","arguments":{"support":"optional","pad":"`+pad+`"},"task":{"ttl":86400000}}`)
+		if r.result()["task"] == nil {
+			t.Fatalf("no task: %.200s", r.body)
+		}
+	}
+	pad = ""
+	for deadline := time.Now().Add(liveness); rt.h.TaskCounts()[2] != 12; time.Sleep(time.Millisecond) { // completed
+		if time.Now().After(deadline) {
+			t.Fatalf("tasks: %v, want 12 completed", rt.h.TaskCounts())
+		}
+	}
+	if grown := heap() - before; grown > 6<<20 {
+		t.Errorf("12 tasks over keep %d MiB alive", grown>>20)
+	}
+}
+
+// The tasks of one token subject are bounded together, however many
+// sessions it opens: past the bound its calls are refused, another
+// subject's are not.
+func TestSessionTasksBoundPerSubject(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), oauthOptions())
+	open := func(auth string) string {
+		r := rt.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":`+resumableInit+`}`, auth)
+		sid := r.header.Get("Mcp-Session-Id")
+		if sid == "" {
+			t.Fatalf("initialize: %d %s", r.status, r.body)
+		}
+		return sid
+	}
+	task := func(sid, auth string, id int) reply {
+		return rt.call(sid, id, "tools/call", `{"name":"task","arguments":{"support":"optional"},"task":{}}`, auth)
+	}
+	alice := "Authorization: Bearer tok-alice-r"
+	first, second := open(alice), open(alice)
+	got := 0
+	for i := range 600 {
+		sid := first
+		if i%2 == 1 {
+			sid = second
+		}
+		if task(sid, alice, i+2).result()["task"] != nil {
+			got++
+		}
+	}
+	if got != 512 {
+		t.Errorf("one subject got %d tasks over two sessions, want 512", got)
+	}
+	bob := "Authorization: Bearer tok-bob-r"
+	if r := task(open(bob), bob, 2); r.result()["task"] == nil {
+		t.Errorf("another subject's task: %s", r.body)
+	}
+}
+
+// A ttl past a day is a day, however large (not a product that wraps).
+func TestSessionTaskLongTTL(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	r := rt.call(sid, 2, "tools/call", `{"name":"task","arguments":{"support":"optional"},"task":{"ttl":18446744073710}}`)
+	if task, _ := r.result()["task"].(map[string]any); task["ttl"] != 86400000.0 {
+		t.Errorf("CreateTaskResult: %s", r.body)
+	}
+}
+
+// When a task's call stops waiting for an answer (tasks/cancel here), the
+// client is told on the GET channel, where the request went, marked as the
+// task's.
+func TestSessionTaskCancelTellsClient(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	get := newSSE(t, rt.openGet(context.Background(), sid))
+	defer get.close()
+	r := rt.call(sid, 2, "tools/call", `{"name":"task","arguments":{"support":"optional","keys":["a"]},"task":{}}`)
+	id, _ := r.result()["task"].(map[string]any)["taskId"].(string)
+	var rid any
+	for rid == nil {
+		if m := get.nextEvent().msg(); m["method"] == "elicitation/create" {
+			rid = m["id"]
+		}
+	}
+	if got := rt.call(sid, 3, "tasks/cancel", `{"taskId":"`+id+`"}`).result(); got["status"] != "cancelled" {
+		t.Fatalf("tasks/cancel: %v", got)
+	}
+	for {
+		m := get.nextEvent().msg()
+		if m["method"] != "notifications/cancelled" {
+			continue
+		}
+		p, _ := m["params"].(map[string]any)
+		meta, _ := p["_meta"].(map[string]any)
+		if rel, _ := meta["io.modelcontextprotocol/related-task"].(map[string]any); p["requestId"] != rid || rel["taskId"] != id {
+			t.Errorf("notifications/cancelled: %v; want request %v of task %s", m, rid, id)
+		}
+		return
 	}
 }
