@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/luamcp/luamcp/mcp"
@@ -93,6 +94,27 @@ func writeFileAtomic(path string, b []byte, perm fs.FileMode) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// removeLeftovers removes what writeFileAtomic left of path when the process
+// died while it wrote (a second signal, a kill): a file that names no one's
+// sessions any more, but holds their bearer ids. os.CreateTemp named it
+// "." + base + "." and digits.
+func (h *Host) removeLeftovers(path string) {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+"."
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		name := filepath.Join(dir, e.Name())
+		if err := os.Remove(name); err != nil {
+			h.logger.Warn("an unfinished sessions file cannot be removed", "file", name, "err", err)
+			continue
+		}
+		h.logger.Info("an unfinished sessions file removed (the process that wrote it died)", "file", name)
+	}
+}
+
 // resumeSessions gives the mounted routes back the sessions of the sessions
 // file, if there is one, and removes it. A file that cannot be read is set
 // aside (renamed with a ".bad" suffix) and logged: the server starts without
@@ -102,6 +124,7 @@ func (h *Host) resumeSessions() {
 	if path == "" {
 		return
 	}
+	h.removeLeftovers(path)
 	f, err := readSessions(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

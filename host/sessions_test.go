@@ -334,3 +334,29 @@ func BenchmarkSessionsFile(b *testing.B) {
 	b.ReportMetric(float64(resuming.Milliseconds())/float64(b.N), "ms-resume")
 	b.ReportMetric(float64(size)/n, "file-B/session")
 }
+
+// TestSessionsFileLeftovers: what a process that died while it wrote the
+// file left (bearer ids in a hidden temporary file) is removed at the next
+// start; other files of the folder stay.
+func TestSessionsFileLeftovers(t *testing.T) {
+	dir := writeDir(t, map[string]string{"saved.lua": savedScript})
+	folder := t.TempDir()
+	file := filepath.Join(folder, "sessions.json")
+	left := filepath.Join(folder, ".sessions.json.123456789")
+	kept := []string{filepath.Join(folder, ".sessions.json.bak"), filepath.Join(folder, "sessions.json.bad"), filepath.Join(folder, ".other.json.42")}
+	for _, name := range append(kept, left) {
+		if err := os.WriteFile(name, []byte(`{"format":"luamcp-sessions"`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs := &syncbuf.Buffer{}
+	startHost(t, host.Config{Dir: dir, SessionsFile: file, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if _, err := os.Stat(left); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the unfinished file is still there: %v\n%s", err, logs.String())
+	}
+	for _, name := range kept {
+		if _, err := os.Stat(name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
