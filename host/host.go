@@ -789,7 +789,8 @@ func (h *Host) shutdown(ctx context.Context, savedErr chan<- error) error {
 	for i, m := range mounts {
 		wg.Go(func() {
 			var err error
-			if h.cfg.SessionsFile != "" && m.opts.Sessions {
+			if h.cfg.SessionsFile != "" {
+				// A stateless route keeps no session, but its tasks.
 				kept[i], settle[i], err = m.handler.Suspend(ctx)
 			} else {
 				err = m.handler.Shutdown(ctx)

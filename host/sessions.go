@@ -16,13 +16,13 @@ import (
 )
 
 // Sessions across restarts (Config.SessionsFile, serve --sessions-file).
-// Shutdown suspends every session-mode route (mcp.Handler.Suspend: each
-// session's transport part, and its state frozen by luavm) and writes what
-// it saved to the file; New reads the file once the scripts are mounted,
-// removes it, and gives each route its sessions back (mcp.Handler.Resume)
-// before anything is served. The file is removed before the sessions resume:
-// a process that dies later must not bring back states older than what its
-// clients since saw.
+// Shutdown suspends every route (mcp.Handler.Suspend: each session's
+// transport part, and its state frozen by luavm; the tasks that are over)
+// and writes what it saved to the file; New reads the file once the scripts
+// are mounted, removes it, and gives each route its sessions and tasks back
+// (mcp.Handler.Resume, ResumeTasks) before anything is served. The file is
+// removed before the sessions resume: a process that dies later must not
+// bring back states older than what its clients since saw.
 
 // sessionsFormat names the file's format; sessionsVersion is its version.
 const (
@@ -37,6 +37,9 @@ type sessionsFile struct {
 	Saved   time.Time `json:"saved"`
 	// Routes holds the saved sessions by route path.
 	Routes map[string][]mcp.SavedSession `json:"routes"`
+	// Tasks holds the routes' saved tasks that are not a session's, by
+	// route path (absent in files of before tasks).
+	Tasks map[string][]mcp.SavedTask `json:"tasks,omitempty"`
 }
 
 // saveSessions writes the sessions the mounts saved (saved[i] is mounts[i]'s)
@@ -44,16 +47,21 @@ type sessionsFile struct {
 // The file holds session ids, which are bearer secrets, and the sessions'
 // data: only its owner may read it.
 func (h *Host) saveSessions(mounts []*mount, saved [][]mcp.SavedSession) error {
-	f := sessionsFile{Format: sessionsFormat, Version: sessionsVersion, Saved: time.Now().UTC(), Routes: map[string][]mcp.SavedSession{}}
-	n := 0
+	f := sessionsFile{Format: sessionsFormat, Version: sessionsVersion, Saved: time.Now().UTC(),
+		Routes: map[string][]mcp.SavedSession{}, Tasks: map[string][]mcp.SavedTask{}}
+	n, tasks := 0, 0
 	for i, m := range mounts {
 		if len(saved[i]) > 0 {
 			f.Routes[m.opts.Path] = saved[i]
 			n += len(saved[i])
 		}
+		if t := m.handler.SavedTasks(); len(t) > 0 {
+			f.Tasks[m.opts.Path] = t
+			tasks += len(t)
+		}
 	}
 	path := h.cfg.SessionsFile
-	if n == 0 {
+	if n == 0 && tasks == 0 {
 		h.logger.Info("no session to save", "file", path)
 		return nil
 	}
@@ -64,7 +72,7 @@ func (h *Host) saveSessions(mounts []*mount, saved [][]mcp.SavedSession) error {
 	if err := writeFileAtomic(path, b, 0o600); err != nil {
 		return fmt.Errorf("saving sessions: %w", err)
 	}
-	h.logger.Info("sessions saved", "file", path, "sessions", n)
+	h.logger.Info("sessions saved", "file", path, "sessions", n, "tasks", tasks)
 	return nil
 }
 
@@ -157,6 +165,15 @@ func (h *Host) resumeSessions() {
 		}
 		n := m.handler.Resume(context.Background(), saved)
 		h.logger.Info("sessions resumed", "path", route, "sessions", n, "saved", len(saved))
+	}
+	for route, saved := range f.Tasks {
+		m := byPath[route]
+		if m == nil {
+			h.logger.Warn("saved tasks not resumed: no script serves their route now", "path", route, "tasks", len(saved))
+			continue
+		}
+		n := m.handler.ResumeTasks(saved)
+		h.logger.Info("tasks resumed", "path", route, "tasks", n, "saved", len(saved))
 	}
 }
 

@@ -48,10 +48,14 @@ type Handler struct {
 
 	// Requests to clients in stateless mode wait here (per route).
 	pending pendingTable
-	// tasks are the route's tasks (2026-07-28 tasks extension).
-	tasks     taskStore
-	reqPrefix string
-	reqSeq    atomic.Uint64
+	// tasks are the route's tasks (both eras').
+	tasks taskStore
+	// suspendedTasks are the tasks Suspend kept of the route's (not its
+	// sessions'): set once, as its shutdown ends (SavedTasks). Guarded by
+	// statelessMu.
+	suspendedTasks []SavedTask
+	reqPrefix      string
+	reqSeq         atomic.Uint64
 
 	closing      context.Context // cancelled by Shutdown
 	closeRoute   context.CancelFunc
@@ -126,11 +130,12 @@ func (h *Handler) SessionCount() int { return h.reg.count() }
 // calls in flight; it returns when they are gone or ctx ends. Afterwards
 // initialize is refused with 503 and stateless requests with -32603.
 func (h *Handler) Shutdown(ctx context.Context) error {
-	return h.shutdown(ctx, func(s *session) { s.terminate("shutdown") })
+	return h.shutdown(ctx, func(s *session) { s.terminate("shutdown") }, false)
 }
 
-// shutdown is Shutdown, which ends each session with end.
-func (h *Handler) shutdown(ctx context.Context, end func(*session)) error {
+// shutdown is Shutdown, which ends each session with end; with keepTasks,
+// the route's tasks that are over then are kept for SavedTasks.
+func (h *Handler) shutdown(ctx context.Context, end func(*session), keepTasks bool) error {
 	h.shutdownOnce.Do(h.closeRoute)
 	h.statelessMu.Lock()
 	for _, cancel := range h.statelessCalls {
@@ -150,6 +155,12 @@ func (h *Handler) shutdown(ctx context.Context, end func(*session)) error {
 		}
 		wg.Wait()
 		h.statelessWG.Wait()
+		if keepTasks {
+			saved := h.tasks.save("") // over: what ran ended above
+			h.statelessMu.Lock()
+			h.suspendedTasks = saved
+			h.statelessMu.Unlock()
+		}
 		h.tasks.close() // the running ones ended above; their timers go too
 		h.forwarding.Wait()
 		close(done)

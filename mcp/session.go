@@ -913,10 +913,6 @@ func (s *session) end(reason string, keep func(*SavedSession, func(reason string
 	// Ends every call's context and, through Done, every wait on the
 	// session (ended).
 	s.cancel()
-	if s.tasked.Load() {
-		// Nobody may reach them now: they give their places back.
-		s.h.tasks.dropOwner(sessionOwner(s))
-	}
 
 	s.h.reg.remove(s)
 	s.h.hub.remove(s)
@@ -935,6 +931,15 @@ func (s *session) end(reason string, keep func(*SavedSession, func(reason string
 		j.rp.finish(j.interrupted(true))
 	}
 	s.calls.Wait()
+	if s.tasked.Load() {
+		// Its tasks are over (their calls ended above): kept with the
+		// session when it is saved; forgotten here, where nobody may
+		// reach them now, giving their places back.
+		if saved != nil {
+			saved.Tasks = s.h.tasks.save(sessionOwner(s))
+		}
+		s.h.tasks.dropOwner(sessionOwner(s))
+	}
 	if saved != nil && s.saveState(saved) && keep(saved, s.close) {
 		return // closed by Suspend's settle
 	}

@@ -59,6 +59,9 @@ type SavedSession struct {
 	LastStream  uint64    `json:"lastStream"`
 	Born        time.Time `json:"born"`
 	State       []byte    `json:"state"`
+	// Tasks are the session's tasks (2025-11-25), over by then, whose
+	// outcomes wait for the client until their ttl (task_save.go).
+	Tasks []SavedTask `json:"tasks,omitempty"`
 }
 
 // savedLocked records the transport's part of the session as its teardown
@@ -120,7 +123,7 @@ func (h *Handler) Suspend(ctx context.Context) (saved []SavedSession, settle fun
 		}
 		return !late
 	}
-	err = h.shutdown(ctx, func(s *session) { s.end("shutdown", keep) })
+	err = h.shutdown(ctx, func(s *session) { s.end("shutdown", keep) }, true)
 	mu.Lock()
 	defer mu.Unlock()
 	late = true
@@ -214,6 +217,7 @@ func (h *Handler) resume(ctx context.Context, rs Resumer, sv *SavedSession) erro
 	for _, uri := range sv.Subscriptions {
 		s.subscribe(uri)
 	}
+	h.resumeTasks(s, sv.Tasks)
 	return nil
 }
 

@@ -250,3 +250,102 @@ func TestResumeRefusesIDsLiveElsewhere(t *testing.T) {
 		t.Errorf("after the only live session ended %d places under the session cap stay taken", n)
 	}
 }
+
+// TestSuspendKeepsTasks: the tasks that are over when the route shut down,
+// and those it stopped (failed: shutting down), carry over until their ttl:
+// a session's with it, the route's others through SavedTasks; a later
+// process answers their polls with their outcomes.
+func TestSuspendKeepsTasks(t *testing.T) {
+	f := newFakeServer()
+	rt := newRouteOver(t, savingServer{f}, f, mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	sessionTask := func(id int, args string) string {
+		r := rt.call(sid, id, "tools/call", `{"name":"task","arguments":`+args+`,"task":{"ttl":60000}}`)
+		task, _ := r.result()["task"].(map[string]any)
+		if task == nil {
+			t.Fatalf("no task: %s", r.body)
+		}
+		return task["taskId"].(string)
+	}
+	done := sessionTask(2, `{"support":"optional"}`)
+	rt.call(sid, 3, "tasks/result", `{"taskId":"`+done+`"}`) // over
+	stopped := sessionTask(4, `{"support":"optional","wait":true}`)
+	over := rt.startTask(`{"support":"optional"}`)
+	rt.pollTask(over, "completed")
+	running := rt.startTask(`{"support":"optional","keys":["q"]}`)
+	rt.pollTask(running, "input_required")
+
+	saved, settle, err := rt.h.Suspend(context.Background())
+	settle(true)
+	if err != nil || len(saved) != 1 {
+		t.Fatalf("Suspend: %d saved, %v", len(saved), err)
+	}
+	// Through JSON, as the sessions file carries them.
+	var back []mcp.SavedSession
+	var routeTasks []mcp.SavedTask
+	b1, _ := json.Marshal(saved)
+	b2, _ := json.Marshal(rt.h.SavedTasks())
+	if json.Unmarshal(b1, &back) != nil || json.Unmarshal(b2, &routeTasks) != nil {
+		t.Fatal("the saved tasks do not come back from JSON")
+	}
+	if len(back[0].Tasks) != 2 || len(routeTasks) != 2 {
+		t.Fatalf("saved %d tasks of the session and %d of the route, want 2 and 2", len(back[0].Tasks), len(routeTasks))
+	}
+
+	f2 := newFakeServer()
+	rt2 := newRouteOver(t, savingServer{f2}, f2, mcp.Options{Sessions: true})
+	if n := rt2.h.Resume(context.Background(), back); n != 1 {
+		t.Fatalf("Resume: %d", n)
+	}
+	if n := rt2.h.ResumeTasks(routeTasks); n != 2 {
+		t.Fatalf("ResumeTasks: %d", n)
+	}
+	if r := rt2.call(sid, 5, "tasks/result", `{"taskId":"`+done+`"}`); r.text() != "task=true" || !strings.Contains(r.body, `"io.modelcontextprotocol/related-task":{"taskId":"`+done+`"}`) {
+		t.Errorf("tasks/result of a task over before the restart: %s", r.body)
+	}
+	if r := rt2.call(sid, 6, "tasks/get", `{"taskId":"`+stopped+`"}`); r.result()["status"] != "failed" {
+		t.Errorf("tasks/get of a task the restart stopped: %s", r.body)
+	}
+	if r := rt2.call(sid, 7, "tasks/result", `{"taskId":"`+stopped+`"}`); r.errorCode() != -32603 || !strings.Contains(r.body, "shutting down") {
+		t.Errorf("tasks/result of a task the restart stopped: %s", r.body)
+	}
+	if r := rt2.call(sid, 8, "tasks/list", `{}`); len(r.result()["tasks"].([]any)) != 2 {
+		t.Errorf("tasks/list: %s", r.body)
+	}
+	if got := rt2.pollTask(over, "completed"); !strings.Contains(mustJSON(got["result"]), "task=true") {
+		t.Errorf("a 2026-07-28 task over before the restart: %v", got)
+	}
+	if got := rt2.pollTask(running, "failed"); !strings.Contains(mustJSON(got["error"]), "shutting down") {
+		t.Errorf("a 2026-07-28 task the restart stopped: %v", got)
+	}
+	// The ttl runs on from the task's creation.
+	if c := rt2.h.TaskCounts(); c != [5]int{0, 0, 2, 2, 0} {
+		t.Errorf("tasks after the resume: %v", c)
+	}
+}
+
+// TestResumeTasksRefuses: a saved task that is not over, has an outcome
+// that does not fit its status, an id of another form, or a ttl out of
+// range is refused; one whose ttl has passed is gone, as it would be.
+func TestResumeTasksRefuses(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	id := func(c string) string { return strings.Repeat(c, 22) }
+	created := time.Now()
+	saved := []mcp.SavedTask{
+		{ID: id("a"), Created: created, TTLMs: 60000, Status: "working"},
+		{ID: id("b"), Created: created, TTLMs: 60000, Status: "completed"},
+		{ID: id("c"), Created: created, TTLMs: 60000, Status: "completed", Outcome: json.RawMessage(`[1]`)},
+		{ID: id("d"), Created: created, TTLMs: 60000, Status: "cancelled", Outcome: json.RawMessage(`{}`)},
+		{ID: "node.x", Created: created, TTLMs: 60000, Status: "cancelled"},
+		{ID: id("e"), Created: created, TTLMs: 0, Status: "cancelled"},
+		{ID: id("f"), Created: created, TTLMs: 48 * 3600 * 1000, Status: "cancelled"},
+		{ID: id("g"), Created: created.Add(-time.Hour), TTLMs: 60000, Status: "cancelled"},
+		{ID: id("h"), Created: created, TTLMs: 60000, Status: "completed", Outcome: json.RawMessage(`{"content":[]}`)},
+	}
+	if n := rt.h.ResumeTasks(saved); n != 1 {
+		t.Errorf("ResumeTasks: %d, want 1", n)
+	}
+	if c := rt.h.TaskCounts(); c != [5]int{0, 0, 1, 0, 0} {
+		t.Errorf("tasks resumed: %v, want the last one only", c)
+	}
+}

@@ -205,7 +205,7 @@ func (s *taskStore) add(t *task) bool {
 	if t.quota != "" {
 		s.owned[t.quota]++
 	}
-	t.expiry = time.AfterFunc(t.ttl, func() {
+	t.expiry = time.AfterFunc(t.created.Add(t.ttl).Sub(now()), func() {
 		s.mu.Lock()
 		if s.m[t.id] == t {
 			s.dropLocked(t)

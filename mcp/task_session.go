@@ -30,16 +30,32 @@ var tasksCapability = []byte(`{"list":{},"cancel":{},"requests":{"tools":{"call"
 // maxTasksPage is how many tasks one tasks/list page holds.
 const maxTasksPage = 100
 
-// sessionOwner is the owner of a session's tasks in the route's store.
-func sessionOwner(s *session) string { return "session " + s.id }
+// The owners of tasks in the route's store (task.owner) are sessions and
+// OAuth subjects, each in a namespace of its own: no subject is a session.
+const (
+	sessionPrefix = "session "
+	subjectPrefix = "subject "
+)
 
-// subjectOwner is the owner of the tasks of an OAuth subject ("" for none),
-// in a namespace of its own: no subject is a session.
+// sessionOwner is the owner of a session's tasks.
+func sessionOwner(s *session) string { return sessionPrefix + s.id }
+
+// subjectOwner is the owner of the tasks of an OAuth subject ("" for none).
 func subjectOwner(subject string) string {
 	if subject == "" {
 		return ""
 	}
-	return "subject " + subject
+	return subjectPrefix + subject
+}
+
+// sessionQuota is the key a session's tasks count under (task.quota): its
+// subject's, shared by the subject's other sessions and its 2026-07-28
+// tasks; the session's own without oauth.
+func sessionQuota(s *session) string {
+	if q := subjectOwner(s.subject); q != "" {
+		return q
+	}
+	return sessionOwner(s)
 }
 
 // taskParams reads params.task of a tools/call: its ttl (0 when absent),
@@ -70,12 +86,8 @@ func (h *Handler) sessionTaskStart(s *session, j *job) *taskStart {
 		return nil
 	}
 	s.tasked.Store(true)
-	owner, quota := sessionOwner(s), subjectOwner(s.subject)
-	if quota == "" {
-		quota = owner
-	}
 	return &taskStart{
-		h: h, owner: owner, quota: quota, started: make(chan struct{}),
+		h: h, owner: sessionOwner(s), quota: sessionQuota(s), started: make(chan struct{}),
 		asked: true, ttl: ttl,
 		// Its changes of status go where its requests to the client do.
 		notify: s.Deliver,

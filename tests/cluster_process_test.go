@@ -37,8 +37,9 @@ func startServeProcess(t *testing.T, bin, natsURL, id, dir, keyFile string) *ser
 }
 
 // startServe runs bin as `serve args...`, named id in the test's log, and
-// waits for its route table, whose first route must be /mcp/session. The
-// process gets SIGTERM when the test ends, if it still runs.
+// waits for its route table, whose first line names its address (a route
+// under /mcp/). The process gets SIGTERM when the test ends, if it still
+// runs.
 func startServe(t *testing.T, bin, id string, args ...string) *serveProcess {
 	t.Helper()
 	p := &serveProcess{id: id, exited: make(chan struct{}), logs: new(syncbuf.Buffer)}
@@ -78,7 +79,7 @@ func startServe(t *testing.T, bin, id string, args ...string) *serveProcess {
 	}()
 	select {
 	case line := <-first:
-		m := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+)/mcp/session `).FindStringSubmatch(line)
+		m := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+)/mcp/\S+ `).FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("node %s printed %q, want its route table", id, line)
 		}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -98,5 +99,73 @@ func TestTSSDKSessionsSurviveRestart(t *testing.T) {
 	}, "restart.mjs", base+"/mcp/session")
 	if p.id != "second" {
 		t.Fatal("the client never asked for the restart")
+	}
+}
+
+// TestTasksSurviveRestart: with --sessions-file a task outlives the process
+// that ran it, until its ttl: one over before the SIGTERM answers its polls
+// with its result in the next process, one the shutdown stopped says so
+// (failed), rather than being unknown; for a 2026-07-28 client (the route's
+// tasks) and a 2025-11-25 session (its session's, saved with it).
+func TestTasksSurviveRestart(t *testing.T) {
+	bin := buildLuamcp(t)
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("..", "scripts", "lib"), filepath.Join(dir, "lib"))
+	copyFile(t, filepath.Join("..", "scripts", "live.lua"), filepath.Join(dir, "live.lua"))
+	args := []string{"--dir", dir, "--addr", freeAddr(t), "--no-watch", "--sessions-file", filepath.Join(t.TempDir(), "sessions.json")}
+	first := startServe(t, bin, "first", args...)
+	url := first.base + "/mcp/live"
+	s := nodesClient(t)
+	tasks := map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
+	report := func(id, seconds int) string {
+		var created eraTask
+		eraResult(t, s.do(t, url, eraCall(id, "tools/call", map[string]any{"name": "report", "arguments": map[string]any{"seconds": seconds}}, tasks)), &created)
+		if created.ResultType != "task" {
+			t.Fatalf("report = %+v, want a task", created)
+		}
+		return created.TaskID
+	}
+	get := func(id int, task string) eraTask {
+		var got eraTask
+		eraResult(t, s.do(t, url, eraCall(id, "tasks/get", map[string]any{"taskId": task}, tasks)), &got)
+		return got
+	}
+	done, stopped := report(1, 0), report(2, 60)
+	for deadline := time.Now().Add(waitLong); get(3, done).Status != "completed"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a report of 0 seconds never completed")
+		}
+	}
+	sid := s.initialize(t, url)
+	r := s.do(t, url, call{Body: request(4, "tools/call", map[string]any{"name": "report", "arguments": map[string]any{"seconds": 0}, "task": map[string]any{}}), Session: sid})
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(r.response(t).Result, &created); err != nil || created.Task.TaskID == "" {
+		t.Fatalf("a 2025-11-25 task: %s", r.Body)
+	}
+	sessionTask := created.Task.TaskID
+	// Its outcome, once there is one, before the restart.
+	s.do(t, url, call{Body: request(5, "tasks/result", map[string]any{"taskId": sessionTask}), Session: sid})
+	first.stop(t)
+
+	second := startServe(t, bin, "second", args...)
+	if second.base != first.base {
+		t.Fatalf("the second process serves %s, the first served %s", second.base, first.base)
+	}
+	if got := get(6, done); got.Status != "completed" || got.Result == nil || got.Result.Content[0].Text != "Report ready after 0 seconds" {
+		t.Errorf("a task over before the restart = %+v", got)
+	}
+	if got := get(7, stopped); got.Status != "failed" || got.Error == nil {
+		t.Errorf("a task the restart stopped = %+v", got)
+	}
+	r = s.do(t, url, call{Body: request(8, "tasks/result", map[string]any{"taskId": sessionTask}), Session: sid})
+	if res := r.response(t); res.Error != nil || !strings.Contains(string(res.Result), "Report ready after 0 seconds") {
+		t.Errorf("tasks/result of a session's task after the restart: %s", r.Body)
+	}
+	if !strings.Contains(second.logs.String(), "tasks resumed") {
+		t.Errorf("the second process did not log the tasks it resumed:\n%s", second.logs.String())
 	}
 }
