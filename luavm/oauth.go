@@ -2,7 +2,6 @@ package luavm
 
 import (
 	"fmt"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -108,18 +107,10 @@ func oauthURL(field string, v lua.LValue) (string, error) {
 		(u.Scheme != "https" && u.Scheme != "http") {
 		return "", fmt.Errorf("route.oauth.%s %s must be an absolute https URL without query or fragment", field, describe(v))
 	}
-	if u.Scheme == "http" && !loopbackName(u.Hostname()) {
+	if !mcp.SecureOAuthURL(u) {
 		return "", fmt.Errorf("route.oauth.%s %s must use https (http only for localhost or a loopback address)", field, describe(v))
 	}
 	return string(s), nil
-}
-
-func loopbackName(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // scopeList reads a list of scope tokens (RFC 6749 section 3.3: printable

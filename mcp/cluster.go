@@ -138,7 +138,13 @@ func (h *Handler) serveLinked(w http.ResponseWriter, r *http.Request) {
 		h.methodNotAllowed(w)
 		return
 	}
-	r.RemoteAddr = r.Header.Get(ForwardedForHeader)
+	// The link's opening vouched for the node; the node vouches for the
+	// client's address, which it always sends.
+	if r.RemoteAddr = r.Header.Get(ForwardedForHeader); r.RemoteAddr == "" {
+		h.refused(GateForward)
+		writeJSONError(w, http.StatusForbidden, nil, CodeInvalidRequest, "Forwarded request refused: no client address")
+		return
+	}
 	h.forwarded(ForwardedIn)
 	h.serveAuthorizing(w, r)
 }
@@ -256,6 +262,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	// 1.6 µs): nothing reads them after the forward, and one that claimed
 	// to be forwarded never gets here. A LinkCluster signs only what it
 	// sends over HTTP: a link's opening was signed for all it carries.
+	dropConnectionFields(fr.Header)
 	if _, ok := c.(LinkCluster); ok {
 		markForward(fr.Header, c.NodeID(), r)
 	} else {
@@ -272,6 +279,27 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 		_ = bw.FlushError()
 	}
 	return true
+}
+
+// dropConnectionFields removes the fields the client's Connection header
+// names, and the header itself, as a proxy does (RFC 9110 §7.6.1): they were
+// for this hop. Done before the forward marks are set, and not left to the
+// Cluster, which drops what Connection names as it sends the request: a
+// client naming a mark there would strip it after it was set, and the owner
+// would take the forward for a request of the entry node itself.
+func dropConnectionFields(h http.Header) {
+	conn, ok := h["Connection"]
+	if !ok {
+		return
+	}
+	for _, v := range conn {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	delete(h, "Connection")
 }
 
 // memBody is a request body in memory: a bytes.Reader that closes, in one

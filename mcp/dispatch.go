@@ -217,7 +217,7 @@ func (h *Handler) list(ctx context.Context, dst []byte, m *message, sc *scope, k
 	}
 	key := listKeys[kind]
 	if kind == ListTools {
-		h.sawTools(items)
+		h.sawTools(items, offset == 0 && len(items) >= total)
 	}
 	for _, it := range items {
 		if !json.Valid(it.JSON) {

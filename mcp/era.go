@@ -67,21 +67,22 @@ const (
 	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
-// eraOf returns the era of a POSTed message.
+// eraOf returns the era of a POSTed message: a request whose _meta names
+// its protocol version is the 2026-07-28 era's, whatever its header says
+// (readRequestMeta refuses a header that differs, -32020).
 func eraOf(r *http.Request, m *message) era {
 	meta, _ := member(m.params, "_meta")
-	_, hasMeta := member(meta, metaProtocolVersion)
+	if _, hasMeta := member(meta, metaProtocolVersion); hasMeta {
+		return eraStateless
+	}
 	if v, ok := r.Header["Mcp-Protocol-Version"]; ok && len(v) > 0 {
 		switch {
 		case sessionEraVersion(v[0]):
 			return eraSession
-		case statelessEraVersion(v[0]) || hasMeta:
+		case statelessEraVersion(v[0]):
 			return eraStateless
 		}
 		return eraUnknown
-	}
-	if hasMeta {
-		return eraStateless
 	}
 	return eraSession
 }
@@ -197,11 +198,14 @@ func headerValue(h http.Header, name string) (string, bool) {
 	return decodeHeaderValue(v[0])
 }
 
-// decodeHeaderValue decodes "=?base64?<b64>?=" (case-insensitive marker) and
-// checks a plain value for visible ASCII and spaces only.
+// decodeHeaderValue decodes "=?base64?<b64>?=" and checks a plain value for
+// visible ASCII, spaces and tabs only (RFC 9110's field value, as clients
+// send it unencoded). The marker is matched exactly, as the spec writes it:
+// a client or gateway that reads "=?BASE64?...?=" as a plain value must not
+// find this server reading another.
 func decodeHeaderValue(s string) (string, bool) {
 	const prefix, suffix = "=?base64?", "?="
-	if len(s) >= len(prefix)+len(suffix) && strings.EqualFold(s[:len(prefix)], prefix) && strings.HasSuffix(s, suffix) {
+	if len(s) >= len(prefix)+len(suffix) && strings.HasPrefix(s, prefix) && strings.HasSuffix(s, suffix) {
 		b, err := base64.StdEncoding.DecodeString(s[len(prefix) : len(s)-len(suffix)])
 		if err != nil {
 			return "", false
@@ -209,7 +213,7 @@ func decodeHeaderValue(s string) (string, bool) {
 		return string(b), true
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e {
+		if c := s[i]; (c < 0x20 && c != '\t') || c > 0x7e {
 			return "", false
 		}
 	}
@@ -273,8 +277,9 @@ const (
 var xMCPHeader = []byte(`"x-mcp-header"`)
 
 // sawTools moves the route's paramHeaderState on with what a tools listing
-// (whole or a page) showed.
-func (h *Handler) sawTools(items []Item) {
+// showed: any page may show a header, but only a whole listing that none:
+// a later page may list the tool that has one.
+func (h *Handler) sawTools(items []Item, whole bool) {
 	if paramHeaderState(h.paramHeaders.Load()) == paramHeadersSeen {
 		return
 	}
@@ -284,7 +289,9 @@ func (h *Handler) sawTools(items []Item) {
 			return
 		}
 	}
-	h.paramHeaders.CompareAndSwap(int32(paramHeadersUnknown), int32(paramHeadersNone))
+	if whole {
+		h.paramHeaders.CompareAndSwap(int32(paramHeadersUnknown), int32(paramHeadersNone))
+	}
 }
 
 // checksParamHeaders reports whether the tools/call r has its Mcp-Param-*

@@ -71,6 +71,8 @@ func TestStatelessEraRefusals(t *testing.T) {
 				modernHeaders("server/discover", ""), 400, -32020},
 			{"no version header", `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":` + withMeta("", metaAll) + `}`,
 				[]string{"Mcp-Method: server/discover"}, 400, -32020},
+			{"a 2025 header with 2026-07-28 _meta", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + withMeta(`{"name":"add","arguments":{"a":1,"b":2}}`, metaAll) + `}`,
+				[]string{"MCP-Protocol-Version: 2025-11-25", "Mcp-Method: tools/list", "Mcp-Name: evil"}, 400, -32020},
 			{"bad log level", `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":` + withMeta("", strings.Replace(metaAll, `"io.modelcontextprotocol/protocolVersion"`, `"io.modelcontextprotocol/logLevel":"loud","io.modelcontextprotocol/protocolVersion"`, 1)) + `}`,
 				modernHeaders("server/discover", ""), 400, -32602},
 			{"Mcp-Method differs", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":` + withMeta("", metaAll) + `}`,
@@ -381,10 +383,13 @@ func TestListen(t *testing.T) {
 		t.Errorf("ack not tagged: %v", ack)
 	}
 	push := rt.push()
-	push.Broadcast("elsewhere", "notifications/prompts/list_changed", nil) // not asked for
-	push.Broadcast("elsewhere", "notifications/tools/list_changed", nil)
-	if m := s.nextEvent().msg(); m["method"] != "notifications/tools/list_changed" || !tagged(m) {
-		t.Fatalf("got %v, want tools/list_changed tagged", m)
+	// The stream joined the channels of a fresh state ("fixture"), as a
+	// session does: a broadcast elsewhere does not reach it.
+	push.Broadcast("elsewhere", "notifications/tools/list_changed", []byte(`{"elsewhere":true}`))
+	push.Broadcast("fixture", "notifications/prompts/list_changed", nil) // not asked for
+	push.Broadcast("fixture", "notifications/tools/list_changed", nil)
+	if m := s.nextEvent().msg(); m["method"] != "notifications/tools/list_changed" || !tagged(m) || strings.Contains(mustJSON(m), "elsewhere") {
+		t.Fatalf("got %v, want tools/list_changed of the fixture channel, tagged", m)
 	}
 	push.ResourceUpdated("mem://b") // not subscribed
 	push.ResourceUpdated("mem://a")
@@ -530,6 +535,10 @@ func TestParamHeaders(t *testing.T) {
 		{"nested mismatch", `{"opts":{"flag":true}}`, []string{"Mcp-Param-Flag: false"}, false},
 		{"bad padding", `{"region":"Hello"}`, []string{"Mcp-Param-Region: =?base64?SGVsbG8?="}, false},
 		{"bad Base64 characters", `{"region":"Hello"}`, []string{"Mcp-Param-Region: =?base64?SGVs!!!bG8=?="}, false},
+		// The marker is the spec's, lowercase: another case is a plain value.
+		{"upper-case marker is literal", `{"region":"=?BASE64?SGVsbG8=?="}`, []string{"Mcp-Param-Region: =?BASE64?SGVsbG8=?="}, true},
+		{"upper-case marker is not decoded", `{"region":"Hello"}`, []string{"Mcp-Param-Region: =?BASE64?SGVsbG8=?="}, false},
+		{"tab in a plain value", `{"region":"a\tb"}`, []string{"Mcp-Param-Region: a\tb"}, true},
 	}
 	for _, tt := range tests {
 		for _, listed := range []bool{true, false} {
@@ -547,6 +556,21 @@ func TestParamHeaders(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestParamHeadersPaged: a first page of tools/list that shows no
+// x-mcp-header does not stop the checks: the tool that has one may be on a
+// later page.
+func TestParamHeadersPaged(t *testing.T) {
+	f := newFakeServer()
+	f.headerTool = true // "region" is listed last
+	rt := newRoute(t, f, mcp.Options{PageSize: 5})
+	if r := rt.modern("tools/list", ""); r.status != 200 || strings.Contains(r.body, "x-mcp-header") {
+		t.Fatalf("page 1: %s", r.body)
+	}
+	if r := rt.modern("tools/call", `{"name":"region","arguments":{"region":"eu-west"}}`); r.status != 400 || r.errorCode() != -32020 {
+		t.Errorf("a call without its Mcp-Param-Region after a first page: %d %s", r.status, r.body)
 	}
 }
 

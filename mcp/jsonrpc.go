@@ -35,6 +35,13 @@ type message struct {
 // notification reports whether m is a notification (no id, not a response).
 func (m *message) notification() bool { return m.id == nil && !m.response }
 
+// maxIDBytes bounds a message's id, as written (quotes and escapes
+// included). Clients use counters and UUIDs; what the server keeps of a
+// request for long (a listen stream, a pending answer) and repeats in each
+// of its messages is its id, which a body of MaxBodyBytes could otherwise
+// make megabytes long.
+const maxIDBytes = 1024
+
 // decodeMessage decodes one POSTed body into m. It returns 0 on success,
 // CodeParseError for a body that is not JSON, or CodeInvalidRequest for JSON
 // that is not a single valid JSON-RPC 2.0 message (batches included). Even
@@ -82,6 +89,9 @@ func decodeMessage(body []byte, m *message) int {
 		}
 		if id != nil && kindOf(id) == '0' && !isInteger(id) {
 			return CodeInvalidRequest
+		}
+		if len(id) > maxIDBytes {
+			return CodeInvalidRequest // not echoed either
 		}
 	}
 	m.id = id

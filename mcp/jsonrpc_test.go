@@ -46,6 +46,8 @@ func TestDecodeMessage(t *testing.T) {
 		{name: "bool id", body: `{"jsonrpc":"2.0","id":true,"method":"ping"}`, code: CodeInvalidRequest},
 		{name: "array id", body: `{"jsonrpc":"2.0","id":[1],"method":"ping"}`, code: CodeInvalidRequest},
 		{name: "object id", body: `{"jsonrpc":"2.0","id":{},"method":"ping"}`, code: CodeInvalidRequest},
+		{name: "longest id", body: `{"jsonrpc":"2.0","id":"` + strings.Repeat("i", maxIDBytes-2) + `","method":"ping"}`, id: `"` + strings.Repeat("i", maxIDBytes-2) + `"`, method: "ping"},
+		{name: "id too long", body: `{"jsonrpc":"2.0","id":"` + strings.Repeat("i", maxIDBytes-1) + `","method":"ping"}`, code: CodeInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -167,8 +167,10 @@ func (l *listener) tag(msg []byte, method string) []byte {
 
 // serveListen serves a subscriptions/listen stream until the client closes
 // it or the route shuts down; the server then ends it with
-// notifications/cancelled and the listen request's result.
-func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, id []byte, f listenFilter) {
+// notifications/cancelled and the listen request's result. The stream joins
+// the route's broadcast channels named by channels (a fresh state's), and
+// gets what the filter wants of what is published there.
+func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, id []byte, f listenFilter, channels []string) {
 	l := &listener{id: id, filter: f,
 		out: newPushStream(false, h.opts.SessionBufferMax, h.opts.SessionBufferBytes, &h.hub.replay)}
 	l.out.dropped = h.evictedPushes()
@@ -176,15 +178,19 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, id []byte,
 	// pushed after it is missed.
 	sent, _, wake := l.out.attach(0, false)
 	ps := h.hub.ps
-	channels := []string{listenChannel(h.opts.Path)}
+	joined := make([]string, 0, 1+len(l.filter.uris)+len(channels))
+	joined = append(joined, listenChannel(h.opts.Path))
 	for _, uri := range l.filter.uris {
-		channels = append(channels, resourceChannel(h.opts.Path, uri))
+		joined = append(joined, resourceChannel(h.opts.Path, uri))
 	}
-	for _, c := range channels {
+	for _, name := range channels {
+		joined = append(joined, appChannel(h.opts.Path, name))
+	}
+	for _, c := range joined {
 		ps.Subscribe(c, l)
 	}
 	defer func() {
-		for _, c := range channels {
+		for _, c := range joined {
 			ps.Unsubscribe(c, l)
 		}
 		l.out.close()

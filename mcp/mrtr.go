@@ -42,6 +42,10 @@ const stateKeyMin = 16
 type mrtr struct {
 	client   clientCaps
 	logLevel int // the request's _meta log level, or noLogs
+	// subject is the OAuth subject of the request ("" without oauth): its
+	// requestState is bound to it, as the spec advises, so that another
+	// principal cannot finish the call with this one's answers.
+	subject string
 	// stop cancels the call's context with the reason it must end.
 	stop context.CancelCauseFunc
 
@@ -197,6 +201,7 @@ type statePayload struct {
 	Name    string                     `json:"n"`
 	Args    []byte                     `json:"a"` // SHA-256 of the canonical arguments
 	Expires int64                      `json:"e"` // Unix seconds
+	Subject string                     `json:"s,omitempty"`
 	Answers map[string]json.RawMessage `json:"r"`
 }
 
@@ -239,7 +244,7 @@ func sealState(key []byte, p *statePayload) string {
 }
 
 // openState verifies a requestState and its binding and returns its payload.
-func openState(key []byte, state string, method, name string, digest []byte, now time.Time) (*statePayload, error) {
+func openState(key []byte, state string, method, name string, digest []byte, subject string, now time.Time) (*statePayload, error) {
 	enc := base64.RawURLEncoding
 	i := strings.IndexByte(state, '.')
 	if i < 0 {
@@ -254,7 +259,7 @@ func openState(key []byte, state string, method, name string, digest []byte, now
 	if json.Unmarshal(body, &p) != nil {
 		return nil, errBadState
 	}
-	if p.Method != method || p.Name != name || !bytes.Equal(p.Args, digest) || now.Unix() > p.Expires {
+	if p.Method != method || p.Name != name || !bytes.Equal(p.Args, digest) || p.Subject != subject || now.Unix() > p.Expires {
 		return nil, errBadState
 	}
 	return &p, nil
@@ -270,8 +275,8 @@ func stateMAC(key, body []byte) []byte {
 // newRecord reads the multi-round-trip members of a 2026-07-28 request
 // (inputResponses, requestState) into a record for its run. A malformed
 // member or a state that fails verification is a -32602.
-func (h *Handler) newRecord(m *message, spec *methodSpec, rm *requestMeta, stop context.CancelCauseFunc) (*mrtr, *Error) {
-	r := &mrtr{client: rm.client, logLevel: rm.logLevel, stop: stop}
+func (h *Handler) newRecord(m *message, spec *methodSpec, rm *requestMeta, subject string, stop context.CancelCauseFunc) (*mrtr, *Error) {
+	r := &mrtr{client: rm.client, logLevel: rm.logLevel, subject: subject, stop: stop}
 	if !spec.mayAsk {
 		return r, nil
 	}
@@ -281,7 +286,7 @@ func (h *Handler) newRecord(m *message, spec *methodSpec, rm *requestMeta, stop 
 			return nil, errBadState
 		}
 		name, digest := callBinding(m, spec)
-		p, err := openState(h.hub.stateKey(), state, m.method, name, digest, now())
+		p, err := openState(h.hub.stateKey(), state, m.method, name, digest, subject, now())
 		if err != nil {
 			return nil, errBadState
 		}
@@ -318,7 +323,7 @@ func (h *Handler) appendInputRequired(dst []byte, m *message, spec *methodSpec, 
 	name, digest := callBinding(m, spec)
 	state := sealState(h.hub.stateKey(), &statePayload{
 		Method: m.method, Name: name, Args: digest,
-		Expires: now().Add(stateTTL).Unix(), Answers: r.used,
+		Expires: now().Add(stateTTL).Unix(), Subject: r.subject, Answers: r.used,
 	})
 	dst = appendResult(dst, m.id, nil)
 	dst = dst[:len(dst)-1]

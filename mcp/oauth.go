@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -286,4 +287,23 @@ func (h *Handler) ServeMetadata(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		_, _ = w.Write(body)
 	}
+}
+
+// SecureOAuthURL reports whether tokens and keys may travel to or from u:
+// over https, or over http only to a loopback host (a local test server).
+// Route options, discovered key URLs and the redirects followed to fetch
+// them all keep to it.
+func SecureOAuthURL(u *url.URL) bool {
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		host := u.Hostname()
+		if strings.EqualFold(host, "localhost") {
+			return true
+		}
+		ip, err := netip.ParseAddr(host)
+		return err == nil && ip.IsLoopback()
+	}
+	return false
 }

@@ -263,3 +263,25 @@ func TestOAuthChallengeBehindTLSProxy(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestStateBoundToSubject: a 2026-07-28 requestState is bound to the
+// token subject whose call it continues (the spec's SHOULD): another
+// subject presenting it is refused, its holder goes on.
+func TestRequestStateBoundToSubject(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), statelessOAuthOptions())
+	call := func(token, extra string) reply {
+		return rt.modern("tools/call", `{"name":"ask","arguments":{"keys":["a"],"again":true}`+extra+`}`, "Authorization: Bearer "+token)
+	}
+	r := call("tok-alice", `,"inputResponses":{"a":{"action":"accept","content":{"pin":"1234"}}}`)
+	state, _ := r.result()["requestState"].(string)
+	if state == "" {
+		t.Fatalf("alice's first round: %s", r.body)
+	}
+	retry := `,"inputResponses":{"again":{"roots":[]}},"requestState":` + mustJSON(state)
+	if r := call("tok-bob", retry); r.errorCode() != -32602 {
+		t.Errorf("bob presenting alice's requestState: %d %s", r.status, r.body)
+	}
+	if r := call("tok-alice", retry); r.result()["resultType"] != "complete" || !strings.Contains(r.text(), "1234") {
+		t.Errorf("alice presenting her requestState: %d %s", r.status, r.body)
+	}
+}

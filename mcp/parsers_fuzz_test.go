@@ -183,7 +183,7 @@ func FuzzRequestState(f *testing.F) {
 		return enc.EncodeToString(b) + "." + enc.EncodeToString(m)
 	}
 	check := func(t *testing.T, state string) {
-		if p, err := openState(key, state, "tools/call", "t", digest, now); err == nil && canonical(state) != sealed {
+		if p, err := openState(key, state, "tools/call", "t", digest, "", now); err == nil && canonical(state) != sealed {
 			t.Fatalf("openState accepted a state it did not seal: %q: %+v", state, p)
 		}
 	}

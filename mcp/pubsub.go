@@ -301,17 +301,13 @@ func (p *RoutePushes) Notify(sessionID, method string, params json.RawMessage) {
 }
 
 // Broadcast pushes one notification to every session of the route whose
-// Session.Channels named channel. The method is sent as given.
-//
-// A list_changed notification also reaches every subscriptions/listen stream
-// of the route that asked for it, whatever the channel: the 2026-07-28 era
-// has no sessions to name channels.
+// Session.Channels named channel. The method is sent as given. The
+// subscriptions/listen streams of the route join the channels a fresh
+// session's Channels names, and get what they asked for of what is sent
+// there (list_changed notifications).
 func (p *RoutePushes) Broadcast(channel, method string, params json.RawMessage) {
 	if msg := p.hub.encode(method, params); msg != nil {
 		p.hub.ps.Publish(appChannel(p.path, channel), msg)
-		if listChangedMethod(method) {
-			p.hub.ps.Publish(listenChannel(p.path), msg)
-		}
 	} else {
 		p.hub.pushesDropped(p.path, DropInvalid, 1)
 	}

@@ -83,7 +83,18 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	}
 	ctx, cancel := context.WithCancelCause(base)
 	hd.cancel = cancel
+	if mayTask {
+		// A task may wait for tasks/update long after its request, with no
+		// connection (up to call_timeout_ms): what its call reads of the
+		// request, from here or the call's line, must not keep the body it
+		// was read from (up to MaxBodyBytes). Copies of the id and token
+		// now; the params and answers when it becomes one (shedBody).
+		m.id = bytes.Clone(m.id)
+	}
 	j := newJob(h, nil, m, acc)
+	if mayTask {
+		j.call.ProgressToken = bytes.Clone(j.call.ProgressToken)
+	}
 	j.call.Auth = AuthFromContext(r.Context())
 	if !h.trackStateless(j, func() { cancel(errShuttingDown) }) {
 		h.observeError(start, m, CodeInternalError)
@@ -110,7 +121,13 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		return
 	}
 	if m.method == methodListen {
-		sess.Close("") // the stream needs no Lua state
+		// The stream needs no Lua state, but the channels of a fresh one,
+		// which it joins as a session would (broadcasts reach it there).
+		channels, err := sess.Channels(ctx)
+		if err != nil {
+			h.log.Warn("mcp: channels failed: the listen stream joins none", "route", h.opts.Path, "err", err)
+		}
+		sess.Close("")
 		// The stream outlives its POST by hours: it keeps the request's id
 		// and its filter, not the body they were read from (up to
 		// MaxBodyBytes, for each open stream).
@@ -118,7 +135,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		*m = message{id: bytes.Clone(m.id), method: m.method}
 		j.msg, j.rp.id, j.call = *m, m.id, Call{RequestID: m.id, Out: &j.out}
 		rm = requestMeta{}
-		h.serveListen(w, r, m.id, f)
+		h.serveListen(w, r, m.id, f, channels)
 		return
 	}
 	hd.sess = sess
@@ -142,7 +159,11 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 			return
 		}
 	}
-	record, e := h.newRecord(m, spec, &rm, cancel)
+	subject := ""
+	if j.call.Auth != nil {
+		subject = j.call.Auth.Subject
+	}
+	record, e := h.newRecord(m, spec, &rm, subject, cancel)
 	if e != nil {
 		h.log.Debug("mcp: invalid params", "method", m.method, "err", e.Message)
 		h.observeError(start, m, e.Code)
@@ -153,11 +174,10 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	j.call.ProtocolVersion = rm.version
 	j.call.ClientCapabilities = rm.caps
 	if mayTask {
-		owner := ""
-		if j.call.Auth != nil {
-			owner = subjectOwner(j.call.Auth.Subject)
-		}
-		j.call.tasks = &taskStart{h: h, owner: owner, quota: owner, cancel: cancel, started: make(chan struct{})}
+		j.call.ClientCapabilities = bytes.Clone(rm.caps)
+		owner := subjectOwner(subject)
+		j.call.tasks = &taskStart{h: h, owner: owner, quota: owner, cancel: cancel, started: make(chan struct{}),
+			shed: func() { shedBody(m, j, record) }}
 		j.out.tasks = j.call.tasks
 	}
 
@@ -228,6 +248,24 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		j.rp.finish(nil)
 	}
 	j.rp.pump(gen)
+}
+
+// shedBody lets the call of m, which became a task, go of its request's
+// body: its params but the tool's name (which observing it reads; the
+// handler read the arguments when it began), and copies of the answers of
+// earlier rounds (a later ask may take them) but not the record of those
+// taken. Called by the call's goroutine
+// as the task starts, before the request's goroutine reads m again.
+func shedBody(m *message, j *job, record *mrtr) {
+	name, _ := stringMember(m.params, "name")
+	m.params = append(appendString([]byte(`{"name":`), name), '}')
+	j.msg.params = m.params
+	record.mu.Lock()
+	for k, a := range record.answers {
+		record.answers[k] = bytes.Clone(a)
+	}
+	record.used = nil // for a next requestState, which a task never sends
+	record.mu.Unlock()
 }
 
 // held is what a 2026-07-28 request holds while it is served: its place
@@ -385,7 +423,7 @@ func (h *Handler) checkToolParamHeaders(ctx context.Context, r *http.Request, m 
 	if err != nil {
 		return nil
 	}
-	h.sawTools(tools)
+	h.sawTools(tools, true)
 	for _, t := range tools {
 		if t.Key != name {
 			continue

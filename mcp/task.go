@@ -342,6 +342,10 @@ type taskStart struct {
 	t       *task
 	created []byte
 
+	// shed, when set, lets the call go of what it no longer needs of its
+	// request once it is a task (shedBody).
+	shed func()
+
 	// asked marks a 2025-11-25 call whose client asked for a task
 	// (params.task, task_session.go), with the ttl it asked for: it becomes
 	// one as soon as the server reports the tool's support, and answer
@@ -393,6 +397,9 @@ func (ts *taskStart) start(opts TaskOptions, rec *mrtr) bool {
 		rec.mu.Unlock()
 	}
 	ts.t = t
+	if ts.shed != nil {
+		ts.shed()
+	}
 	close(ts.started)
 	if ts.answer != nil {
 		ts.answer(ts.created)

@@ -660,3 +660,39 @@ func TestSessionTaskCancelTellsClient(t *testing.T) {
 		return
 	}
 }
+
+// A task parked in input_required keeps copies of what its call reads of
+// its request, not the request's body: 8 parked tasks of 2 MiB requests hold
+// no 16 MiB (the padding in a params member nobody reads; a call's
+// arguments, capabilities and answers are the call's to keep).
+func TestTaskKeepsNoBody(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	const n, pad = 8, 2 << 20
+	filler := strings.Repeat("x", pad)
+	heap := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	before := heap()
+	var ids []string
+	for range n {
+		r := rt.modernWith(metaTasks, "tools/call", `{"name":"task","arguments":{"support":"optional","before":"a","keys":["k"]},`+
+			`"inputResponses":{"a":{"action":"accept","content":{}}},"pad":"`+filler+`"}`)
+		id, _ := r.result()["taskId"].(string)
+		if id == "" {
+			t.Fatalf("no task: %.300s", r.body)
+		}
+		rt.pollTask(id, "input_required")
+		ids = append(ids, id)
+	}
+	grew := heap() - before
+	for _, id := range ids {
+		rt.taskOp(metaTasks, "tasks/cancel", id, "")
+	}
+	if grew > n*pad/4 {
+		t.Errorf("%d parked tasks of %d MiB requests hold %d MiB", n, pad>>20, grew>>20)
+	}
+}

@@ -10,8 +10,14 @@ import (
 	"strings"
 )
 
-// maxMetadataBytes bounds an authorization server's metadata document.
-const maxMetadataBytes = 1 << 20
+const (
+	// maxMetadataBytes bounds an authorization server's metadata document.
+	maxMetadataBytes = 1 << 20
+	// maxJWKSBytes bounds a JWKS document (a set of a few dozen keys is a
+	// few KiB). jwkset reads the body itself, so the client's transport
+	// enforces it (boundedTransport).
+	maxJWKSBytes = 1 << 20
+)
 
 // discoverJWKS finds the issuer's jwks_uri in its metadata: RFC 8414's
 // /.well-known/oauth-authorization-server first, then OpenID Connect
@@ -82,8 +88,10 @@ func fetchJWKSURI(ctx context.Context, client *http.Client, url, issuer string) 
 	if strings.TrimSuffix(doc.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
 		return "", fmt.Errorf("%s: its issuer %q is not %q", url, doc.Issuer, issuer)
 	}
-	if !strings.HasPrefix(doc.JWKSURI, "https://") && !strings.HasPrefix(doc.JWKSURI, "http://") {
-		return "", fmt.Errorf("%s: no usable jwks_uri", url)
+	// The same rule as for a jwks_url the route names: keys that travel in
+	// the clear can be swapped for an attacker's.
+	if !secureURL(doc.JWKSURI) {
+		return "", fmt.Errorf("%s: jwks_uri %q is not an https URL (http only on a loopback host)", url, doc.JWKSURI)
 	}
 	return doc.JWKSURI, nil
 }

@@ -69,13 +69,13 @@ type Verifier struct {
 }
 
 // New returns the verifier of cfg. client nil means a client with a 10 s
-// timeout. Nothing is fetched yet: the JWKS (and the issuer's metadata, when
-// cfg.JWKSURL is "") is fetched for the first token, so that a route mounts
-// while its authorization server is down.
+// timeout; either way the verifier fetches with a copy whose responses are
+// bounded (maxJWKSBytes) and whose redirects stay on https (http only on a
+// loopback host). Nothing is fetched yet: the JWKS (and the issuer's
+// metadata, when cfg.JWKSURL is "") is fetched for the first token, so that
+// a route mounts while its authorization server is down.
 func New(cfg mcp.OAuth, client *http.Client, logger *slog.Logger) *Verifier {
-	if client == nil {
-		client = &http.Client{Timeout: fetchTimeout}
-	}
+	client = newClient(client)
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -107,13 +107,15 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*mcp.AuthInfo, err
 	// An unknown kid makes keyfunc wait for a refetch slot, then fetch the
 	// set under the same context. When no slot is free now, a context that
 	// is already past its deadline makes it give up at once (a known kid is
-	// read from memory and never looks at the deadline); else the fetch has
-	// its usual time.
+	// read from memory and never looks at the deadline). Else the fetch has
+	// its usual time, detached from the request: the slot is spent once it
+	// starts, so a client hanging up must not abort it and leave a
+	// rotated-in key unknown until the next slot or hourly refresh.
 	var cancel context.CancelFunc
 	if v.refetch.Tokens() < 1 {
 		ctx, cancel = context.WithDeadline(ctx, time.Now())
 	} else {
-		ctx, cancel = context.WithTimeout(ctx, fetchTimeout)
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
 	}
 	defer cancel()
 	claims := jwt.MapClaims{}
@@ -140,8 +142,13 @@ func authInfo(claims jwt.MapClaims) (*mcp.AuthInfo, error) {
 	case []any:
 		info.Scopes = stringsOf(s)
 	}
-	if scp, ok := claims["scp"].([]any); ok && len(info.Scopes) == 0 { // Azure AD, Okta
-		info.Scopes = stringsOf(scp)
+	if len(info.Scopes) == 0 {
+		switch s := claims["scp"].(type) {
+		case string: // Entra ID (Azure AD): space-separated
+			info.Scopes = strings.Fields(s)
+		case []any: // Okta
+			info.Scopes = stringsOf(s)
+		}
 	}
 	if id, ok := claims["client_id"].(string); ok {
 		info.ClientID = id

@@ -1,16 +1,22 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,12 +33,20 @@ type fakeAS struct {
 	mu        sync.Mutex
 	keys      map[string]*rsa.PrivateKey // published, by kid
 	jwksHits  atomic.Int32
-	metaPaths []string // metadata paths requested, in order
+	jwksDelay atomic.Int64 // how long /jwks takes to answer, in ns
+	metaPaths []string     // metadata paths requested, in order
 }
 
 func newFakeAS(t *testing.T, metadataPath string) *fakeAS {
 	a := &fakeAS{keys: map[string]*rsa.PrivateKey{}}
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := time.Duration(a.jwksDelay.Load()); d > 0 && r.URL.Path == "/jwks" {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		switch r.URL.Path {
@@ -213,6 +227,196 @@ func TestVerifyUnknownKID(t *testing.T) {
 	for kid, key := range map[string]*rsa.PrivateKey{"k1": k1, "k2": k2} {
 		if _, err := v.Verify(ctx, sign(t, key, kid, as.claims(nil))); err != nil {
 			t.Errorf("%s while the refetch is rate-limited: %v", kid, err)
+		}
+	}
+}
+
+// TestVerifyRefetchOutlivesClient: the one refetch an unknown kid may make per
+// UnknownKIDInterval is not aborted when the client that caused it hangs up,
+// so a key rotated in meanwhile is known afterwards.
+func TestVerifyRefetchOutlivesClient(t *testing.T) {
+	as := newFakeAS(t, "/.well-known/oauth-authorization-server")
+	k1 := as.publish(t, "k1")
+	v := newVerifier(t, mcp.OAuth{Issuer: as.srv.URL, Audience: audience, JWKSURL: as.srv.URL + "/jwks"})
+	if _, err := v.Verify(context.Background(), sign(t, k1, "k1", as.claims(nil))); err != nil {
+		t.Fatal(err)
+	}
+	before := as.jwksHits.Load()
+	k2 := as.publish(t, "k2") // rotation
+	as.jwksDelay.Store(int64(300 * time.Millisecond))
+	// Any token with a kid the set lacks, from a client that leaves while
+	// the refetch is under way.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := v.Verify(ctx, sign(t, k1, "unknown", as.claims(nil))); err == nil {
+		t.Error("a token with an unknown kid was accepted")
+	}
+	if _, err := v.Verify(context.Background(), sign(t, k2, "k2", as.claims(nil))); err != nil {
+		t.Errorf("token of the key rotated in during the abandoned refetch: %v", err)
+	}
+	if got := as.jwksHits.Load() - before; got != 1 {
+		t.Errorf("JWKS fetched %d times, want 1", got)
+	}
+}
+
+// TestVerifyJWKSBounded: a JWKS host answering with a huge document makes
+// the fetch fail after maxJWKSBytes instead of holding all of it.
+func TestVerifyJWKSBounded(t *testing.T) {
+	const size = 16 << 20
+	chunk := []byte(strings.Repeat("a", 64<<10))
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte(`{"keys":[],"x":"`))
+		for range size / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return // the client hung up
+			}
+		}
+		w.Write([]byte(`"}`))
+	}))
+	defer srv.Close()
+	var log bytes.Buffer
+	v := New(mcp.OAuth{Issuer: srv.URL, Audience: audience, JWKSURL: srv.URL + "/jwks"}, nil, slog.New(slog.NewTextHandler(&log, nil)))
+	defer v.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	// The first token fetches the set once; a malformed one goes no further.
+	if _, err := v.Verify(context.Background(), "x.y.z"); err == nil {
+		t.Fatal("a malformed token was accepted")
+	}
+	runtime.ReadMemStats(&after)
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("JWKS fetched %d times, want 1", n)
+	}
+	if !strings.Contains(log.String(), "response body larger than") {
+		t.Errorf("log = %q, want the JWKS fetch to fail on its size", log.String())
+	}
+	// The JSON decoder's buffer grows by doubling: a few times the bound.
+	if got := after.TotalAlloc - before.TotalAlloc; got > size/2 {
+		t.Errorf("%d KiB allocated fetching a %d KiB JWKS, want under %d KiB", got>>10, size>>10, size/2>>10)
+	}
+}
+
+// TestClientBoundsBodies: a body of up to maxJWKSBytes reads whole; one byte
+// more fails.
+func TestClientBoundsBodies(t *testing.T) {
+	for _, size := range []int{0, maxJWKSBytes - 1, maxJWKSBytes, maxJWKSBytes + 1, 3 * maxJWKSBytes} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write(make([]byte, size))
+		}))
+		res, err := newClient(nil).Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		srv.Close()
+		if fits := size <= maxJWKSBytes; fits != (err == nil) || fits && n != int64(size) {
+			t.Errorf("%d-byte body: read %d bytes, err %v", size, n, err)
+		}
+	}
+}
+
+// TestDiscoverJWKSURIScheme: a discovered jwks_uri follows the rule of the
+// route's jwks_url: https, or http only on a loopback host.
+func TestDiscoverJWKSURIScheme(t *testing.T) {
+	for _, tc := range []struct {
+		jwksURI string
+		ok      bool
+	}{
+		{"https://keys.example.com/jwks", true},
+		{"http://127.0.0.1:8080/jwks", true},
+		{"http://localhost/jwks", true},
+		{"http://[::1]/jwks", true},
+		{"http://keys.example.com/jwks", false},
+		{"http://127.0.0.1.example.com/jwks", false},
+		{"ftp://keys.example.com/jwks", false},
+		{"https:///jwks", false},
+		{"/jwks", false},
+		{"", false},
+	} {
+		var srv *httptest.Server
+		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_ = json.NewEncoder(w).Encode(map[string]string{"issuer": srv.URL, "jwks_uri": tc.jwksURI})
+		}))
+		got, err := discoverJWKS(context.Background(), srv.Client(), srv.URL)
+		srv.Close()
+		if tc.ok && (err != nil || got != tc.jwksURI) {
+			t.Errorf("jwks_uri %q: got %q, %v; want it accepted", tc.jwksURI, got, err)
+		} else if !tc.ok && err == nil {
+			t.Errorf("jwks_uri %q: accepted", tc.jwksURI)
+		}
+	}
+}
+
+// TestClientRedirects: the verifier's client follows redirects that keep to
+// https (or stay on loopback http), never one from https to http.
+func TestClientRedirects(t *testing.T) {
+	var plainHits atomic.Int32
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if to := r.URL.Query().Get("to"); to != "" {
+			http.Redirect(w, r, to, http.StatusFound)
+			return
+		}
+		plainHits.Add(1)
+	}))
+	defer plain.Close()
+	tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if to := r.URL.Query().Get("to"); to != "" {
+			http.Redirect(w, r, to, http.StatusFound)
+		}
+	}))
+	defer tls.Close()
+	client := newClient(tls.Client())
+	for _, tc := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{tls.URL, tls.URL + "/jwks", true},
+		{plain.URL, plain.URL + "/jwks", true},
+		{plain.URL, tls.URL + "/jwks", true},
+		{tls.URL, plain.URL + "/jwks", false},              // https to http, even on loopback
+		{plain.URL, "http://keys.example.com/jwks", false}, // http off loopback
+	} {
+		res, err := client.Get(tc.from + "/?to=" + url.QueryEscape(tc.to))
+		if err == nil {
+			res.Body.Close()
+		}
+		// Refused by the client itself, not by a failed connection.
+		if refused := err != nil && strings.Contains(err.Error(), "oauth: redirect"); tc.ok == refused || tc.ok && err != nil {
+			t.Errorf("redirect %s to %s: err %v, want ok %v", tc.from, tc.to, err, tc.ok)
+		}
+	}
+	if n := plainHits.Load(); n != 1 {
+		t.Errorf("the http server answered %d requests, want 1 (only the http to http redirect)", n)
+	}
+}
+
+// TestAuthInfoScopes: scopes come from scope (a space-separated string, RFC
+// 9068, or a list), else from scp (a list, as Okta sends it, or a
+// space-separated string, as Entra ID does).
+func TestAuthInfoScopes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		claims jwt.MapClaims
+		want   []string
+	}{
+		{"none", jwt.MapClaims{}, []string{}},
+		{"scope string", jwt.MapClaims{"scope": "a  b"}, []string{"a", "b"}},
+		{"scope list", jwt.MapClaims{"scope": []any{"a", "b"}}, []string{"a", "b"}},
+		{"scp list", jwt.MapClaims{"scp": []any{"x", "y"}}, []string{"x", "y"}},
+		{"scp string", jwt.MapClaims{"scp": "notes:read notes:write"}, []string{"notes:read", "notes:write"}},
+		{"scope before scp", jwt.MapClaims{"scope": "a b", "scp": "x y"}, []string{"a", "b"}},
+		{"empty scope, scp", jwt.MapClaims{"scope": "", "scp": "x"}, []string{"x"}},
+	} {
+		tc.claims["sub"] = "alice"
+		info, err := authInfo(tc.claims)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !slices.Equal(info.Scopes, tc.want) {
+			t.Errorf("%s: scopes %q, want %q", tc.name, info.Scopes, tc.want)
 		}
 	}
 }
