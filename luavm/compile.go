@@ -12,8 +12,16 @@ import (
 )
 
 // Limits on code compiled at run time (load, loadstring). Script files and
-// the modules they require are the author's own code and are not limited.
+// the modules they require are the author's own code and are limited only
+// by maxFileDepth.
 const (
+	// maxFileDepth bounds the nesting of a script file or module. The
+	// parser and compiler recurse once a level, and a file of f(f(f(...)))
+	// a few million levels deep (well under MaxSourceBytes) would overflow
+	// the goroutine's stack, which no recover catches: the process would
+	// die. No code a person writes, nor a generated table, comes near it.
+	maxFileDepth = 10000
+
 	// maxLoadSize bounds a chunk given to load or loadstring: parsing runs in
 	// Go and cannot be interrupted.
 	maxLoadSize = 1 << 20

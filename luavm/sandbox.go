@@ -370,7 +370,7 @@ func (m *modules) get(name string) (*lua.FunctionProto, error) {
 		if err != nil {
 			return nil, fmt.Errorf("module '%s': cannot read %s: %v", name, file, errors.Unwrap(err))
 		}
-		proto, err := compile(src, file, 0, nil)
+		proto, err := compile(src, file, maxFileDepth, nil)
 		if err != nil {
 			return nil, fmt.Errorf("error loading module '%s': %v", name, err)
 		}

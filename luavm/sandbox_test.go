@@ -295,3 +295,31 @@ return {
 		}
 	}
 }
+
+// TestDeepFile: a script file or module nested millions of levels deep
+// (which would overflow the stack of the goroutine that parses it: a fatal
+// error, the process gone) is refused as it is read; nesting any person or
+// generator writes loads.
+func TestDeepFile(t *testing.T) {
+	deep := "return " + strings.Repeat("f(", 3_000_000) + "1" + strings.Repeat(")", 3_000_000)
+	for _, tc := range []struct{ name, src, want string }{
+		{"deep.lua", deep, "deep.lua:1: chunk nests deeper than 10000 levels"},
+		{"ok.lua", strings.Repeat("do ", 1000) + strings.Repeat("end ", 1000) + "\nreturn 1", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := compile([]byte(tc.src), tc.name, maxFileDepth, nil)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("compile: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// As a script: the host refuses to mount it, with that error.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "deep.lua"), []byte(deep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := newLogger()
+	if _, err := Load(filepath.Join(dir, "deep.lua"), Config{Dir: dir, Logger: logger}); err == nil || !strings.Contains(err.Error(), "nests deeper") {
+		t.Errorf("Load: %v", err)
+	}
+}

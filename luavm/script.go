@@ -187,7 +187,7 @@ func (s *Script) PrepareContext(ctx context.Context) (*Version, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.chunk, err)
 	}
-	proto, err := compile(src, s.chunk, 0, nil)
+	proto, err := compile(src, s.chunk, maxFileDepth, nil)
 	if err != nil {
 		return nil, err
 	}
