@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -170,6 +171,11 @@ func runSuite(t *testing.T, bin string, args []string) (int, string) {
 	return 0, ""
 }
 
+// resultTimestamp is the end of the suite's result folders' names:
+// "-2026-12-07T03-57-20-610Z". (Cutting at the last "-20" cut at the seconds
+// or milliseconds when they began with 20.)
+var resultTimestamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+
 // badChecks reads every checks.json under dir (one per scenario, in a folder
 // named server-<scenario>-<timestamp>) and describes the FAILURE and WARNING
 // checks; passed counts the SUCCESS checks of each scenario.
@@ -189,10 +195,7 @@ func badChecks(t *testing.T, dir string) (bad []string, passed map[string]int) {
 			return err
 		}
 		folder := filepath.Base(filepath.Dir(path))
-		scenario := strings.TrimPrefix(folder, "server-")
-		if i := strings.LastIndex(scenario, "-20"); i > 0 { // then the timestamp's year
-			scenario = scenario[:i]
-		}
+		scenario := resultTimestamp.ReplaceAllString(strings.TrimPrefix(folder, "server-"), "")
 		for _, c := range checks {
 			switch c.Status {
 			case "SUCCESS":

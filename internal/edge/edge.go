@@ -72,8 +72,10 @@ type Config struct {
 	// handler panic). Nil means slog.Default().
 	Logger *slog.Logger
 	// ReadHeaderTimeout bounds the TLS handshake and the request headers of
-	// a TCP connection; IdleTimeout closes a connection that has had no
-	// request in flight for that long (every protocol). Zero: no bound.
+	// a TCP connection, and on HTTP/3 the time a connection may take to
+	// deliver a request's headers (h3timeout.go); IdleTimeout closes a
+	// connection that has had no request in flight for that long (every
+	// protocol). Zero: no bound.
 	ReadHeaderTimeout, IdleTimeout time.Duration
 	// MaxConnections caps the open TCP connections (limit.go); past it new
 	// ones wait. 0 means DefaultMaxConnections(); negative, no cap.
@@ -181,6 +183,9 @@ func Listen(cfg Config) (*Server, error) {
 			s.h3.QUICConfig.GetConfigForClient = q.allow
 			s.h3.ConnContext = q.opened
 		}
+		if cfg.ReadHeaderTimeout > 0 {
+			s.h3.ConnContext = watchHeaders(s.h3.ConnContext, cfg.ReadHeaderTimeout, cfg.IdleTimeout)
+		}
 		// One day: long enough to matter, short enough that a server that
 		// drops --http3 is not tried for long.
 		s.altSvc = []string{fmt.Sprintf(`h3=":%d"; ma=86400`, port)}
@@ -230,7 +235,7 @@ func (s *Server) RegisterOnShutdown(f func()) {
 func (s *Server) Serve(h http.Handler) error {
 	s.http.Handler = h
 	if s.h3 != nil {
-		s.h3.Handler = h
+		s.h3.Handler = watchRequests(h)
 		s.http.Handler = s.announce(h)
 	}
 	errs := make(chan error, 2)
