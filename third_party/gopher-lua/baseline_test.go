@@ -197,3 +197,33 @@ func BenchmarkBaselinePristine(b *testing.B) {
 		}
 	}
 }
+
+// A gmatch iterator keeps its position where no write to a table or an
+// upvalue shows it: a state holding one is never pristine, so that no client
+// of a recycled state goes on with an iteration a former client began.
+// Iterators keeping their state in Lua values (ipairs, pairs) do not count.
+func TestBaselineIterators(t *testing.T) {
+	for _, c := range []struct {
+		name, chunk string
+		want        error
+	}{
+		{"gmatch in a global", `W = string.gmatch("first second", "%a+") function nextword() return W() end`, errBaselineGoUpval},
+		{"gmatch in an upvalue", `local w = string.gmatch("first second", "%a+") function nextword() return w() end`, errBaselineGoUpval},
+		{"gfind", `local w = string.gfind("first second", "%a+") function nextword() return w() end`, errBaselineGoUpval},
+		{"gmatch in a table", `local t = {string.gmatch("first second", "(%a+)")} function nextword() return t[1]() end`, errBaselineGoUpval},
+		{"ipairs", `local f, s, i = ipairs({"first", "second"}) function nextword() i = f(s, i) return s[i] end`, errBaselineUpvalue},
+		{"pairs", `local f, s = pairs({first = 1}) function nextword() return (f(s)) end`, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			L := baselineState(t, c.chunk)
+			defer L.Close()
+			b := L.NewBaseline()
+			if err := L.DoString(`assert(nextword() == "first")`); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Pristine(L); err != c.want {
+				t.Fatalf("Pristine() = %v, want %v", err, c.want)
+			}
+		})
+	}
+}

@@ -44,10 +44,22 @@ const (
 	sizeFrameSeg  = int(unsafe.Sizeof(callFrameStackSegment{}))
 	sizeCallFrame = int(unsafe.Sizeof(callFrame{}))
 	sizeProto     = 256 // a FunctionProto besides its slices
+	// sizePatternByte is what compiling a pattern allocates per byte of it,
+	// at most (pm.Compile: per item a node, its class, a slot of a slice
+	// grown by appending, and one to three instructions of 40 bytes).
+	// TestPatternCompileCost measures it: a run of plain characters takes
+	// up to 174 bytes per byte (at 100 bytes; 155 from 1 KB up), "a*" 130,
+	// classes and sets less than 80.
+	sizePatternByte = 192
 )
 
 // bigString is the length from which the walk counts a string once however
-// many values share it (substrings and copies of one value share its bytes).
+// many values share it (copies of one value share its bytes, and so do the
+// substrings Go code makes; the string library copies its substrings).
+// Strings are told apart by where their bytes start: of those that start at
+// the same byte, the walk counts the longest (s[:n] shares the bytes of s);
+// one that starts elsewhere in the same bytes (s[1:]) counts in full, an
+// over-count that keeps the walk simple.
 const bigString = 256
 
 // stepsPerCheck is how many units of work (bytes, elements, comparisons) a
@@ -499,7 +511,7 @@ type walker struct {
 	size   int
 	stack  []LValue // marked, not yet scanned
 	protos map[*FunctionProto]struct{}
-	big    map[*byte]struct{} // strings of bigString bytes or more counted so far
+	big    map[*byte]int // strings of bigString bytes or more: the length counted from each start
 }
 
 // value counts v, or queues it for scan when it holds other values.
@@ -549,14 +561,21 @@ func (w *walker) str(s string) {
 		w.size += sizeString + len(s)
 		return
 	}
+	// Patched for luamcp: a prefix met first (same start, fewer bytes) made
+	// the walk skip the whole string, and a script could keep any amount
+	// of memory past its budget behind 256-byte prefixes of it.
 	p := unsafe.StringData(s)
-	if _, ok := w.big[p]; ok {
+	if n, ok := w.big[p]; ok {
+		if len(s) > n {
+			w.size += len(s) - n
+			w.big[p] = len(s)
+		}
 		return
 	}
 	if w.big == nil {
-		w.big = make(map[*byte]struct{})
+		w.big = make(map[*byte]int)
 	}
-	w.big[p] = struct{}{}
+	w.big[p] = len(s)
 	w.size += sizeString + len(s)
 }
 
@@ -619,8 +638,15 @@ func (w *walker) scan(v LValue) {
 			w.value(v.Env)
 		}
 		w.value(v.Metatable)
+		if m, ok := v.Value.(measured); ok {
+			m.measure(w)
+		}
 	}
 }
+
+// measured is implemented by the Go values of the libraries' userdata that
+// keep Lua strings or Go memory of their own (gmatchState).
+type measured interface{ measure(w *walker) }
 
 // proto counts a function prototype and those nested in it, once each.
 func (w *walker) proto(p *FunctionProto) {

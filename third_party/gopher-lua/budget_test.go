@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yuin/gopher-lua/pm"
 )
 
 const testLimit = 16 << 20
@@ -59,6 +61,15 @@ func TestBudgetRefusesAttacks(t *testing.T) {
 		{"varargs in table", `local t = {} for i = 1, 1e8 do t[i] = {1, 2, 3, 4, 5, 6, 7, 8} end`},
 		{"rawset", `local t = {} for i = 1, 1e8 do rawset(t, i, i) end`},
 		{"pattern backtracking", `return string.find(string.rep("a", 1e7), ".*b")`},
+		{"prefixes met first", `
+			keep = {}
+			for i = 1, 128 do
+				local big = string.rep("x", 1024 * 1024) .. i
+				keep[#keep + 1] = big:sub(1, 256)
+				keep[#keep + 1] = big
+			end`},
+		{"gmatch subjects", `keep = {} for i = 1, 128 do keep[i] = string.gmatch(string.rep("x", 1024 * 1024) .. i, "x") end`},
+		{"gmatch patterns", `keep = {} for i = 1, 200 do keep[i] = string.gmatch("", string.rep("a", 1e4) .. i) end`},
 	}
 	for _, tt := range attacks {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,6 +173,7 @@ func TestLibraryLoopsHonourCancellation(t *testing.T) {
 		`return string.gsub(string.rep("a", 40), string.rep("a*", 40) .. "b", "")`,
 		`for w in string.gmatch(string.rep("a", 40), string.rep("a*", 40) .. "b") do end`,
 		`local t = {} for i = 1, 3e5 do t[i] = {} end table.sort(t, function(a, b) return false end)`,
+		`return string.find("", string.rep("a", 4e6))`, // compiling the pattern
 	} {
 		L := budgetState(t, 0)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -212,5 +224,125 @@ func TestBudgetOutsideCalls(t *testing.T) {
 	L.SetMemoryLimit(0)
 	if L.MemoryLimit() != 0 {
 		t.Errorf("MemoryLimit() = %d after removing it", L.MemoryLimit())
+	}
+}
+
+// sizePatternByte bounds what compiling a pattern allocates per byte of it,
+// whatever the pattern's items and length.
+func TestPatternCompileCost(t *testing.T) {
+	worst := 0
+	for _, unit := range []string{"a", "%a", "a*", ".-", "a+", "[a-z]", "[^%s,]*", "%b()", "(a)", "()", "%1"} {
+		for _, n := range []int{1e3, 1e4, 1e5} {
+			p := strings.Repeat(unit, n/len(unit))
+			if strings.Contains(unit, "(") && unit != "%b()" {
+				p = unit + strings.Repeat("a", n) // at most 32 captures
+			} else if unit == "%1" {
+				p = "(a)" + p
+			}
+			runtime.GC()
+			before := totalAlloc()
+			if _, err := pm.Compile(nil, p); err != nil {
+				t.Fatalf("%q: %v", unit, err)
+			}
+			per := int(totalAlloc()-before) / len(p)
+			worst = max(worst, per)
+			if per > sizePatternByte {
+				t.Errorf("compiling %d bytes of %q: %d bytes per byte, sizePatternByte is %d", len(p), unit, per, sizePatternByte)
+			}
+		}
+	}
+	t.Logf("worst: %d bytes per byte (sizePatternByte %d)", worst, sizePatternByte)
+}
+
+// A pattern is charged before it is compiled: a long one fails with the
+// memory error instead of taking gigabytes, and ordinary ones still work.
+func TestPatternCompileIsCharged(t *testing.T) {
+	L := budgetState(t, testLimit)
+	if err := L.DoString(`p = string.rep("a", 4e6)`); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	before := totalAlloc()
+	err := L.DoString(`return string.find("", p)`)
+	if err == nil || !strings.Contains(err.Error(), "memory limit exceeded") {
+		t.Errorf("want memory limit exceeded, got %v", err)
+	}
+	if got := totalAlloc() - before; got > testLimit {
+		t.Errorf("allocated %d MiB under a %d MiB budget", got>>20, testLimit>>20)
+	}
+	if err := L.DoString(`
+		assert(select(3, ("key=value"):find("(%w+)=(%w+)")) == "key")
+		local n = 0 for w in ("one two three"):gmatch("%a+") do n = n + 1 end assert(n == 3)
+		assert(select(2, string.rep("ab", 1e4):gsub(string.rep("ab", 1e3), "")) == 10)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The measure counts the bytes of strings that share them once, at the
+// longest length seen from each start, whichever it meets first.
+func TestMeasureCountsSharedBytes(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	for _, c := range []struct {
+		name   string
+		values []string
+		want   int // bytes of string data the measure should count
+	}{
+		{"one", []string{big}, len(big)},
+		{"copies", []string{big, big, big}, len(big)},
+		{"prefix first", []string{big[:256], big}, len(big)},
+		{"prefix last", []string{big, big[:256]}, len(big)},
+		{"growing prefixes", []string{big[:256], big[:1024], big[:4096]}, 4096},
+		// A string starting further in is counted whole: an over-count.
+		{"suffix", []string{big, big[1:]}, 2*len(big) - 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			L := budgetState(t, 0)
+			base := L.MemoryUsage()
+			tb := L.CreateTable(len(c.values), 0)
+			for _, v := range c.values {
+				tb.Append(LString(v))
+			}
+			L.SetGlobal("t", tb)
+			got := int(L.MemoryUsage() - base)
+			if got < c.want || got > c.want+1024 {
+				t.Errorf("measured %d bytes, want %d and a table", got, c.want)
+			}
+		})
+	}
+}
+
+// A substring a library returns keeps none of its source's bytes alive (a Go
+// substring would keep them all, unseen by the measure): a script keeping
+// two bytes of each of many large strings keeps a few bytes each.
+func TestSubstringsOwnTheirBytes(t *testing.T) {
+	const big = `local big = string.rep("x", 1024 * 1024) .. i `
+	for _, c := range []struct{ name, keep string }{
+		{"sub", `keep[i] = big:sub(1, 2)`},
+		{"sub of one byte", `keep[i] = big:sub(2, 2)`},
+		{"sub from the end", `keep[i] = big:sub(-2)`},
+		{"find capture", `keep[i] = select(3, big:find("^(xx)"))`},
+		{"match", `keep[i] = big:match("^xx")`},
+		{"match capture", `keep[i] = big:match("^(xx)")`},
+		{"gmatch", `keep[i] = big:gmatch("xx")()`},
+		{"gmatch capture", `keep[i] = big:gmatch("(xx)")()`},
+		{"gsub function", `big:gsub("^xx", function(s) keep[i] = s end)`},
+		{"gsub table", `big:gsub("^(xx)", setmetatable({}, {__index = function(_, s) keep[i] = s end}))`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			L := budgetState(t, testLimit)
+			runtime.GC()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			if err := L.DoString(`keep = {} for i = 1, 64 do ` + big + c.keep + ` end
+				assert(#keep == 64 and #keep[1] <= 2)`); err != nil {
+				t.Fatal(err)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			if grew := int64(m1.HeapAlloc) - int64(m0.HeapAlloc); grew > 8<<20 {
+				t.Errorf("the heap holds %d MiB more for 64 strings of two bytes", grew>>20)
+			}
+			runtime.KeepAlive(L)
+		})
 	}
 }

@@ -127,7 +127,7 @@ func strFind(L *LState) int {
 		if md.IsPosCapture(i) {
 			L.Push(LNumber(md.Capture(i)))
 		} else {
-			L.Push(LString(str[md.Capture(i):md.Capture(i+1)]))
+			L.Push(L.substring(str, md.Capture(i), md.Capture(i+1))) // patched for luamcp: a copy
 		}
 	}
 	return md.CaptureLength()/2 + 1
@@ -212,6 +212,25 @@ func appendCharged(L *LState, b []byte, s string) []byte {
 // strGsubCapture returns capture n of m (0: the whole match, as is capture 1
 // of a pattern without captures).
 func strGsubCapture(L *LState, src string, m *pm.MatchData, n int) LValue {
+	idx := strCaptureIndex(L, m, n)
+	if m.IsPosCapture(idx) {
+		return LNumber(m.Capture(idx))
+	}
+	return L.substring(src, m.Capture(idx), m.Capture(idx+1))
+}
+
+// strGsubCaptureText is capture n of m as a replacement string shows it:
+// its bytes, not copied (they are appended), or its position.
+func strGsubCaptureText(L *LState, src string, m *pm.MatchData, n int) string {
+	idx := strCaptureIndex(L, m, n)
+	if m.IsPosCapture(idx) {
+		return LNumber(m.Capture(idx)).String()
+	}
+	return src[m.Capture(idx):m.Capture(idx+1)]
+}
+
+// strCaptureIndex is the index in m of capture n (see strGsubCapture).
+func strCaptureIndex(L *LState, m *pm.MatchData, n int) int {
 	idx := 2 * n
 	if idx >= m.CaptureLength() {
 		if n != 1 {
@@ -219,10 +238,7 @@ func strGsubCapture(L *LState, src string, m *pm.MatchData, n int) LValue {
 		}
 		idx = 0
 	}
-	if m.IsPosCapture(idx) {
-		return LNumber(m.Capture(idx))
-	}
-	return LString(src[m.Capture(idx):m.Capture(idx+1)])
+	return idx
 }
 
 // strGsubAppend appends the replacement of match m to out.
@@ -247,7 +263,7 @@ func strGsubAppend(L *LState, out []byte, src string, m *pm.MatchData, repl LVal
 			case c == '0':
 				out = appendCharged(L, out, whole)
 			case '1' <= c && c <= '9':
-				out = appendCharged(L, out, LVAsString(strGsubCapture(L, src, m, int(c-'0'))))
+				out = appendCharged(L, out, strGsubCaptureText(L, src, m, int(c-'0')))
 			case c == '%':
 				out = appendCharged(L, out, "%")
 			default: // as upstream (Lua 5.1 drops the %; 5.2 raises)
@@ -261,7 +277,7 @@ func strGsubAppend(L *LState, out []byte, src string, m *pm.MatchData, repl LVal
 		L.Push(r)
 		n := m.CaptureLength()/2 - 1
 		if n == 0 {
-			L.Push(LString(whole))
+			L.Push(L.substring(src, m.Capture(0), m.Capture(1)))
 			n = 1
 		} else {
 			for i := 1; i <= n; i++ {
@@ -289,36 +305,58 @@ func strGsubAppend(L *LState, out []byte, src string, m *pm.MatchData, repl LVal
 // Upstream found every match of the subject up front.
 func strGmatch(L *LState) int {
 	src := L.CheckString(1)
-	pat := L.compilePattern(L.CheckString(2))
-	pos := 0
-	L.Push(L.NewFunction(func(L *LState) int {
-		if pos > len(src) {
-			return 0
-		}
-		m := L.findPattern(pat, src, pos)
-		if m == nil {
-			pos = len(src) + 1
-			return 0
-		}
-		start, end := m.Capture(0), m.Capture(1)
-		pos = end
-		if end == start {
-			pos++
-		}
-		if pat.MustHead() {
-			pos = len(src) + 1
-		}
-		n := m.CaptureLength()/2 - 1
-		if n == 0 {
-			L.Push(LString(src[start:end]))
-			return 1
-		}
-		for i := 1; i <= n; i++ {
-			L.Push(strGsubCapture(L, src, m, i))
-		}
-		return n
-	}))
+	ud := L.NewUserData()
+	ud.Value = &gmatchState{src: src, pat: L.compilePattern(L.CheckString(2))}
+	L.Push(L.NewClosure(strGmatchIter, ud))
 	return 1
+}
+
+// gmatchState is what a gmatch iterator keeps from one call to the next. It
+// lives in a userdata, the iterator's upvalue, not in variables of a Go
+// closure (patched for luamcp), so that the state's owners see it: a
+// baseline refuses a Go function whose upvalue holds a userdata (the
+// iterator's position is mutable: a recycled state would let the next
+// client go on where the last one stopped), and the budget's walk counts
+// the subject and the compiled pattern an iterator keeps alive.
+type gmatchState struct {
+	src string
+	pat *pm.Pattern
+	pos int // where the next search starts; past len(src) when done
+}
+
+func (st *gmatchState) measure(w *walker) {
+	w.str(st.src)
+	w.size += st.pat.Size()
+}
+
+func strGmatchIter(L *LState) int {
+	st := L.Get(UpvalueIndex(1)).(*LUserData).Value.(*gmatchState)
+	src, pat := st.src, st.pat
+	if st.pos > len(src) {
+		return 0
+	}
+	m := L.findPattern(pat, src, st.pos)
+	if m == nil {
+		st.pos = len(src) + 1
+		return 0
+	}
+	start, end := m.Capture(0), m.Capture(1)
+	st.pos = end
+	if end == start {
+		st.pos++
+	}
+	if pat.MustHead() {
+		st.pos = len(src) + 1
+	}
+	n := m.CaptureLength()/2 - 1
+	if n == 0 {
+		L.Push(L.substring(src, start, end))
+		return 1
+	}
+	for i := 1; i <= n; i++ {
+		L.Push(strGsubCapture(L, src, m, i))
+	}
+	return n
 }
 
 func strLen(L *LState) int {
@@ -356,14 +394,14 @@ func strMatch(L *LState) int {
 	nsubs := md.CaptureLength() / 2
 	switch nsubs {
 	case 1:
-		L.Push(LString(str[md.Capture(0):md.Capture(1)]))
+		L.Push(L.substring(str, md.Capture(0), md.Capture(1))) // patched for luamcp: a copy
 		return 1
 	default:
 		for i := 2; i < md.CaptureLength(); i += 2 {
 			if md.IsPosCapture(i) {
 				L.Push(LNumber(md.Capture(i)))
 			} else {
-				L.Push(LString(str[md.Capture(i):md.Capture(i+1)]))
+				L.Push(L.substring(str, md.Capture(i), md.Capture(i+1))) // patched for luamcp: a copy
 			}
 		}
 		return nsubs - 1
@@ -413,7 +451,7 @@ func strSub(L *LState) int {
 	if start >= l || end < start {
 		L.Push(emptyLString)
 	} else {
-		L.Push(LString(str[start:end]))
+		L.Push(L.substring(str, start, end)) // patched for luamcp: a copy
 	}
 	return 1
 }
@@ -446,9 +484,37 @@ func luaIndex2StringIndex(str string, i int, start bool) int {
 // Patched for luamcp: pattern searches bounded by the state's context and
 // memory budget, and the bound of string.format.
 
-// compilePattern compiles a Lua pattern, raising its syntax errors.
+// substring returns s[i:j] as a string of its own, charged, unless it is
+// the whole of s. A Go substring shares the bytes of s and keeps them all
+// alive, which the budget's walk cannot tell: a script keeping one byte of
+// each of many large strings kept them all, past its budget. (Lua copies
+// every substring too.)
+func (ls *LState) substring(s string, i, j int) LString {
+	switch {
+	case i == 0 && j == len(s):
+		return LString(s)
+	case j-i == 1: // s:sub(i, i) in loops: no allocation
+		return LString(byteStrings[s[i] : int(s[i])+1])
+	}
+	ls.charge(j - i)
+	return LString(strings.Clone(s[i:j]))
+}
+
+// byteStrings holds every byte value once, for one-byte substrings.
+var byteStrings = func() string {
+	b := make([]byte, 256)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return string(b)
+}()
+
+// compilePattern compiles a Lua pattern, raising its syntax errors. The
+// compilation is charged before it starts (a pattern of megabytes took
+// gigabytes to compile) and stops when the state's context is done.
 func (ls *LState) compilePattern(p string) *pm.Pattern {
-	pat, err := pm.Compile(p)
+	ls.charge(mulSize(len(p), sizePatternByte))
+	pat, err := pm.Compile(patternGuard{ls}, p)
 	if err != nil {
 		ls.RaiseError("%s", err.Error())
 	}

@@ -10,6 +10,11 @@ const (
 	EOS               = -1
 	_UNKNOWN          = -2
 	maxRecursionLevel = 1000000
+	// maxCaptures is Lua 5.1's LUA_MAXCAPTURES (patched for luamcp): the
+	// parser recurses once per nested '(' (some 250 bytes of Go stack), so
+	// without a bound a pattern of a few million '(' overflowed the Go
+	// stack's 1 GiB, a fatal error no recover catches.
+	maxCaptures = 32
 )
 
 /* Error {{{ */
@@ -89,6 +94,10 @@ type scanner struct {
 	src   []byte
 	State scannerState
 	saved scannerState
+	// Patched for luamcp: captures counts the captures parsed so far, and
+	// tk bounds the parse (and the code generation after it) by a Guard.
+	captures int
+	tk       ticker
 }
 
 func newScanner(src []byte) *scanner {
@@ -105,6 +114,7 @@ func newScanner(src []byte) *scanner {
 func (sc *scanner) Length() int { return len(sc.src) }
 
 func (sc *scanner) Next() int {
+	sc.tk.tick() // patched for luamcp
 	if !sc.State.started {
 		sc.State.started = true
 		if len(sc.src) == 0 {
@@ -414,6 +424,11 @@ func parsePattern(sc *scanner, toplevel bool) *seqPattern {
 			}
 			return pat
 		case '(':
+			// Patched for luamcp: bounded before the recursion below, as Lua
+			// bounds captures (it checks while matching).
+			if sc.captures++; sc.captures > maxCaptures {
+				panic(newError(_UNKNOWN, "too many captures"))
+			}
 			sc.Next()
 			if sc.Peek() == ')' {
 				sc.Next()
@@ -456,25 +471,59 @@ exit:
 	return pat
 }
 
+// Patched for luamcp: the program is allocated once, at its exact size
+// (upstream grew it by appending, which allocated some five times its size
+// for a long pattern), and its generation is bounded by the parser's Guard.
+
 type iptr struct {
 	insts   []inst
 	capture int
+	tk      *ticker
 }
 
-func compilePattern(p pattern, ps ...*iptr) []inst {
-	var ptr *iptr
-	toplevel := false
-	if len(ps) == 0 {
-		toplevel = true
-		ptr = &iptr{[]inst{inst{opSave, nil, 0, -1}}, 2}
-	} else {
-		ptr = ps[0]
+// compile generates the program of a parsed pattern.
+func compile(seq *seqPattern, tk *ticker) []inst {
+	n := 3 + instCount(seq) // opSave 0 before, opSave 1 and opMatch after
+	if seq.MustTail {
+		n += 2
 	}
+	ptr := &iptr{make([]inst, 0, n), 2, tk}
+	ptr.insts = append(ptr.insts, inst{opSave, nil, 0, -1})
+	compilePattern(seq, ptr)
+	if seq.MustTail {
+		ptr.insts = append(ptr.insts, inst{opSave, nil, 1, -1}, inst{opTailMatch, nil, -1, -1})
+	}
+	return append(ptr.insts, inst{opSave, nil, 1, -1}, inst{opMatch, nil, -1, -1})
+}
+
+// instCount is the number of instructions compilePattern emits for p.
+func instCount(p pattern) int {
+	switch pat := p.(type) {
+	case *seqPattern:
+		n := 0
+		for _, cp := range pat.Patterns {
+			n += instCount(cp)
+		}
+		return n
+	case *repeatPattern:
+		if pat.Type == '*' || pat.Type == '-' {
+			return 3
+		}
+		return 2
+	case *capPattern:
+		return 2 + instCount(pat.Pattern)
+	default:
+		return 1
+	}
+}
+
+func compilePattern(p pattern, ptr *iptr) {
 	switch pat := p.(type) {
 	case *singlePattern:
 		ptr.insts = append(ptr.insts, inst{opChar, pat.Class, -1, -1})
 	case *seqPattern:
 		for _, cp := range pat.Patterns {
+			ptr.tk.tick()
 			compilePattern(cp, ptr)
 		}
 	case *repeatPattern:
@@ -513,13 +562,6 @@ func compilePattern(p pattern, ps ...*iptr) []inst {
 	case *numberPattern:
 		ptr.insts = append(ptr.insts, inst{opNumber, nil, pat.N, -1})
 	}
-	if toplevel {
-		if p.(*seqPattern).MustTail {
-			ptr.insts = append(ptr.insts, inst{opSave, nil, 1, -1}, inst{opTailMatch, nil, -1, -1})
-		}
-		ptr.insts = append(ptr.insts, inst{opSave, nil, 1, -1}, inst{opMatch, nil, -1, -1})
-	}
-	return ptr.insts
 }
 
 /* }}} parse */
@@ -562,8 +604,23 @@ type backtrack struct {
 
 const backtrackSize = int(unsafe.Sizeof(backtrack{}))
 
-// guardError carries a Guard's error out of a search.
+// guardError carries a Guard's error out of a search or a compilation.
 type guardError struct{ err error }
+
+// ticker consults a Guard every stepsPerCheck ticks (patched for luamcp:
+// compiling a pattern of megabytes takes seconds).
+type ticker struct {
+	guard Guard
+	n     int
+}
+
+func (t *ticker) tick() {
+	if t.n++; t.n%stepsPerCheck == 0 && t.guard != nil {
+		if err := t.guard.Err(); err != nil {
+			panic(guardError{err})
+		}
+	}
+}
 
 type matcher struct {
 	src   []byte
@@ -736,21 +793,58 @@ type Pattern struct {
 	insts    []inst
 	mustHead bool
 	stack    []backtrack
+	size     int // bytes of insts and the classes they refer to
 }
 
-// Compile parses a Lua pattern.
-func Compile(p string) (pat *Pattern, err error) {
+// Compile parses a Lua pattern. A non-nil guard bounds the compilation: its
+// Err is consulted every few thousand steps, and its error ends the
+// compilation and is returned. (Reserve is not called: the compilation's
+// memory is proportional to the pattern's length, which the caller can
+// charge before.)
+func Compile(guard Guard, p string) (pat *Pattern, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			if perr, ok := v.(*Error); ok {
+			switch perr := v.(type) {
+			case *Error:
 				err = perr
-			} else {
+			case guardError:
+				err = perr.err
+			default:
 				panic(v)
 			}
 		}
 	}()
-	seq := parsePattern(newScanner([]byte(p)), true)
-	return &Pattern{insts: compilePattern(seq), mustHead: seq.MustHead}, nil
+	sc := newScanner([]byte(p))
+	sc.tk.guard = guard
+	seq := parsePattern(sc, true)
+	insts := compile(seq, &sc.tk)
+	size := cap(insts) * int(unsafe.Sizeof(inst{}))
+	for _, in := range insts {
+		size += classSize(in.Class)
+	}
+	return &Pattern{insts: insts, mustHead: seq.MustHead, size: size}, nil
+}
+
+// Size is an estimate of the bytes pat keeps: its program, the classes it
+// refers to and its backtracking stack (patched for luamcp: a memory budget
+// counts the patterns that outlive a search, such as gmatch's).
+func (pat *Pattern) Size() int { return pat.size + cap(pat.stack)*backtrackSize }
+
+// classSize is the size of c and the classes it holds.
+func classSize(c class) int {
+	switch c := c.(type) {
+	case *charClass, *singleClass:
+		return 8
+	case *setClass:
+		n := int(unsafe.Sizeof(*c)) + cap(c.Classes)*16
+		for _, m := range c.Classes {
+			n += classSize(m)
+		}
+		return n
+	case *rangeClass:
+		return int(unsafe.Sizeof(*c)) + classSize(c.Begin) + classSize(c.End)
+	}
+	return 0
 }
 
 // MustHead reports whether the pattern is anchored at the start ("^").
@@ -759,7 +853,7 @@ func (pat *Pattern) MustHead() bool { return pat.mustHead }
 // Find returns the first limit matches (every match when limit < 0) of the
 // pattern p in src at or after offset.
 func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err error) {
-	pat, err := Compile(p)
+	pat, err := Compile(nil, p)
 	if err != nil {
 		return nil, err
 	}
