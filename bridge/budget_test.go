@@ -90,3 +90,25 @@ func TestDecodeRefusesOutsideCalls(t *testing.T) {
 		t.Errorf("small Decode: %v, %v", v, err)
 	}
 }
+
+// Decoded values are charged to the budget, not only checked against what it
+// has left: a state kept 100 decoded MiB under a 16 MiB limit, one decode at
+// a time, and no measure ever ran. Keeping them now fails; a decoded value
+// that is dropped is garbage, and decoding goes on.
+func TestDecodedValuesAreCharged(t *testing.T) {
+	tests := []struct{ name, src string }{
+		{"string", `mcp.json_encode(string.rep("x", 1024 * 1024))`},
+		{"strings", `mcp.json_encode({string.rep("x", 512 * 1024), string.rep("y", 512 * 1024)})`},
+		{"objects", `"[" .. string.rep('{"key":"value"},', 5000) .. "{}]"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.L.SetMemoryLimit(16 << 20)
+			h.mustRun(t, `SRC = `+tt.src)
+			h.mustRun(t, `for i = 1, 100 do local v = mcp.json_decode(SRC) end`)
+			h.mustFail(t, `KEEP = {} for i = 1, 100 do KEEP[i] = mcp.json_decode(SRC) end`, "memory limit exceeded")
+			h.mustRun(t, `KEEP = nil; return mcp.json_encode(mcp.json_decode('{"a":[1,2,"x"]}'))`)
+		})
+	}
+}

@@ -59,7 +59,7 @@ func (e *DecodeError) Error() string {
 //
 // A decode may build what the state's memory budget has left, no more
 // (errors wrap lua.ErrMemoryLimit), and stops when the state's context is
-// done (errors wrap the context's).
+// done (errors wrap the context's). What it built is charged to the budget.
 func (c *Codec) Decode(data []byte) (lua.LValue, error) {
 	d := decoder{c: c, data: data, room: newBudget(c.l)}
 	if len(data) <= maxSharedInput {
@@ -72,6 +72,15 @@ func (c *Codec) Decode(data []byte) (lua.LValue, error) {
 		if d.pos < len(d.data) {
 			err = d.errorf("unexpected %s after the value", d.describe())
 		}
+	}
+	// The value is charged whole, although its tables were counted as they
+	// were made: checking only what it fits in (room) left the budget's
+	// count where it was, so no measure ever ran and a script could keep
+	// decoded values past its limit, one decode at a time. Should the
+	// charge measure the state, the value is not reachable from it yet,
+	// and must be charged in full to be seen.
+	if err == nil && c.l.ReserveMemory(d.size) != nil {
+		err = fmt.Errorf("%w (the decoded value, %d bytes, outgrows the state's memory budget)", lua.ErrMemoryLimit, d.size)
 	}
 	if cap(c.text) > maxKeptBuffer {
 		c.text = nil

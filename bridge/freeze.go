@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"unsafe"
 
@@ -73,6 +74,7 @@ var errCorrupt = errors.New("bridge: thaw: corrupt frozen state")
 // an error can name its path although the walk is iterative.
 type freezer struct {
 	c     *Codec
+	max   int // the most bytes the frozen form may take (Freeze)
 	ids   map[*lua.LTable]int
 	nodes []freezeNode
 	strs  map[string]int // short strings written, by number
@@ -99,9 +101,20 @@ type freezeNode struct {
 // refuses the same: a function, userdata, thread or channel anywhere inside
 // is an *EncodeError naming its path from "state".
 //
+// The frozen form may take as much as the state's memory limit, no more: a
+// state within its budget can still be larger frozen than live, as strings
+// that share their bytes (s:sub(i) of one long s, for every i) are written
+// whole each, and N of them would make N copies of the bytes outside any
+// budget, and again in the state that thaws them. Past the limit Freeze
+// fails, and the caller keeps the state where it is. A state without a limit
+// freezes whole.
+//
 // Freeze only reads v.
 func (c *Codec) Freeze(v lua.LValue) ([]byte, error) {
-	f := freezer{c: c}
+	f := freezer{c: c, max: math.MaxInt}
+	if limit := c.l.MemoryLimit(); limit > 0 && limit < math.MaxInt {
+		f.max = int(limit)
+	}
 	f.body = make([]byte, 0, 256)
 	if err := f.value(v, -1, nil); err != nil {
 		return nil, err.finish("state")
@@ -111,7 +124,11 @@ func (c *Codec) Freeze(v lua.LValue) ([]byte, error) {
 			return nil, err.finish("state")
 		}
 	}
-	out := make([]byte, 0, 1+binary.MaxVarintLen64+4*len(f.nodes)+len(f.body))
+	size := 1 + binary.MaxVarintLen64 + 4*len(f.nodes) + len(f.body)
+	if size > f.max {
+		return nil, newPathError(f.outgrows()).finish("state")
+	}
+	out := make([]byte, 0, size)
 	out = append(out, freezeVersion)
 	out = binary.AppendUvarint(out, uint64(len(f.nodes)))
 	for _, nd := range f.nodes {
@@ -151,7 +168,14 @@ func (f *freezer) value(v lua.LValue, parent int, key lua.LValue) *pathError {
 			f.body = binary.AppendUvarint(f.body, uint64(id))
 			return nil
 		}
+		if len(s) > f.max-len(f.body) {
+			if k, ok := key.(lua.LString); ok && string(k) == s {
+				key = nil // s is the key: name the table, not s
+			}
+			return f.fail(parent, key, f.outgrows())
+		}
 		f.nstr++ // Thaw numbers every new string alike
+		f.grow(1 + binary.MaxVarintLen64 + len(s))
 		f.body = append(f.body, tagString)
 		f.body = binary.AppendUvarint(f.body, uint64(len(s)))
 		f.body = append(f.body, s...)
@@ -239,6 +263,23 @@ func (f *freezer) fill(i int) *pathError {
 		}
 	}
 	return nil
+}
+
+// grow makes room for n more bytes in f.body, doubling it (up to f.max):
+// append grows a large slice by a quarter at a time, which allocates some
+// four times the final size for a body of long strings.
+func (f *freezer) grow(n int) {
+	if n <= cap(f.body)-len(f.body) {
+		return
+	}
+	c := max(len(f.body)+n, min(2*cap(f.body), f.max))
+	f.body = append(make([]byte, 0, c), f.body...)
+}
+
+// outgrows is the message of a frozen form past f.max.
+func (f *freezer) outgrows() string {
+	return fmt.Sprintf("%v (frozen, the state outgrows its memory limit of %d MiB: strings that share their bytes are written whole each)",
+		lua.ErrMemoryLimit, f.max>>20)
 }
 
 // fail builds the error for the value under key in table parent.

@@ -160,6 +160,75 @@ func TestFreezeSharedLongString(t *testing.T) {
 	}
 }
 
+// TestFreezeWithinMemoryLimit: the frozen form of a state takes at most its
+// memory limit. 128 substrings of one 1 MiB string hold 1 MiB in the state
+// and were frozen to 127 MiB (allocating 800 MiB) under a 16 MiB limit;
+// Freeze now fails early, allocating little, and the state is untouched.
+// What fits, a long string shared 200 times among others, still freezes.
+func TestFreezeWithinMemoryLimit(t *testing.T) {
+	const limit = 16 << 20
+	tests := []struct {
+		name, lua string
+		wantErr   string // "" for a state that freezes
+		check     string // Lua run on the thawed value c
+	}{
+		{name: "substrings", lua: `
+			local big = string.rep("x", 1024 * 1024)
+			local t = {}
+			for i = 1, 128 do t[i] = big:sub(i) end
+			return t`, wantErr: "state[17]: memory limit exceeded"},
+		{name: "substring keys", lua: `
+			local big = string.rep("k", 1024 * 1024)
+			local t = {}
+			for i = 1, 32 do t.keys = t.keys or {}; t.keys[big:sub(i)] = i end
+			return t`, wantErr: "state.keys: memory limit exceeded"},
+		{name: "one string past the limit", lua: `return {s = string.rep("y", 17 * 1024 * 1024)}`,
+			wantErr: "state.s: memory limit exceeded"},
+		{name: "shared string", lua: `
+			local big = string.rep("B", 1024 * 1024)
+			local t = {other = string.rep("o", 4 * 1024 * 1024)}
+			for i = 1, 200 do t[i] = {big, i, big:sub(1, 100)} end
+			return t`, check: `
+			for i = 1, 200 do assert(#c[i][1] == 1024 * 1024 and c[i][2] == i and c[i][3] == ("B"):rep(100), i) end
+			assert(#c.other == 4 * 1024 * 1024)`},
+		{name: "one string within the limit", lua: `return {s = string.rep("y", 15 * 1024 * 1024)}`,
+			check: `assert(#c.s == 15 * 1024 * 1024)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, dst, sc, dc := newPair(t)
+			v := eval(t, src, tt.lua)
+			src.SetMemoryLimit(limit)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b, err := sc.Freeze(v)
+			runtime.ReadMemStats(&after)
+			if mib := (after.TotalAlloc - before.TotalAlloc) >> 20; mib > 3*limit>>20 {
+				t.Errorf("Freeze allocated %d MiB for a state of a %d MiB limit", mib, limit>>20)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("Freeze = %d MiB, %.200v; want error %q", len(b)>>20, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Freeze: %v", err)
+			}
+			if len(b) > limit {
+				t.Errorf("frozen form is %d MiB", len(b)>>20)
+			}
+			c, err := dc.Thaw(b)
+			if err != nil {
+				t.Fatalf("Thaw: %v", err)
+			}
+			dst.SetGlobal("c", c)
+			eval(t, dst, tt.check)
+		})
+	}
+}
+
 func TestFreezeDeepList(t *testing.T) {
 	src, dst, sc, dc := newPair(t)
 	v := eval(t, src, `

@@ -13,9 +13,9 @@ import (
 var base64Module = module{
 	funcs: []function{
 		{"encode", func(_ *State, L *lua.LState) int { return base64Encode(L, base64.StdEncoding, "base64.encode") }},
-		{"decode", func(_ *State, L *lua.LState) int { return base64Decode(L, base64.RawStdEncoding) }},
+		{"decode", func(_ *State, L *lua.LState) int { return base64Decode(L, base64.RawStdEncoding, "base64.decode") }},
 		{"url_encode", func(_ *State, L *lua.LState) int { return base64Encode(L, base64.RawURLEncoding, "base64.url_encode") }},
-		{"url_decode", func(_ *State, L *lua.LState) int { return base64Decode(L, base64.RawURLEncoding) }},
+		{"url_decode", func(_ *State, L *lua.LState) int { return base64Decode(L, base64.RawURLEncoding, "base64.url_decode") }},
 	},
 }
 
@@ -31,8 +31,9 @@ func base64Encode(L *lua.LState, enc *base64.Encoding, what string) int {
 }
 
 // base64Decode decodes argument 1 with enc (an unpadded encoding) once
-// whitespace and padding are removed: the bytes, or nil, message.
-func base64Decode(L *lua.LState, enc *base64.Encoding) int {
+// whitespace and padding are removed: the bytes, or nil, message. The bytes
+// are charged to the memory budget first; past it, nil, message.
+func base64Decode(L *lua.LState, enc *base64.Encoding, what string) int {
 	s := strings.Map(func(r rune) rune {
 		switch r {
 		case ' ', '\t', '\r', '\n':
@@ -40,7 +41,11 @@ func base64Decode(L *lua.LState, enc *base64.Encoding) int {
 		}
 		return r
 	}, L.CheckString(1))
-	b, err := enc.DecodeString(strings.TrimRight(s, "="))
+	s = strings.TrimRight(s, "=")
+	if err := keep(L, what, enc.DecodedLen(len(s))); err != nil {
+		return fail(L, "%v", err)
+	}
+	b, err := enc.DecodeString(s)
 	if err != nil {
 		return fail(L, "base64: %v", err)
 	}

@@ -43,6 +43,20 @@ func keep(L *lua.LState, module string, n int) error {
 	return nil
 }
 
+// sizeKey is what one key of a table's hash part costs, as the budget counts
+// it (sizeHashKey in gopher-lua's budget.go), besides its bytes and value:
+// tables filled from Go with RawSetString are not charged for their keys.
+const sizeKey = 160
+
+// keepString charges s, built for L, and pushes it. Past the budget it
+// raises: for the functions that have no failure result.
+func keepString(L *lua.LState, module, s string) {
+	if err := keep(L, module, len(s)); err != nil {
+		L.RaiseError("%v", err)
+	}
+	L.Push(lua.LString(s))
+}
+
 // budgetError is the message of a read the budget refused.
 func budgetError(L *lua.LState, module string, n int64) error {
 	return fmt.Errorf("%s: %d bytes would exceed the script's memory limit (%d MiB)", module, n, L.MemoryLimit()>>20)

@@ -2,6 +2,10 @@ package hostlib
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strings"
@@ -125,4 +129,89 @@ func TestQueryEscapedLen(t *testing.T) {
 			t.Errorf("queryEscapedLen(%q) = %d, want %d", s, got, want)
 		}
 	}
+}
+
+// TestKeptResultsAreCharged: what a module returns is charged to the memory
+// budget, so a script cannot keep more than its limit one result at a time.
+// The decoders and others returned results never charged: the budget's count
+// stayed where it was, no measure ran, and a 16 MiB state kept 100 results of
+// a MiB each. Results that are dropped are garbage, and the calls go on.
+func TestKeptResultsAreCharged(t *testing.T) {
+	header := strings.Repeat("h", 512<<10)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", header)
+		io.WriteString(w, "ok")
+	})
+	api := httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	lib := newLib(t, t.TempDir(), fmt.Sprintf(`{ http = { %q } }`, strings.TrimPrefix(api.URL, "http://")))
+	const setup = `
+		BIG = string.rep("x", 2^20)
+		JSON = json.encode(BIG)
+		B64 = base64.encode(BIG)
+		B64URL = base64.url_encode(BIG)
+		SLASHES = string.rep("/", 2^20)
+		PLUSES = string.rep("+", 2^20) -- decoded to spaces: a copy
+		URL = "http://h/?q=" .. PLUSES
+		LAYOUT = string.rep("2006", 64)`
+	tests := []struct {
+		name, expr string
+		n          int // results kept
+	}{
+		{"json.decode", `json.decode(JSON)`, 100},
+		{"json.encode", `json.encode(BIG)`, 100},
+		{"base64.decode", `base64.decode(B64)`, 100},
+		{"base64.url_decode", `base64.url_decode(B64URL)`, 100},
+		{"url.encode", `url.encode(SLASHES)`, 100},
+		{"url.decode", `url.decode(PLUSES)`, 100},
+		{"url.parse", `url.parse(URL)`, 100},
+		{"url.build", `url.build({ scheme = "http", host = "h", path = SLASHES })`, 100},
+		{"crypto.random_bytes", `crypto.random_bytes(2^20)`, 100},
+		{"crypto.random_hex", `crypto.random_hex(2^19)`, 100},
+		{"time.format", `time.format(0, LAYOUT)`, 100_000}, // 256 bytes each
+		// A small max_bytes: the room for the body does not measure the state.
+		{"http headers", `http.request{ url = BASE .. "/headers", max_bytes = 16 }`, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			L, _ := newLua(t, lib)
+			L.SetMemoryLimit(16 << 20)
+			L.SetGlobal("BASE", lstr(api.URL))
+			if err := L.DoString(setup); err != nil {
+				t.Fatal(err)
+			}
+			keep := fmt.Sprintf(`KEEP = {}
+				for i = 1, %d do
+				  local v, err = %s
+				  if v == nil then error(err, 0) end
+				  KEEP[i] = v
+				end`, tt.n, tt.expr)
+			err := L.DoString(keep)
+			if err == nil || !strings.Contains(err.Error(), "memory limit") {
+				t.Errorf("kept %d results under a 16 MiB budget: %v", tt.n, err)
+			}
+			L.SetTop(0)
+			if err := L.DoString(`KEEP = nil; for i = 1, 20 do assert(` + tt.expr + `) end`); err != nil {
+				t.Errorf("once they are dropped: %v", err)
+			}
+		})
+	}
+}
+
+// TestFailureMessagesAreCharged: a failure message quoting what the script
+// passed is charged like a result, and cut short past the budget: 100
+// messages of a MiB each were kept under a 16 MiB budget.
+func TestFailureMessagesAreCharged(t *testing.T) {
+	L, _ := newLua(t, nil)
+	L.SetMemoryLimit(16 << 20)
+	runCases(t, L, []luaCase{
+		{"cut past the budget", `local bad = "http://h:" .. string.rep("9", 2^20)
+			local v, err = url.parse(bad); eq(v, nil); eq(#err > 2^20, true, "first message")
+			KEEP = {}
+			for i = 1, 100 do v, KEEP[i] = url.parse(bad) end
+			eq(#KEEP[100] < 1024, true, "message 100")
+			KEEP = nil`},
+		{"short messages unchanged", `local v, err = url.decode("%zz"); eq(err, 'url: invalid URL escape "%zz"')`},
+	})
 }

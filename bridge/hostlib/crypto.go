@@ -34,15 +34,15 @@ var digests = []struct {
 var cryptoModule = module{
 	funcs: append(digestFuncs(hex.EncodeToString),
 		function{"random_bytes", func(_ *State, L *lua.LState) int {
-			L.Push(lua.LString(randomBytes(L)))
+			L.Push(lua.LString(randomBytes(L, 1, "crypto.random_bytes")))
 			return 1
 		}},
 		function{"random_hex", func(_ *State, L *lua.LState) int {
-			L.Push(lua.LString(hex.EncodeToString(randomBytes(L))))
+			L.Push(lua.LString(hex.EncodeToString(randomBytes(L, 2, "crypto.random_hex"))))
 			return 1
 		}},
 		function{"uuid", func(_ *State, L *lua.LState) int {
-			L.Push(lua.LString(uuid4()))
+			keepString(L, "crypto.uuid", uuid4())
 			return 1
 		}},
 	),
@@ -64,22 +64,23 @@ var cryptoModule = module{
 }
 
 // digestFuncs returns name(s) and hmac_name(key, msg) for every digest,
-// formatting the sum with format.
+// formatting the sum with format. A sum is small, but a script may keep
+// millions: it is charged like any string.
 func digestFuncs(format func([]byte) string) []function {
 	var fns []function
 	for _, d := range digests {
-		newHash := d.new
+		newHash, name, hmacName := d.new, "crypto."+d.name, "crypto.hmac_"+d.name
 		fns = append(fns,
 			function{d.name, func(_ *State, L *lua.LState) int {
 				h := newHash()
 				h.Write([]byte(L.CheckString(1)))
-				L.Push(lua.LString(format(h.Sum(nil))))
+				keepString(L, name, format(h.Sum(nil)))
 				return 1
 			}},
 			function{"hmac_" + d.name, func(_ *State, L *lua.LState) int {
 				h := hmac.New(newHash, []byte(L.CheckString(1)))
 				h.Write([]byte(L.CheckString(2)))
-				L.Push(lua.LString(format(h.Sum(nil))))
+				keepString(L, hmacName, format(h.Sum(nil)))
 				return 1
 			}},
 		)
@@ -88,11 +89,15 @@ func digestFuncs(format func([]byte) string) []function {
 }
 
 // randomBytes reads argument 1 (a count from 0 to maxRandomBytes) and returns
-// that many random bytes.
-func randomBytes(L *lua.LState) []byte {
+// that many random bytes, once a result of scale bytes a byte is charged to
+// the memory budget (past it, it raises).
+func randomBytes(L *lua.LState, scale int, what string) []byte {
 	n := L.CheckInt(1)
 	if n < 0 || n > maxRandomBytes {
 		L.ArgError(1, "a byte count from 0 to 1048576 expected")
+	}
+	if err := keep(L, what, scale*n); err != nil {
+		L.RaiseError("%v", err)
 	}
 	b := make([]byte, n)
 	rand.Read(b) // never fails (crypto/rand)

@@ -330,6 +330,15 @@ func fsList(s *State, L *lua.LState) int {
 		}
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	// The names are the strings of the listing (its tables count as they
+	// are made): 100,000 of up to 255 bytes each.
+	names := 0
+	for _, e := range entries {
+		names += len(e.Name())
+	}
+	if err := keep(L, "fs", names); err != nil {
+		return fail(L, "%v", err)
+	}
 	out := L.CreateTable(len(entries), 0)
 	for _, e := range entries {
 		t := L.CreateTable(0, 4)

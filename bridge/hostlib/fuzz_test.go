@@ -82,7 +82,8 @@ func FuzzURL(f *testing.F) {
 // regexp.
 func FuzzRe(f *testing.F) {
 	for _, p := range [][2]string{{`(\w+)@(\w+)`, "ann@example"}, {`(`, "x"}, {`\d+`, "a1b22"}, {`(a+)+$`, "aaaaab"},
-		{`(?i)x|(y)`, "XyY"}, {`$`, ""}, {`\p{Greek}+`, "αβγ"}, {`[`, "["}, {`a{2,1000}`, "aaa"}, {`\x{10FFFF}`, "\xff"}} {
+		{`(?i)x|(y)`, "XyY"}, {`$`, ""}, {`\p{Greek}+`, "αβγ"}, {`[`, "["}, {`a{2,1000}`, "aaa"}, {`\x{10FFFF}`, "\xff"},
+		{strings.Repeat(`a{1000}`, 33), "a"}} {
 		f.Add(p[0], p[1])
 	}
 	f.Fuzz(func(t *testing.T, pattern, s string) {
@@ -91,6 +92,8 @@ func FuzzRe(f *testing.F) {
 		re, err := regexp.Compile(pattern)
 		if len(pattern) > maxRegexpLen {
 			err = errors.New("too long") // refused before compiling
+		} else if _, perr := newPattern(pattern); errors.Is(perr, errRegexpTooLarge) {
+			err = perr // refused before compiling too
 		}
 		got := call(t, L, "re", "test", lp, ls)
 		if err != nil {

@@ -72,6 +72,20 @@ type httpResult struct {
 	finalURL string
 }
 
+// size is what the response table holds besides its tables: the body, and
+// the headers (up to maxHeaderBytes) and URL, kept as strings in the state
+// too. The decoded JSON body charges itself (bridge.Codec.Decode).
+func (r *httpResult) size() int {
+	n := len(r.body) + len(r.finalURL)
+	for k, vs := range r.header {
+		n += sizeKey + len(k) + 2*max(len(vs)-1, 0) // joined by ", "
+		for _, v := range vs {
+			n += len(v)
+		}
+	}
+	return n
+}
+
 // http.request{...} -> res | nil, message
 func httpRequest(s *State, L *lua.LState) int {
 	return s.request(L, L.CheckTable(1), "http.request", nil)
@@ -134,7 +148,7 @@ func (s *State) request(L *lua.LState, t *lua.LTable, fname string, set func(*lu
 	if err != nil {
 		return fail(L, "%v", err)
 	}
-	if err := keep(L, "http", len(res.body)); err != nil {
+	if err := keep(L, "http", res.size()); err != nil {
 		return fail(L, "%v", err)
 	}
 	L.Push(s.response(L, res))
@@ -208,7 +222,7 @@ func httpRequestAll(s *State, L *lua.LState) int {
 		pair := L.CreateTable(2, 0)
 		if errs[i] == nil {
 			// Each body read within the budget; together they may not.
-			errs[i] = keep(L, "http", len(results[i].body))
+			errs[i] = keep(L, "http", results[i].size())
 		}
 		if errs[i] != nil {
 			pair.RawSetInt(2, lua.LString(errs[i].Error()))

@@ -41,10 +41,12 @@ func jsonEncode(s *State, L *lua.LState) int {
 		if err := json.Indent(&out, b, "", "  "); err != nil {
 			return fail(L, "json: %v", err)
 		}
-		if err := keep(L, "json.encode", out.Len()); err != nil {
-			return fail(L, "%v", err)
-		}
 		b = out.Bytes()
+	}
+	// Encode checks the text against the room the budget has left, but
+	// charges nothing: the string is charged here.
+	if err := keep(L, "json.encode", len(b)); err != nil {
+		return fail(L, "%v", err)
 	}
 	L.Push(lua.LString(b))
 	return 1

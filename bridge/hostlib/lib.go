@@ -178,12 +178,23 @@ func (s *State) granted(L *lua.LState, mod string) *Lib {
 	return s.lib
 }
 
-// fail pushes the in-band failure nil, message and returns its count.
+// fail pushes the in-band failure nil, message and returns its count. A
+// message may quote what the script passed (a name, a URL's port): it is
+// charged to the memory budget like a result, and cut to maxCutMessage
+// bytes when the budget cannot hold it.
 func fail(L *lua.LState, format string, args ...any) int {
+	msg := fmt.Sprintf(format, args...)
+	if L.ReserveMemory(len(msg)) != nil && len(msg) > maxCutMessage {
+		msg = msg[:maxCutMessage] + "..."
+	}
 	L.Push(lua.LNil)
-	L.Push(lua.LString(fmt.Sprintf(format, args...)))
+	L.Push(lua.LString(msg))
 	return 2
 }
+
+// maxCutMessage is the length of a failure message the budget could not
+// hold: the start of it says what failed.
+const maxCutMessage = 256
 
 // optTable returns argument n as a table, or nil when it is absent or nil; any
 // other value raises.

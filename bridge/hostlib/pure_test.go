@@ -105,6 +105,11 @@ func TestRe(t *testing.T) {
 			eq(#re.find_all("a", many, 100001), 100000); eq(#re.find_all("a", many, 5), 5)
 			v, err = re.split("a", many); eq(v, nil)`},
 		{"linear on hostile input", `eq(re.test("(a+)+$", string.rep("a", 100000) .. "b"), false)`},
+		{"counted repetitions", `eq(re.test("^[a-z]{1,100}$", string.rep("q", 100)), true); eq(re.test("^[a-z]{1,100}$", string.rep("q", 101)), false)
+			eq(re.match("(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})", "ip 10.0.200.1"), "10")
+			eq(re.test("^x.{1,1000}$", "xyz"), true); eq(re.test("^a{1000}$", string.rep("a", 1000)), true); eq(re.test("(?:ab{1,100}){1,10}", "abbb"), true)
+			eq(re.test("\\pL{1,100}\\p{Greek}+[\\pL\\pN_-]*", "aαβ_1"), true)
+			eq(re.test(string.rep("z", 16 * 1024), "zz"), false)`},
 		{"wrong arguments raise", `fails(re.match, {}, "x"); fails(re.find_all, "a", "a", -1); fails(re.replace, "a", "b")`},
 	})
 }

@@ -11,11 +11,26 @@ import (
 // Bounds of the `re` module. Go's RE2 engine runs in time linear in the input,
 // but a call cannot be interrupted while it matches: the input bounds how long
 // that is, and the pattern bounds the compiled program.
+//
+// The pattern's length alone does not bound its program: "a{1000}" is seven
+// bytes and a thousand instructions, and a 16 KiB pattern of them compiled
+// to 2 million (half a GiB allocated, 100 MiB kept, seconds of CPU, outside
+// any budget and deaf to the call's context); "\pL" is three bytes and a
+// table of 1,318 runes, which the parser copies for each one. So the
+// program is bounded too, before it is built (newPattern). Patterns in
+// ordinary use compile to a few dozen instructions, "[a-z]{1,100}" to 201,
+// ".{1,1000}" to 2,001, and one without counted repetition to about one a
+// byte: maxRegexpInsts is twice the longest of those, and compiles in a few
+// ms.
 const (
-	maxRegexpLen = 16 << 10 // bytes of a pattern
-	maxReInput   = 16 << 20 // bytes of a subject string
-	maxMatches   = 100_000  // items find_all and split return at most
-	reCacheSize  = 512      // compiled patterns kept, process-wide
+	maxRegexpLen     = 16 << 10 // bytes of a pattern
+	maxRegexpInsts   = 1 << 15  // instructions of its compiled program
+	maxRegexpClasses = 64       // Unicode classes (\p, \P) it names, each some 1,500 runes at most
+	maxRegexpRunes   = 1 << 17  // runes of its character classes
+	maxReInput       = 16 << 20 // bytes of a subject string
+	maxMatches       = 100_000  // items find_all and split return at most
+	reCacheSize      = 512      // compiled patterns kept, process-wide
+	reCacheBytes     = 16 << 20 // their estimated size (pattern.size), process-wide
 
 	// What one item of a result list costs, as the budget counts it: its
 	// slot and its string header (the bytes are a part of the subject's); a
@@ -37,11 +52,13 @@ var reModule = module{
 	},
 }
 
-// reCache holds compiled patterns; it is emptied when full, which keeps it
-// bounded without bookkeeping (a script uses a handful of patterns).
+// reCache holds compiled patterns; it is emptied when full, of entries or of
+// bytes, which keeps it bounded without bookkeeping (a script uses a handful
+// of patterns).
 var reCache = struct {
 	sync.Mutex
-	m map[string]*pattern
+	m     map[string]*pattern
+	bytes int // the patterns' sizes, summed
 }{m: make(map[string]*pattern)}
 
 // compilePattern returns the compiled pattern, from the cache when it can.
@@ -60,10 +77,14 @@ func compilePattern(src string) (*pattern, error) {
 		return nil, fmt.Errorf("re: %v", err)
 	}
 	reCache.Lock()
-	if len(reCache.m) >= reCacheSize {
-		clear(reCache.m)
+	if reCache.m[src] == nil { // another call may have compiled it meanwhile
+		if len(reCache.m) >= reCacheSize || reCache.bytes+p.size > reCacheBytes {
+			clear(reCache.m)
+			reCache.bytes = 0
+		}
+		reCache.m[src] = p
+		reCache.bytes += p.size
 	}
-	reCache.m[src] = p
 	reCache.Unlock()
 	return p, nil
 }

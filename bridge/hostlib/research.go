@@ -2,6 +2,7 @@ package hostlib
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"regexp"
 	"regexp/syntax"
@@ -36,6 +37,7 @@ type pattern struct {
 	re    *regexp.Regexp
 	src   string
 	insts int // the program's size: the most threads one step can run
+	size  int // bytes it keeps, about, its search-after form included (reCache)
 
 	// after is `(?s:.)(src)`, compiled on first need (afterPattern): a
 	// search resumed at pos > 0 reads from the rune before pos, so that
@@ -50,19 +52,46 @@ type pattern struct {
 	afterErr  error
 }
 
-// newPattern compiles src.
+// errRegexpTooLarge refuses a pattern whose program is past the bounds.
+var errRegexpTooLarge = fmt.Errorf("pattern too large: its program passes %d instructions (x{n} is n copies of x), %d runes of character classes or %d Unicode classes",
+	maxRegexpInsts, maxRegexpRunes, maxRegexpClasses)
+
+// Rough sizes, in bytes, of a compiled program: an instruction (a
+// syntax.Inst, and its share of the slices regexp keeps), and a rune of a
+// character class.
+const (
+	sizeInst = 48
+	sizeRune = 4
+)
+
+// newPattern compiles src within the bounds of its program (maxRegexpInsts
+// and the others): it parses src, sizes the program from the parsed tree, in
+// which x{1000} is one node, refuses it past the bounds, and only then
+// builds it, once to read its size, which regexp does not export, and once
+// with regexp.
 func newPattern(src string) (*pattern, error) {
-	re, err := regexp.Compile(src)
-	if err != nil {
-		return nil, err
+	// The parser copies a Unicode class's table for each \p or \P, before
+	// anything can be counted: 5,000 \pL took 200 ms and 70 MB to parse.
+	// (An escaped backslash before a p counts too: a bound, not a parser.)
+	if strings.Count(src, `\p`)+strings.Count(src, `\P`) > maxRegexpClasses {
+		return nil, errRegexpTooLarge
 	}
-	// What regexp.Compile built, again, to read its size: regexp does not
-	// export it.
 	parsed, err := syntax.Parse(src, syntax.Perl)
 	if err != nil {
 		return nil, err
 	}
+	insts, runes := progSize(parsed)
+	if insts > maxRegexpInsts || runes > maxRegexpRunes {
+		return nil, errRegexpTooLarge
+	}
 	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return nil, err
+	}
+	if len(prog.Inst) > maxRegexpInsts {
+		return nil, errRegexpTooLarge
+	}
+	re, err := regexp.Compile(src)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +99,52 @@ func newPattern(src string) (*pattern, error) {
 	if strings.Contains(src, `\Q`) {
 		inner = parsed.String()
 	}
-	return &pattern{re: re, src: src, inner: inner, insts: len(prog.Inst)}, nil
+	size := 2 * (len(prog.Inst)*sizeInst + runes*sizeRune)
+	return &pattern{re: re, src: src, inner: inner, insts: len(prog.Inst), size: size}, nil
+}
+
+// progSize estimates how many instructions syntax.Compile makes of the
+// parsed re once simplified, as regexp/syntax's parser does for its own
+// bound (calcSize), past maxRegexpInsts reporting maxRegexpInsts+1; and
+// counts the runes of its character classes, which the program shares
+// (Simplify repeats a node, not its runes). The parser bounds re's depth.
+func progSize(re *syntax.Regexp) (insts, runes int) {
+	const over = maxRegexpInsts + 1
+	var n int
+	switch re.Op {
+	case syntax.OpLiteral:
+		n = len(re.Rune)
+	case syntax.OpCharClass:
+		n, runes = 1, len(re.Rune)
+	case syntax.OpCapture, syntax.OpStar:
+		n, runes = progSize(re.Sub[0])
+		n += 2
+	case syntax.OpPlus, syntax.OpQuest:
+		n, runes = progSize(re.Sub[0])
+		n++
+	case syntax.OpConcat, syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			i, r := progSize(sub)
+			n, runes = min(n+i, over), runes+r
+		}
+		if re.Op == syntax.OpAlternate {
+			n += len(re.Sub) - 1
+		}
+	case syntax.OpRepeat:
+		// x{2,5} is xx(x(x(x)?)?)?, x{2,} is xx+. The parser allows
+		// counts up to 1000, so the products stay small.
+		sub, r := progSize(re.Sub[0])
+		runes = r
+		switch {
+		case re.Max == -1 && re.Min == 0:
+			n = 2 + sub
+		case re.Max == -1:
+			n = 1 + re.Min*sub
+		default:
+			n = re.Max*sub + re.Max - re.Min
+		}
+	}
+	return min(max(n, 1), over), runes
 }
 
 // risky reports whether a search of s may run long enough that it must

@@ -2,7 +2,9 @@ package hostlib
 
 import (
 	"context"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,92 @@ func TestSearchesStopWithTheirCall(t *testing.T) {
 				t.Errorf("%s: %v, want the context's error", call, err)
 			}
 		})
+	}
+}
+
+// TestRegexpProgramsBounded: a pattern is refused, quickly and allocating
+// little, when its program would pass the bounds, however short its source.
+// "a{1000}" 2,290 times (16 KiB) compiled to 2 million instructions: a call
+// with a 100 ms deadline ran 3 s and allocated 1.1 GiB, and the cache kept
+// 100 MiB for each such pattern.
+func TestRegexpProgramsBounded(t *testing.T) {
+	const deadline = 100 * time.Millisecond
+	const tooLarge = "re: pattern too large"
+	tests := []struct {
+		name, pattern string
+		ok            bool
+	}{
+		{"counted repetitions", strings.Repeat("a{1000}", 2290) + "b{1}", false},
+		{"just past the bound", strings.Repeat("a{1000}", 33), false},
+		{"Unicode classes", strings.Repeat(`\pL`, maxRegexpClasses+1), false},
+		{"just within the bound", strings.Repeat("a{1000}", 32), true},
+		{"Unicode classes within the bound", strings.Repeat(`[\pL\pN]`, maxRegexpClasses/2), true},
+		{"long literal", strings.Repeat("z", maxRegexpLen), true},
+	}
+	L, _ := newLua(t, nil)
+	L.SetMemoryLimit(16 << 20)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			L.SetContext(ctx)
+			defer L.RemoveContext()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			got := call(t, L, "re", "test", lua.LString(tt.pattern), lua.LString("x"))
+			elapsed := time.Since(start)
+			runtime.ReadMemStats(&after)
+			if tt.ok {
+				if got[0] != lua.LFalse {
+					t.Fatalf("re.test = %v, want false", got)
+				}
+				return
+			}
+			if len(got) != 2 || got[0] != lua.LNil || !strings.HasPrefix(got[1].String(), tooLarge) {
+				t.Fatalf("re.test = %v, want nil, %q...", got, tooLarge)
+			}
+			if elapsed > deadline {
+				t.Errorf("refused after %v, past the call's %v deadline", elapsed, deadline)
+			}
+			if mib := (after.TotalAlloc - before.TotalAlloc) >> 20; mib > 8 && !raceEnabled {
+				t.Errorf("allocated %d MiB to refuse the pattern", mib)
+			}
+		})
+	}
+}
+
+// TestRegexpCacheBoundedBySize: the process-wide cache keeps compiled
+// patterns up to reCacheBytes, not only up to reCacheSize entries: 512 of
+// the largest patterns allowed would keep some 800 MiB.
+func TestRegexpCacheBoundedBySize(t *testing.T) {
+	reCache.Lock()
+	clear(reCache.m)
+	reCache.bytes = 0
+	reCache.Unlock()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	large := strings.Repeat("a{1000}", 32) // the largest program allowed
+	for i := range 40 {
+		if _, err := compilePattern(large + "b{" + strconv.Itoa(i) + "}"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if kept := int64(after.HeapAlloc) - int64(before.HeapAlloc); kept > reCacheBytes {
+		t.Errorf("the cache keeps %d MiB, want at most %d MiB", kept>>20, reCacheBytes>>20)
+	}
+	reCache.Lock()
+	defer reCache.Unlock()
+	sum := 0
+	for _, p := range reCache.m {
+		sum += p.size
+	}
+	if sum != reCache.bytes || sum > reCacheBytes || len(reCache.m) == 0 {
+		t.Errorf("the cache holds %d patterns of %d bytes (counted %d), want at most %d bytes",
+			len(reCache.m), sum, reCache.bytes, reCacheBytes)
 	}
 }

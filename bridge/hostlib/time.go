@@ -65,7 +65,7 @@ func timeFormat(_ *State, L *lua.LState) int {
 	layout := layoutArg(L, 2)
 	sec, frac := math.Modf(t)
 	tm := time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC()
-	L.Push(lua.LString(tm.Format(layout)))
+	keepString(L, "time.format", tm.Format(layout))
 	return 1
 }
 

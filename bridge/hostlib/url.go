@@ -11,16 +11,26 @@ import (
 )
 
 // urlModule is `url`: query escaping, and URLs taken apart and put together.
+// What each function builds is charged to the memory budget; past it, those
+// that return nil, message on a failure return it, the others raise.
 var urlModule = module{
 	funcs: []function{
 		{"encode", func(_ *State, L *lua.LState) int {
-			L.Push(lua.LString(url.QueryEscape(L.CheckString(1))))
+			s := L.CheckString(1)
+			if err := keep(L, "url.encode", queryEscapedLen(s)); err != nil {
+				L.RaiseError("%v", err)
+			}
+			L.Push(lua.LString(url.QueryEscape(s)))
 			return 1
 		}},
 		{"decode", func(_ *State, L *lua.LState) int {
 			s, err := url.QueryUnescape(L.CheckString(1))
 			if err != nil {
 				return fail(L, "url: %v", err)
+			}
+			// No longer than its argument: built, then charged.
+			if err := keep(L, "url.decode", len(s)); err != nil {
+				return fail(L, "%v", err)
 			}
 			L.Push(lua.LString(s))
 			return 1
@@ -54,6 +64,10 @@ func urlParse(_ *State, L *lua.LState) int {
 	if strings.Contains(u.Hostname(), ":") && !strings.HasPrefix(u.Host, "[") {
 		return fail(L, "url: invalid host %q", u.Host)
 	}
+	values, _ := url.ParseQuery(u.RawQuery) // keeps what parses
+	if err := keep(L, "url.parse", parsedSize(u, values)); err != nil {
+		return fail(L, "%v", err)
+	}
 	set("scheme", u.Scheme)
 	set("host", u.Hostname())
 	if p := u.Port(); p != "" {
@@ -77,7 +91,6 @@ func urlParse(_ *State, L *lua.LState) int {
 		}
 	}
 	q := L.CreateTable(0, 0)
-	values, _ := url.ParseQuery(u.RawQuery) // keeps what parses
 	for k, vs := range values {
 		if len(vs) == 1 {
 			q.RawSetString(k, lua.LString(vs[0]))
@@ -92,6 +105,27 @@ func urlParse(_ *State, L *lua.LState) int {
 	t.RawSetString("query", q)
 	L.Push(t)
 	return 1
+}
+
+// parsedSize is what url.parse's table holds besides the tables themselves
+// (CreateTable counts those): its strings, which net/url built (unescaped),
+// and the keys and lists of its query.
+func parsedSize(u *url.URL, values url.Values) int {
+	n := len(u.Scheme) + len(u.Host) + len(u.Path) + len(u.Opaque) + len(u.Fragment) + len(u.RawQuery)
+	if u.User != nil {
+		pw, _ := u.User.Password()
+		n += len(u.User.Username()) + len(pw)
+	}
+	for k, vs := range values {
+		n += sizeKey + len(k)
+		if len(vs) > 1 {
+			n += sizeList
+		}
+		for _, v := range vs {
+			n += sizeItem + len(v)
+		}
+	}
+	return n
 }
 
 // urlCause shortens url.Parse's errors, which repeat the whole input.
@@ -142,7 +176,12 @@ func urlBuild(_ *State, L *lua.LState) int {
 	default:
 		L.RaiseError("%s: query must be a table or a string, got %s", fname, describe(q))
 	}
-	L.Push(lua.LString(u.String()))
+	// Escaping may make the text three times its parts.
+	s := u.String()
+	if err := keep(L, fname, len(s)); err != nil {
+		L.RaiseError("%v", err)
+	}
+	L.Push(lua.LString(s))
 	return 1
 }
 
