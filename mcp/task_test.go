@@ -555,14 +555,7 @@ func TestSessionTasksEndWithSession(t *testing.T) {
 func TestSessionTaskKeepsNoRequest(t *testing.T) {
 	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
 	sid := rt.initializeWith(resumableInit)
-	heap := func() int64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.HeapAlloc)
-	}
-	before := heap()
+	before := heapInUse()
 	pad := strings.Repeat("x", 1<<20)
 	for i := range 12 {
 		r := rt.call(sid, i+2, "tools/call", `{"name":"task","arguments":{"support":"optional","pad":"`+pad+`"},"task":{"ttl":86400000}}`)
@@ -576,7 +569,7 @@ func TestSessionTaskKeepsNoRequest(t *testing.T) {
 			t.Fatalf("tasks: %v, want 12 completed", rt.h.TaskCounts())
 		}
 	}
-	if grown := heap() - before; grown > 6<<20 {
+	if grown := heapInUse() - before; grown > 6<<20 {
 		t.Errorf("12 tasks over keep %d MiB alive", grown>>20)
 	}
 }
@@ -669,14 +662,7 @@ func TestTaskKeepsNoBody(t *testing.T) {
 	rt := newRoute(t, newFakeServer(), mcp.Options{})
 	const n, pad = 8, 2 << 20
 	filler := strings.Repeat("x", pad)
-	heap := func() int64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.HeapAlloc)
-	}
-	before := heap()
+	before := heapInUse()
 	var ids []string
 	for range n {
 		r := rt.modernWith(metaTasks, "tools/call", `{"name":"task","arguments":{"support":"optional","before":"a","keys":["k"]},`+
@@ -688,11 +674,21 @@ func TestTaskKeepsNoBody(t *testing.T) {
 		rt.pollTask(id, "input_required")
 		ids = append(ids, id)
 	}
-	grew := heap() - before
+	grew := heapInUse() - before
 	for _, id := range ids {
 		rt.taskOp(metaTasks, "tasks/cancel", id, "")
 	}
 	if grew > n*pad/4 {
 		t.Errorf("%d parked tasks of %d MiB requests hold %d MiB", n, pad>>20, grew>>20)
 	}
+}
+
+// heapInUse returns the bytes of the heap's live objects, after collecting
+// what is not.
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

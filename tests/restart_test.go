@@ -27,6 +27,18 @@ func (p *serveProcess) stop(t *testing.T) {
 	}
 }
 
+// restartable returns the serve arguments of a server of the script src
+// (and the lib folder beside it) on an address of its own, saving its
+// sessions to file: a process started again with them finds them there.
+func restartable(t *testing.T, src string) (args []string, file string) {
+	t.Helper()
+	dir := t.TempDir()
+	copyDir(t, filepath.Join(filepath.Dir(src), "lib"), filepath.Join(dir, "lib"))
+	copyFile(t, src, filepath.Join(dir, filepath.Base(src)))
+	file = filepath.Join(t.TempDir(), "sessions.json")
+	return []string{"--dir", dir, "--addr", freeAddr(t), "--no-watch", "--sessions-file", file}, file
+}
+
 // TestSessionsSurviveRestart: `serve --sessions-file` saves the live
 // sessions when it gets SIGTERM and resumes them when it starts again on
 // the same address: the official Go SDK client goes on with its session,
@@ -35,11 +47,7 @@ func (p *serveProcess) stop(t *testing.T) {
 // its owner's only, and gone once read.
 func TestSessionsSurviveRestart(t *testing.T) {
 	bin := buildLuamcp(t)
-	dir := t.TempDir()
-	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
-	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
-	file := filepath.Join(t.TempDir(), "sessions.json")
-	args := []string{"--dir", dir, "--addr", freeAddr(t), "--no-watch", "--sessions-file", file}
+	args, file := restartable(t, filepath.Join("testdata", "servers", "session.lua"))
 
 	first := startServe(t, bin, "first", args...)
 	url := first.base + "/mcp/session"
@@ -85,10 +93,7 @@ func TestSessionsSurviveRestart(t *testing.T) {
 // with Last-Event-ID once the new process listens, carries pushes again.
 func TestTSSDKSessionsSurviveRestart(t *testing.T) {
 	bin := buildLuamcp(t)
-	dir := t.TempDir()
-	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
-	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
-	args := []string{"--dir", dir, "--addr", freeAddr(t), "--no-watch", "--sessions-file", filepath.Join(t.TempDir(), "sessions.json")}
+	args, _ := restartable(t, filepath.Join("testdata", "servers", "session.lua"))
 	p := startServe(t, bin, "first", args...)
 	base := p.base
 	runSteps(t, map[string]func(){
@@ -109,10 +114,7 @@ func TestTSSDKSessionsSurviveRestart(t *testing.T) {
 // tasks) and a 2025-11-25 session (its session's, saved with it).
 func TestTasksSurviveRestart(t *testing.T) {
 	bin := buildLuamcp(t)
-	dir := t.TempDir()
-	copyDir(t, filepath.Join("..", "scripts", "lib"), filepath.Join(dir, "lib"))
-	copyFile(t, filepath.Join("..", "scripts", "live.lua"), filepath.Join(dir, "live.lua"))
-	args := []string{"--dir", dir, "--addr", freeAddr(t), "--no-watch", "--sessions-file", filepath.Join(t.TempDir(), "sessions.json")}
+	args, _ := restartable(t, filepath.Join("..", "scripts", "live.lua"))
 	first := startServe(t, bin, "first", args...)
 	url := first.base + "/mcp/live"
 	s := nodesClient(t)

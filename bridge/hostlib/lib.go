@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/luamcp/luamcp/bridge"
@@ -185,7 +186,7 @@ func (s *State) granted(L *lua.LState, mod string) *Lib {
 func fail(L *lua.LState, format string, args ...any) int {
 	msg := fmt.Sprintf(format, args...)
 	if L.ReserveMemory(len(msg)) != nil && len(msg) > maxCutMessage {
-		msg = msg[:maxCutMessage] + "..."
+		msg = strings.ToValidUTF8(msg[:maxCutMessage], "") + "..." // not mid-character
 	}
 	L.Push(lua.LNil)
 	L.Push(lua.LString(msg))
