@@ -145,13 +145,14 @@ func (ss *session) hibernate(cut int64) bool {
 	if last > cut || phase(ss.phase.Load()) != awake || last == ss.unfrozen || ss.isClosed() {
 		return false
 	}
+	ss.mu.Lock() // a Snapshot may be walking the state too (session.begin)
 	frozen, err := ss.v.codec.Freeze(ss.state)
 	if err != nil {
+		ss.mu.Unlock()
 		ss.unfrozen = last
 		ss.script.logger.Debug("idle session stays awake: its state cannot be frozen", "session", ss.id, "error", err)
 		return false
 	}
-	ss.mu.Lock()
 	if ss.closed {
 		ss.mu.Unlock()
 		return false

@@ -175,7 +175,9 @@ func (ss *session) migrate(ctx context.Context, target *Version) error {
 	if err != nil {
 		return fmt.Errorf("no Lua state of the new version: %w", err)
 	}
+	ss.mu.Lock() // a Snapshot may be walking the state too (session.begin)
 	state, err := ss.v.codec.CopyTo(nv.codec, ss.state)
+	ss.mu.Unlock()
 	if err != nil {
 		nv.close()
 		return fmt.Errorf("copying the state: %w", err)

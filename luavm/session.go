@@ -291,9 +291,11 @@ func (ss *session) begin(ctx context.Context) (*op, error) {
 	c := &ss.op
 	if ss.owned {
 		if t, ok := ss.state.(*lua.LTable); ok {
-			backup := ss.v.backup(t)
+			// Under mu, as every walk of the committed state: a Snapshot
+			// may be copying it, and walking a table is not a pure read
+			// (it marks what it synced, and may index the table's keys).
 			ss.mu.Lock()
-			ss.state = backup
+			ss.state = ss.v.backup(t)
 			ss.mu.Unlock()
 		}
 	}

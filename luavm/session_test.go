@@ -495,3 +495,50 @@ func TestBadParamsAreInvalidParams(t *testing.T) {
 		t.Errorf("init with invalid UTF-8: %v", err)
 	}
 }
+
+// TestSnapshotBesideCalls: a snapshot (a concurrent_tools call) copies the
+// committed state while the session's next call backs it up: the two walks
+// of one state take turns (go test -race; before, a state with a table of
+// more than 8 keys made the process die of concurrent map writes).
+func TestSnapshotBesideCalls(t *testing.T) {
+	s, _ := loadSource(t, "big.lua", `return {
+  init = function() return { name = "s", version = "1" }, { tools = {} }, { n = 0 } end,
+  tools = function() return { { name = "fill" }, { name = "ok" } } end,
+  handle_tool = function(name, args, ctx, state)
+    if name == "fill" then
+      local t = {}
+      for i = 1, 2000 do t["k" .. i] = i end
+      state.t, state.n = t, state.n + 1
+      return "filled"
+    end
+    return "ok"
+  end,
+}`)
+	ss, _ := open(t, s, "sid")
+	for range 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if _, err := ss.CallTool(ctx, testCall("sid"), "fill", nil); err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			<-start
+			snap, err := ss.Snapshot(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			snap.Close("")
+		})
+		wg.Go(func() {
+			<-start
+			if _, err := ss.CallTool(ctx, testCall("sid"), "ok", nil); err != nil {
+				t.Error(err)
+			}
+		})
+		close(start)
+		wg.Wait()
+		cancel()
+	}
+}

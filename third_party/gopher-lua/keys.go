@@ -11,6 +11,13 @@ package lua
 // of a table with more than keyScanMax keys, and kept up to date from then
 // on; smaller tables find the key by scanning keys.
 //
+// Next only reads the table, as upstream's does: goroutines may walk one
+// table at once while none writes to it (luamcp copies a session's state for
+// a snapshot while its owner walks it). So the index Next builds is made
+// whole and then published (k2i is an atomic pointer); two walkers may both
+// build one, and one wins. Only a write, which has the table to itself,
+// updates the published index in place.
+//
 // A removed key stays in strdict or dict with the value nil, as it stays in
 // keys (upstream left it in keys and k2i), so that a key set again is not
 // listed twice: "strdict/dict has the key" and "keys lists it" are one fact.
@@ -28,8 +35,8 @@ func (tb *LTable) appendKey(key LValue) {
 	if tb.keys == nil {
 		tb.keys = make([]LValue, 0, max(min(tb.hint(), firstKeysCap), 1))
 	}
-	if tb.k2i != nil {
-		tb.k2i[key] = len(tb.keys)
+	if m := tb.k2i.Load(); m != nil {
+		(*m)[key] = len(tb.keys)
 	}
 	tb.keys = append(tb.keys, key)
 }
@@ -37,7 +44,8 @@ func (tb *LTable) appendKey(key LValue) {
 // keyIndex returns the position of key in keys; 0 for a key it does not
 // list, as upstream's k2i lookup gave.
 func (tb *LTable) keyIndex(key LValue) int {
-	if tb.k2i == nil {
+	m := tb.k2i.Load()
+	if m == nil {
 		if len(tb.keys) <= keyScanMax {
 			for i, k := range tb.keys {
 				if k == key {
@@ -46,10 +54,12 @@ func (tb *LTable) keyIndex(key LValue) int {
 			}
 			return 0
 		}
-		tb.k2i = make(map[LValue]int, len(tb.keys))
+		index := make(map[LValue]int, len(tb.keys))
 		for i, k := range tb.keys {
-			tb.k2i[k] = i
+			index[k] = i
 		}
+		tb.k2i.CompareAndSwap(nil, &index)
+		m = tb.k2i.Load()
 	}
-	return tb.k2i[key]
+	return (*m)[key]
 }

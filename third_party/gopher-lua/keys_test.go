@@ -3,6 +3,7 @@ package lua
 import (
 	"fmt"
 	"math/rand"
+	"sync"
 	"testing"
 )
 
@@ -77,4 +78,28 @@ func BenchmarkSmallStringTable(b *testing.B) {
 			b.Fatal("lost")
 		}
 	}
+}
+
+// Next only reads: goroutines may walk one table at once, the first of them
+// building its key index (go test -race).
+func TestNextConcurrentWalkers(t *testing.T) {
+	tb := newLTable(0, 0)
+	for i := range 100 {
+		tb.RawSetString(fmt.Sprintf("k%d", i), LNumber(i))
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := 0
+			for k, _ := tb.Next(LNil); k != LNil; k, _ = tb.Next(k) {
+				n++
+			}
+			if n != 100 {
+				t.Errorf("walked %d keys, want 100", n)
+			}
+		}()
+	}
+	wg.Wait()
 }

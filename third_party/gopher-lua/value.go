@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 )
 
 type LValueType int
@@ -147,7 +148,7 @@ type LTable struct {
 	dict    map[LValue]LValue
 	strdict map[string]LValue
 	keys    []LValue
-	k2i     map[LValue]int
+	k2i     atomic.Pointer[map[LValue]int] // patched for luamcp: keys.go
 
 	// Patched for luamcp (budget.go): the capacity hints the hash maps were
 	// made with, and the mark of the last memory walk that reached the table.
