@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -178,11 +179,28 @@ func (m *Module) ask(L *lua.LState) int {
 	return 2
 }
 
+// Bounds of a call's request keys, which the call keeps in Go (asked), out
+// of the measure of its state's memory: one key is a name on the wire (an
+// inputRequests member), not data.
+const (
+	maxKeyBytes   = 1024
+	maxAskedBytes = 1 << 20 // a call's keys together
+)
+
 // claim records that the call asks key, and raises when it asked it before:
 // a key names one request of the call, since a re-run of the call is
 // answered by key (a loop that asks again under one key would get the same
-// answer forever).
+// answer forever). A key must be UTF-8 (a JSON member name the client
+// answers by) and within the bounds above.
 func claim(L *lua.LState, info *CallInfo, fname, key string) {
+	switch {
+	case len(key) > maxKeyBytes:
+		raise(L, fmt.Sprintf("%s: key of %d bytes: at most %d", fname, len(key), maxKeyBytes))
+	case !utf8.ValidString(key):
+		raise(L, fmt.Sprintf("%s: key %q is not UTF-8", fname, key))
+	case info.askedBytes+len(key) > maxAskedBytes:
+		raise(L, fmt.Sprintf("%s: the call asked too many requests (their keys take %d bytes at most)", fname, maxAskedBytes))
+	}
 	if _, dup := info.asked[key]; dup {
 		raise(L, fmt.Sprintf("%s: key %q was asked before in this call (give each request its own key)", fname, key))
 	}
@@ -190,6 +208,7 @@ func claim(L *lua.LState, info *CallInfo, fname, key string) {
 		info.asked = make(map[string]struct{})
 	}
 	info.asked[key] = struct{}{}
+	info.askedBytes += len(key)
 }
 
 // send asks reqs on the call's line under the state's context. It raises

@@ -49,6 +49,10 @@ func TestRequestKeyErrors(t *testing.T) {
 			`mcp.ask: key "r" was asked before`},
 		{"key not a string", `mcp.elicit(ctx, {key = 1})`, "elicitation/create: key must be a non-empty string, got number"},
 		{"empty key", `mcp.list_roots(ctx, {key = ""})`, "roots/list: key must be a non-empty string, got string"},
+		{"key not UTF-8", `mcp.elicit(ctx, {message = "a", key = "\255"})`, `elicitation/create: key "\xff" is not UTF-8`},
+		{"ask key not UTF-8", `mcp.ask(ctx, {["\254"] = {method = "roots/list"}})`, "mcp.ask: key"},
+		{"key too long", `mcp.elicit(ctx, {message = "a", key = string.rep("k", 1025)})`, "elicitation/create: key of 1025 bytes: at most 1024"},
+		{"keys past their bound", `for i = 1, 2000 do mcp.list_roots(ctx, {key = string.rep("k", 1000) .. i}) end`, "roots/list: the call asked too many requests"},
 		{"list_roots options not a table", `mcp.list_roots(ctx, "k")`, "table expected, got string"},
 	}
 	for _, tt := range tests {

@@ -78,6 +78,8 @@ type CallInfo struct {
 	// key names one request only (a re-run of the call in the 2026-07-28
 	// era is answered by key). nil until the first request.
 	asked map[string]struct{}
+	// askedBytes is the bytes of the keys in asked (maxAskedBytes).
+	askedBytes int
 	// made counts the requests made without a key, by function, to name
 	// them "elicit-1", "sample-1", "roots-1", ...
 	made [numAskers]int

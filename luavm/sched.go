@@ -282,14 +282,23 @@ func (r *run) resume() error {
 
 // withoutSlot wraps a Go function of the sandbox that waits without running
 // Lua (mcp.sleep): the running call holds no slot while it waits. When fn
-// raises, the call is ending (its context is done) and stays without one.
+// raises, the error goes on once the call holds a slot again (a script may
+// catch a bad argument with pcall and run on: never without a slot), or at
+// once when none comes (the call is ending).
 func (v *vm) withoutSlot(fn lua.LGFunction) lua.LGFunction {
 	return func(L *lua.LState) int {
 		r := &v.run
 		if !r.yield() {
 			return fn(L)
 		}
+		resumed := false
+		defer func() {
+			if !resumed {
+				_ = r.resume() // fn raised: its error unwinds on
+			}
+		}()
 		n := fn(L)
+		resumed = true
 		if err := r.resume(); err != nil {
 			L.RaiseError("%s", err.Error())
 		}

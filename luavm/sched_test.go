@@ -221,9 +221,14 @@ const schedScript = `local mcp = require("mcp")
 return {
   route = { call_timeout_ms = 30000 },
   init = function() return { name = "s", version = "1" }, { tools = {} }, {} end,
-  tools = function() return { { name = "spin" }, { name = "ok" }, { name = "ask" }, { name = "nap" } } end,
+  tools = function() return { { name = "spin" }, { name = "ok" }, { name = "ask" }, { name = "nap" }, { name = "escape" } } end,
   handle_tool = function(name, args, ctx)
     if name == "spin" then while true do end end
+    if name == "escape" then
+      pcall(mcp.sleep, "not a number") -- raises, caught: the call runs on
+      mcp.log(ctx, "info", "spinning")
+      while true do end
+    end
     if name == "nap" then mcp.log(ctx, "info", "napping") mcp.sleep(60000) return "woke" end
     if name == "ask" then return (mcp.elicit(ctx, { message = "?" })) and "answered" or "no" end
     return "ok"
@@ -429,5 +434,40 @@ func TestLaneCounts(t *testing.T) {
 	want(0, 0)
 	if r, q := (&lane{}).counts(); r != 0 || q != 0 {
 		t.Errorf("a lane without a scheduler counts %d, %d", r, q)
+	}
+}
+
+// logSignal is a call's line that signals each log message.
+type logSignal struct {
+	out
+	ch chan struct{}
+}
+
+func (l *logSignal) Log(string, json.RawMessage) error { l.ch <- struct{}{}; return nil }
+
+// A waiting function that raises (mcp.sleep with a bad argument, caught by
+// pcall) gives the call its slot back before Lua runs on: three calls that
+// then spin run one at a time under a cap of 1.
+func TestSchedulerSlotAfterRaisedWait(t *testing.T) {
+	sched := NewScheduler(1)
+	s := loadSched(t, sched, "escape")
+	ctx, cancel := context.WithCancel(context.Background())
+	line := &logSignal{ch: make(chan struct{}, 8)}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			_, _ = statelessCall(ctx, s, &mcp.Call{RequestID: json.RawMessage("1"), Out: line}, "escape")
+		})
+	}
+	<-line.ch // one spins
+	select {
+	case <-line.ch:
+		t.Errorf("two calls run Lua at once under a cap of 1 (the scheduler counts %d)", sched.Running())
+	case <-time.After(300 * time.Millisecond):
+	}
+	cancel()
+	wg.Wait()
+	if n := sched.Running(); n != 0 {
+		t.Errorf("Running() = %d once the calls ended", n)
 	}
 }
