@@ -51,3 +51,16 @@ func SignForward(key []byte, node, method, path, session, client, scheme string,
 // SessionSlots reports the places under the process's session cap that are
 // taken (live sessions, and those being initialized or resumed).
 func (h *Hub) SessionSlots() int64 { return h.sessionSlots.n.Load() }
+
+// QueueBacking reports the length and capacity of the slice that holds
+// session sid's queue (served slots included), or -1, -1 for an unknown
+// session.
+func QueueBacking(h *Handler, sid string) (n, c int) {
+	s := h.reg.get(sid)
+	if s == nil {
+		return -1, -1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue), cap(s.queue)
+}

@@ -19,7 +19,9 @@ import (
 // session lives until DELETE, idle expiry or shutdown, and then tears
 // everything down before Session.Close.
 
-// maxResumableStreams bounds the POST streams a session keeps for resumption.
+// maxResumableStreams bounds the POST streams a session keeps for
+// resumption, or SessionMaxPending+1 when that is more: every pending call
+// may have a stream, and they hold no more than SessionBufferBytes together.
 const maxResumableStreams = 64
 
 // maxSubscriptions bounds the resource subscriptions of one session (or
@@ -432,6 +434,12 @@ func (s *session) runQueue() {
 		s.queue[s.qhead] = nil
 		if s.qhead++; s.qhead == len(s.queue) {
 			s.queue, s.qhead = s.queue[:0], 0
+		} else if s.qhead >= 32 && 2*s.qhead >= len(s.queue) {
+			// A queue that never empties (a client that keeps calls in
+			// flight) would grow by a slot a call: the served ones go.
+			n := copy(s.queue, s.queue[s.qhead:])
+			clear(s.queue[n:])
+			s.queue, s.qhead = s.queue[:n], 0
 		}
 		j.state = jobRunning
 		s.running = j
@@ -764,6 +772,9 @@ func (s *session) detachChannel(gen uint64) {
 type keptStream struct {
 	rp    *reply
 	bytes int
+	// answered is set once the stream keeps its call's answer: the first
+	// to go when a new stream needs the place (openStream).
+	answered bool
 }
 
 // openStream numbers a new resumable POST stream and registers rp under it.
@@ -777,8 +788,8 @@ func (s *session) openStream(rp *reply) uint64 {
 	if s.open == nil {
 		s.open = make(map[uint64]*keptStream)
 	}
-	if len(s.open) >= maxResumableStreams {
-		s.forgetStreamLocked(s.oldestStreamLocked(0))
+	if len(s.open) >= max(maxResumableStreams, s.h.opts.SessionMaxPending+1) {
+		s.forgetStreamLocked(s.evictableStreamLocked())
 	}
 	s.nextStream++
 	s.open[s.nextStream] = &keptStream{rp: rp}
@@ -822,6 +833,34 @@ func (s *session) oldestStreamLocked(except uint64) uint64 {
 		}
 	}
 	return oldest
+}
+
+// evictableStreamLocked returns the stream a new one replaces past
+// maxResumableStreams: the oldest whose call has answered, else the oldest.
+// The calls that queue behind a running one open their streams as they are
+// admitted: forgetting the oldest would drop the running call's, the one
+// that has events to lose (and its answer, to a client that resumes it).
+func (s *session) evictableStreamLocked() uint64 {
+	oldest := uint64(0)
+	for k, ks := range s.open {
+		if ks.answered && (oldest == 0 || k < oldest) {
+			oldest = k
+		}
+	}
+	if oldest == 0 {
+		oldest = s.oldestStreamLocked(0)
+	}
+	return oldest
+}
+
+// streamAnswered records that stream k keeps its call's answer. Called
+// with the stream's rp.mu held.
+func (s *session) streamAnswered(k uint64) {
+	s.mu.Lock()
+	if ks := s.open[k]; ks != nil {
+		ks.answered = true
+	}
+	s.mu.Unlock()
 }
 
 // forgetStreamLocked forgets resumable stream k (no-op for an unknown k).

@@ -380,3 +380,32 @@ func TestShutdownStopsStatelessCalls(t *testing.T) {
 		t.Fatalf("after Shutdown: %s", r.body)
 	}
 }
+
+// TestQueueThatNeverEmpties: a session whose queue always holds a call (a
+// client that keeps calls in flight) gives the slots of the served ones
+// back: its queue does not grow with every call.
+func TestQueueThatNeverEmpties(t *testing.T) {
+	const rounds = 300
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	pending := []<-chan reply{callTool(rt, sid, 0, "wait", `{}`)}
+	waitStarted(t, f, "wait")
+	pending = append(pending, callTool(rt, sid, 1, "wait", `{}`))
+	rt.queued(sid, 1)
+	for i := 2; i < rounds; i++ {
+		pending = append(pending, callTool(rt, sid, i, "wait", `{}`))
+		rt.queued(sid, 2)
+		f.release <- struct{}{} // the running call ends; the worker takes the next
+		rt.queued(sid, 1)
+	}
+	if n, c := mcp.QueueBacking(rt.h, sid); n > 64 {
+		t.Errorf("after %d calls with one waiting, the queue holds %d slots (capacity %d)", rounds, n, c)
+	}
+	for range 2 {
+		f.release <- struct{}{}
+	}
+	for _, ch := range pending {
+		await(t, ch)
+	}
+}

@@ -629,6 +629,7 @@ func (rp *reply) finish(msg *[]byte) {
 			ev := rp.frameLocked(*msg)
 			if rp.keepsLocked() {
 				rp.final = finalKept
+				rp.s.streamAnswered(rp.stream)
 			}
 			rp.queueFinal = rp.queueLocked(ev)
 		}

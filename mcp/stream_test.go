@@ -840,3 +840,31 @@ func TestConcurrentToolLeavesPendingFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedStreamsKeepTheRunningOne: calls queued behind a running one open
+// their resumable streams as they are admitted: as many as
+// session_max_pending allows (here 64 of 100) do not push the running
+// call's stream out (it is the one with events to lose): a client that
+// resumes it gets the rest and the answer.
+func TestQueuedStreamsKeepTheRunningOne(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	evs := readStream(rt.stream(context.Background(), sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"closestream"}}`))
+	if len(evs) != 2 || !strings.Contains(evs[1].data, "before close") {
+		t.Fatalf("before close: %+v", evs)
+	}
+	var streams []*sse
+	for i := range 64 {
+		streams = append(streams, rt.stream(context.Background(), sid, progressCall(fmt.Sprint(100+i), fmt.Sprintf(`"p%d"`, i), `{}`)))
+	}
+	rt.queued(sid, 64)
+	resume := newSSE(t, rt.openGet(context.Background(), sid, "Last-Event-ID: "+evs[1].id))
+	f.release <- struct{}{}
+	if rest := readStream(resume); len(rest) != 2 || !strings.Contains(rest[1].data, `"resumed"`) {
+		t.Errorf("resume of the running call's stream got %+v, want \"after close\" and its result", rest)
+	}
+	for _, s := range streams {
+		readStream(s)
+	}
+}
