@@ -179,7 +179,7 @@ type Host struct {
 	closed  bool
 	// draining is set by Drain: /readyz answers 503.
 	draining bool
-	freed    bool // a route path was released since the last retry of the failed scripts
+	freed    bool // a route path was released since the last retry of what failed (Host.retry)
 	// settled counts the loads settled and the scripts unmounted: a batch
 	// of changes that moved it calls Config.Changed.
 	settled uint64
@@ -196,13 +196,21 @@ type mount struct {
 	script  *luavm.Script
 	handler *mcp.Handler
 	sum     [sha256.Size]byte // of the file the current version came from
+	// unapplied is the content of the file that last failed to reload, and
+	// why; nil while the file holds what serves. It is recorded apart from
+	// sum so that the failure is logged once, yet the content is tried
+	// again when its cause may be gone (a module it requires appears, the
+	// path it claims is freed, Reload): sum still says the file differs.
+	unapplied *failed
 	// verifier checks the bearer tokens of a route with the oauth option
 	// (nil without); closed when the mount is retired or shut down.
 	verifier *oauth.Verifier
 }
 
-// failed is a script that could not be mounted, and the content it failed
-// with: the same content is not tried again unless a module changed.
+// failed is content of a script that could not be loaded (Host.failed: a
+// script not mounted; mount.unapplied: an edit of a mounted one), and why:
+// the same content is not tried again unless its cause may be gone (see
+// Host.retry).
 type failed struct {
 	err *LoadError
 	sum [sha256.Size]byte
@@ -366,8 +374,8 @@ type job struct {
 // change applies the state of server files (file -> forced): each is
 // mounted, reloaded, remounted or unmounted. Content already mounted, or
 // already failed, is left alone unless forced (a module it may depend on
-// changed). When a route path was freed, the scripts that failed are tried
-// again.
+// changed). When a route path was freed, what failed is tried again
+// (Host.retry).
 //
 // The files load in parallel. With ordered (at start) their results are
 // applied in file name order once all are loaded, so that of two scripts
@@ -421,17 +429,16 @@ func (h *Host) change(files map[string]bool, ordered bool) {
 		h.mu.Lock()
 		if h.freed {
 			h.freed = false
-			for file := range h.failed {
-				files[file] = true
-			}
+			h.retry(files, true)
 		}
 		h.mu.Unlock()
 	}
 }
 
 // plan decides what to do with one server file, and does what needs no
-// Lua: a removed file is unmounted, a file that cannot be read fails. It
-// returns the job that loads the file, or nil. It runs with h.mu held.
+// Lua: a removed file is unmounted, a file that cannot be read fails (a
+// mounted one keeps serving: its reload failed). It returns the job that
+// loads the file, or nil. It runs with h.mu held.
 func (h *Host) plan(file string, force bool) *job {
 	if h.loading[file] {
 		h.redo[file] = h.redo[file] || force
@@ -447,21 +454,28 @@ func (h *Host) plan(file string, force bool) *job {
 		return nil
 	}
 	sum := sha256.Sum256(src)
-	if err != nil {
+	switch {
+	case err != nil && m != nil:
+		// A file unreadable for a moment (half written, too large) is not
+		// a script "not mounted": LoadErrors would list one that serves.
+		h.settled++ // a failed reload, as in settle: Config.Changed hears of it
+		h.notReloaded(m, sum, err)
+		return nil
+	case err != nil:
 		h.fail(file, err, sum)
 		return nil
-	}
-	switch {
-	case m != nil && (force || m.sum != sum):
-		m.sum = sum // a failed edit is reported once
-		return &job{file: file, sum: sum, m: m, force: force}
 	case m == nil:
 		if f := h.failed[file]; f != nil && f.sum == sum && !force {
 			return nil
 		}
-		return &job{file: file, sum: sum, force: force}
+	case force: // a module changed or a path was freed: even content tried before
+	case m.sum == sum:
+		m.unapplied = nil // an edit undone: nothing is pending
+		return nil
+	case m.unapplied != nil && m.unapplied.sum == sum:
+		return nil // failed already: Host.retry tries it once its cause may be gone
 	}
-	return nil
+	return &job{file: file, sum: sum, m: m, force: force}
 }
 
 // reloadListChanges are the notifications a reload sends to listen streams.
@@ -515,9 +529,10 @@ func (h *Host) settle(j *job) {
 	file, m := j.file, j.m
 	switch {
 	case m != nil && j.err != nil:
-		h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: j.err}).Error())
-		h.reloaded(m.opts.Path, false)
+		h.notReloaded(m, j.sum, j.err)
 	case m != nil && j.reloaded:
+		// Only now does the mount serve this content.
+		m.sum, m.unapplied = j.sum, nil
 		m.route.Tools = j.tools
 		m.route.Grants = m.script.Grants()
 		h.logger.Info("script reloaded", "script", file, "path", m.opts.Path)
@@ -526,8 +541,7 @@ func (h *Host) settle(j *job) {
 		opts := h.routeOptions(j.script.Options())
 		if err := h.claim(file, opts.Path); err != nil {
 			j.script.Close()
-			h.logger.Error("script not reloaded: the running version stays", "err", (&LoadError{Script: file, Err: err}).Error())
-			h.reloaded(m.opts.Path, false)
+			h.notReloaded(m, j.sum, err)
 			return
 		}
 		delete(h.mounts, file)
@@ -696,6 +710,34 @@ func (h *Host) fail(file string, err error, sum [sha256.Size]byte) {
 		h.logger.Error("script not mounted", "err", lerr.Error())
 	}
 	h.failed[file] = &failed{err: lerr, sum: sum}
+}
+
+// notReloaded records that a mounted script's file, with content sum,
+// failed to reload: the running version stays. The failure is logged (and
+// counted) once per content and error; the content is tried again when its
+// cause may be gone (Host.retry). It runs with h.mu held.
+func (h *Host) notReloaded(m *mount, sum [sha256.Size]byte, err error) {
+	lerr := &LoadError{Script: m.route.Script, Err: err}
+	if prev := m.unapplied; prev == nil || prev.sum != sum || prev.err.Error() != lerr.Error() {
+		h.logger.Error("script not reloaded: the running version stays", "err", lerr.Error())
+		h.reloaded(m.opts.Path, false)
+	}
+	m.unapplied = &failed{err: lerr, sum: sum}
+}
+
+// retry adds to files (forced when force) what failed and may load now that
+// a module changed or a path was freed: the scripts not mounted, and the
+// mounted scripts whose file holds an edit that failed to reload (it may
+// require the module, or claim the path). It runs with h.mu held.
+func (h *Host) retry(files map[string]bool, force bool) {
+	for file := range h.failed {
+		files[file] = files[file] || force
+	}
+	for file, m := range h.mounts {
+		if m.unapplied != nil && m.unapplied.sum != m.sum {
+			files[file] = files[file] || force
+		}
+	}
 }
 
 // Handler returns the handler serving every route. A request is routed on its

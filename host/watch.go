@@ -357,12 +357,13 @@ func (w *watcher) relevant(ev fsnotify.Event) bool {
 // apply brings the mounts in line with a batch of changed paths. A server
 // file is mounted, reloaded or unmounted; any other path is a module (or a
 // folder of modules): every script that required it reloads, and every
-// script that failed to load is tried again. The scripts folder itself (sent
-// after lost events) stands for every file in it: each server file is looked
-// at, and each script that required a module reloads. The work runs in the
-// background (Host.change): a script that loops while it loads delays only
-// itself, never the watcher or the files that follow. done, if not nil, is
-// called once the batch has settled.
+// script that failed to load, or edit that failed to reload, is tried again.
+// The scripts folder itself (sent after lost events) stands for every file
+// in it: each server file is looked at, and each script that required a
+// module reloads. The work runs in the background (Host.change): a script
+// that loops while it loads delays only itself, never the watcher or the
+// files that follow. done, if not nil, is called once the batch has
+// settled.
 func (h *Host) apply(paths []string, done func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -400,13 +401,11 @@ func (h *Host) apply(paths []string, done func()) {
 			}
 		}
 	}
-	// A script that failed may need a module that now loads, or a path that
-	// is now free.
+	// A script that failed, or an edit that did, may need a module that now
+	// loads, or a path that is now free.
 	retry := len(modules) > 0 || h.freed
 	h.freed = false
-	for file := range h.failed {
-		files[file] = files[file] || retry
-	}
+	h.retry(files, retry)
 	if len(files) == 0 {
 		done()
 		return
@@ -422,9 +421,9 @@ func (h *Host) apply(paths []string, done func()) {
 // Reload applies the scripts folder as it is now, as the watcher does after
 // a change it could not pin down: new server files mount, removed ones
 // unmount, changed ones reload (their sessions kept), every script that
-// requires a module reloads, and those that failed are tried again. It
-// returns once that has settled. serve calls it on SIGHUP, with or without
-// the watcher (--no-watch: changes are applied only then).
+// requires a module reloads, and the scripts and edits that failed are tried
+// again. It returns once that has settled. serve calls it on SIGHUP, with or
+// without the watcher (--no-watch: changes are applied only then).
 func (h *Host) Reload() {
 	done := make(chan struct{})
 	h.apply([]string{h.cfg.Dir}, func() { close(done) })

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/luavm"
 
 	"github.com/luamcp/luamcp/internal/syncbuf"
 )
@@ -163,6 +164,113 @@ func TestWatchModules(t *testing.T) {
 	waitFor(t, "late.lua to fail", func() bool { return len(h.LoadErrors()) == 1 })
 	write(t, filepath.Join(dir, "lib", "util.lua"), utilModule)
 	waitFor(t, "late.lua to mount", func() bool { return tools(h, "/mcp/late") == "echo" })
+}
+
+// TestReloadAppliesFailedEdit: an edit of a mounted script that fails to
+// reload for a reason outside its file (a module it requires is missing, a
+// path it claims is taken) leaves the running version serving, and is
+// applied by Reload once that reason is gone: Reload applies the folder as
+// it is, even content that failed before.
+func TestReloadAppliesFailedEdit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string // the folder at start: a.lua serves tool one on /mcp/a or /x
+		from  string            // a.lua's path at start
+		edit  string            // a.lua edited: fails to reload until unblock
+		to    string            // a.lua's path once the edit is applied
+		// unblock removes the cause of the failure.
+		unblock func(t *testing.T, dir string)
+	}{
+		{
+			name:  "module added later",
+			files: map[string]string{"a.lua": server(`{}`, "one")},
+			from:  "/mcp/a",
+			edit:  "local helper = require(\"lib.helper\")\n" + server(`{}`, "one", "two"),
+			to:    "/mcp/a",
+			unblock: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "lib", "helper.lua"), "return {}")
+			},
+		},
+		{
+			name: "path freed later",
+			files: map[string]string{
+				"a.lua": server(`{ path = "/x" }`, "one"),
+				"b.lua": server(`{ path = "/y" }`, "bee"),
+			},
+			from: "/x",
+			edit: server(`{ path = "/y" }`, "one", "two"),
+			to:   "/y",
+			unblock: func(t *testing.T, dir string) {
+				if err := os.Remove(filepath.Join(dir, "b.lua")); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeDir(t, tc.files)
+			h, logs := newHost(t, dir)
+			write(t, filepath.Join(dir, "a.lua"), tc.edit)
+			h.Reload()
+			h.Reload()
+			if got := tools(h, tc.from); got != "one" {
+				t.Fatalf("after the failed edit %s serves %q, want the running version's one", tc.from, got)
+			}
+			if n := strings.Count(logs.String(), "script not reloaded"); n != 1 {
+				t.Errorf("the failed edit was logged %d times over two reloads, want once:\n%s", n, logs.String())
+			}
+			if errs := h.LoadErrors(); len(errs) != 0 {
+				t.Errorf("a.lua serves, yet LoadErrors() = %v", errs)
+			}
+
+			tc.unblock(t, dir)
+			h.Reload()
+			if got := tools(h, tc.to); got != "one,two" {
+				t.Errorf("once the cause is gone, Reload left %s serving %q, want the edit's one,two", tc.to, got)
+			}
+		})
+	}
+}
+
+// TestWatchAppliesFailedEdit: with the watcher on, the module an edit
+// failed on applies the edit when it appears, though the running version
+// never required it.
+func TestWatchAppliesFailedEdit(t *testing.T) {
+	dir := writeDir(t, map[string]string{"a.lua": server(`{}`, "one")})
+	h, logs := watchHost(t, dir)
+	write(t, filepath.Join(dir, "a.lua"), "local helper = require(\"lib.helper\")\n"+server(`{}`, "one", "two"))
+	waitFor(t, "the failed reload", func() bool { return strings.Contains(logs.String(), "script not reloaded") })
+	write(t, filepath.Join(dir, "lib", "helper.lua"), "return {}")
+	waitFor(t, "the edit to be applied", func() bool { return tools(h, "/mcp/a") == "one,two" })
+}
+
+// TestUnreadableScriptStaysMounted: a mounted script whose file cannot be
+// read for a moment (too large, half written) keeps serving, and is no load
+// error, then or after: LoadErrors lists the scripts not mounted (serve
+// prints them so, and systemd's status counts them).
+func TestUnreadableScriptStaysMounted(t *testing.T) {
+	dir := writeDir(t, map[string]string{"a.lua": server(`{}`, "one")})
+	h, logs := newHost(t, dir)
+	file := filepath.Join(dir, "a.lua")
+	write(t, file, strings.Repeat("-- x\n", luavm.MaxSourceBytes/5+1))
+	h.Reload()
+	contains(t, logs.String(), "script not reloaded")
+	contains(t, logs.String(), "larger than 16 MiB")
+	if got := tools(h, "/mcp/a"); got != "one" {
+		t.Errorf("while a.lua cannot be read /mcp/a serves %q, want the running version's one", got)
+	}
+	if errs := h.LoadErrors(); len(errs) != 0 {
+		t.Errorf("while a.lua cannot be read LoadErrors() = %v, want none: it is mounted", errs)
+	}
+
+	write(t, file, server(`{}`, "one", "two"))
+	h.Reload()
+	if got := tools(h, "/mcp/a"); got != "one,two" {
+		t.Fatalf("after a readable edit /mcp/a serves %q", got)
+	}
+	if errs := h.LoadErrors(); len(errs) != 0 {
+		t.Errorf("a.lua reloaded, yet LoadErrors() = %v", errs)
+	}
 }
 
 // TestWatchStops: Shutdown stops the watcher and leaves no goroutine behind.
