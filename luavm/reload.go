@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -23,8 +24,17 @@ import (
 //     they come back.
 
 // migrateTimeout bounds the list callbacks the moves of one commit run, and
-// those of a session moved after its call.
-const migrateTimeout = 10 * time.Second
+// those of a session moved after its call: 10 s, or migrateOverride.
+func migrateTimeout() time.Duration {
+	if d := migrateOverride.Load(); d != 0 {
+		return time.Duration(d)
+	}
+	return 10 * time.Second
+}
+
+// migrateOverride, when not 0, is migrateTimeout (tests shorten it; atomic,
+// as goroutines of earlier tests may still read it).
+var migrateOverride atomic.Int64
 
 // listChanges are the list notifications, by the callbacks whose output they
 // cover.
@@ -72,7 +82,7 @@ func (s *Script) Commit(ver *Version) {
 	s.logger.Debug("new version committed", "sessions", len(s.liveSessions()))
 	// One bound for them all: list callbacks that loop cannot hold the
 	// commit for migrateTimeout per session.
-	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout())
 	defer cancel()
 	sessions := s.liveSessions()
 	for _, ss := range sessions {
@@ -151,7 +161,9 @@ func (ss *session) followIdle(ctx context.Context) {
 
 // follow moves the session to the script's current version, if it is behind.
 // It runs with ss.work held. A failure is logged and leaves the session where
-// it was, for good: it runs its old code until the next reload.
+// it was: for good when the state cannot be moved (it runs its old code until
+// the next reload), until its next call when ctx ended first (a commit's
+// budget spent by other sessions, a request gone).
 func (ss *session) follow(ctx context.Context) {
 	target := ss.script.current()
 	if ss.s == target || ss.stuck == target {
@@ -161,7 +173,12 @@ func (ss *session) follow(ctx context.Context) {
 		ss.movedAsleep(target)
 		return
 	}
-	if err := ss.migrate(ctx, target); err != nil {
+	err := ss.migrate(ctx, target)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		ss.script.logger.Warn("session not moved to the new version yet: its next call moves it", "session", ss.id, "error", err)
+	default:
 		ss.stuck = target
 		ss.script.logger.Error("session stays on the previous version of the script", "session", ss.id, "error", err)
 	}
@@ -171,7 +188,11 @@ func (ss *session) follow(ctx context.Context) {
 // the session over to it and sends the list_changed notifications its
 // client needs.
 func (ss *session) migrate(ctx context.Context, target *Version) error {
-	nv, err := target.pool.get(ctx)
+	// A state of the new version comes under a bound of its own: ctx is
+	// the list callbacks' (a commit's, shared by every session it moves).
+	getCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), migrateTimeout())
+	nv, err := target.pool.get(getCtx)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("no Lua state of the new version: %w", err)
 	}
@@ -190,9 +211,11 @@ func (ss *session) migrate(ctx context.Context, target *Version) error {
 		if !lc.need(ss) {
 			continue
 		}
-		before := ss.listsOf(ctx, ss.v, ss.state, lc.cbs)
-		after := ss.listsOf(ctx, nv, state, lc.cbs)
-		if !bytes.Equal(before, after) {
+		before, failed := ss.listsOf(ctx, ss.v, ss.state, lc.cbs)
+		after, failedAfter := ss.listsOf(ctx, nv, state, lc.cbs)
+		// A list that could not be run (it failed, or ctx ended) may have
+		// changed: its client is told to list again.
+		if failed || failedAfter || !bytes.Equal(before, after) {
 			changed = append(changed, lc.method)
 		}
 	}
@@ -214,41 +237,40 @@ func (ss *session) migrate(ctx context.Context, target *Version) error {
 
 // listsOf runs the list callbacks cbs on v with a copy of state (so that
 // nothing they do sticks) and returns their encoded results, one after the
-// other; a callback that fails contributes its error text.
-func (ss *session) listsOf(ctx context.Context, v *vm, state lua.LValue, cbs []int) []byte {
-	var out []byte
+// other, and whether one of them failed.
+func (ss *session) listsOf(ctx context.Context, v *vm, state lua.LValue, cbs []int) (out []byte, failed bool) {
 	for _, cb := range cbs {
 		out = append(out, '\n')
 		if !v.has(cb) {
 			continue
 		}
-		out = append(out, v.listJSON(ctx, cb, state)...)
+		b, err := v.listJSON(ctx, cb, state)
+		if err != nil {
+			failed = true
+		}
+		out = append(out, b...)
 	}
-	return out
+	return out, failed
 }
 
 // listJSON runs one list callback on a copy of state and encodes its result.
-func (v *vm) listJSON(ctx context.Context, cb int, state lua.LValue) []byte {
+func (v *vm) listJSON(ctx context.Context, cb int, state lua.LValue) ([]byte, error) {
 	name := callbackNames[cb]
 	if t, ok := state.(*lua.LTable); ok {
 		c, err := v.codec.Clone(t)
 		if err != nil {
-			return []byte("error: " + err.Error())
+			return nil, err
 		}
 		state = c
 	}
 	r, err := v.begin(ctx)
 	if err != nil {
-		return []byte("error: " + err.Error())
+		return nil, err
 	}
 	defer r.end()
 	rets, err := r.call(name, v.fns[cb], 1, state)
 	if err != nil {
-		return []byte("error: " + err.Error())
+		return nil, err
 	}
-	out, err := v.codec.Encode(rets[0], name)
-	if err != nil {
-		return []byte("error: " + err.Error())
-	}
-	return out
+	return v.codec.Encode(rets[0], name)
 }

@@ -3,6 +3,7 @@ package luavm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,5 +238,59 @@ func TestReloadRace(t *testing.T) {
 	s.Close()
 	if n := s.LiveStates(); n != 0 {
 		t.Errorf("%d Lua states still open", n)
+	}
+}
+
+// TestReloadPastItsBudget: a commit whose list callbacks outrun its budget
+// (a slow tools(), many sessions) still moves every session, and tells each
+// client whose lists it could not compare to list again; none stays on the
+// old code.
+func TestReloadPastItsBudget(t *testing.T) {
+	migrateOverride.Store(int64(300 * time.Millisecond))
+	defer migrateOverride.Store(0)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.lua")
+	writeScript(t, file, `return {
+  route = { sessions = true },
+  init = function() return { name = "c", version = "1" }, { tools = {} }, {} end,
+  tools = function() return { { name = "a" } } end,
+  handle_tool = function() return "v1" end,
+}`)
+	logger, _ := newLogger()
+	rec := &recorder{}
+	s, err := Load(file, Config{Dir: dir, Logger: logger, Pushes: everywhere(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	const n = 8
+	var sessions []*session
+	for i := range n {
+		ss, _ := open(t, s, fmt.Sprint("s", i))
+		sessions = append(sessions, ss.(*session))
+	}
+	writeScript(t, file, `return {
+  route = { sessions = true },
+  init = function() return { name = "c", version = "2" }, { tools = {} }, {} end,
+  tools = function() mcp_sleep(100) return { { name = "a" }, { name = "b" } } end,
+  handle_tool = function() return "v2" end,
+}`)
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	notified := map[string]bool{}
+	for _, p := range rec.list() {
+		if id, method, _ := strings.Cut(p, " "); method == "notifications/tools/list_changed" {
+			notified[id] = true
+		}
+	}
+	cur := s.current()
+	for _, ss := range sessions {
+		ss.mu.Lock()
+		on := ss.s == cur
+		ss.mu.Unlock()
+		if !on || !notified[ss.id] {
+			t.Errorf("session %s: on the new version %v, told to list again %v", ss.id, on, notified[ss.id])
+		}
 	}
 }

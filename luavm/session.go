@@ -321,7 +321,7 @@ func (ss *session) end(c *op, err error) {
 	ss.work.Unlock()
 	if ss.owned && ss.behind() {
 		go func() { // a reload happened during the call
-			ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout())
 			defer cancel()
 			ss.followIdle(ctx)
 		}()
