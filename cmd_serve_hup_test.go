@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 // TestServeReloadOnSIGHUP: with --no-watch, an edit is applied only on
@@ -77,5 +79,29 @@ func TestServeReloadOnSIGHUP(t *testing.T) {
 		for range lines {
 		}
 	}()
+	run.stop(t)
+}
+
+// TestServeSIGHUPWhileLoading: a SIGHUP that comes while the scripts are
+// still loading (a deploy's `systemctl reload` right after a start) is
+// applied once they are, instead of killing the process by its default
+// action.
+func TestServeSIGHUPWhileLoading(t *testing.T) {
+	slow := "for i = 1, 2e6 do end -- a slow start\n" + sessionScript
+	dir := writeScripts(t, map[string]string{"s.lua": slow})
+	logs := &syncbuf.Buffer{}
+	run := startServe(t, logs, "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch")
+	time.Sleep(100 * time.Millisecond) // the listener is bound; the script loads
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if l := run.lines(t, 1)[0]; !strings.Contains(l, "/mcp/s ") {
+		t.Errorf("serve printed %q, want the route table", l)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "SIGHUP: the scripts folder is applied"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) { // liveness bound only
+			t.Fatalf("the SIGHUP was not applied:\n%s", logs.String())
+		}
+	}
 	run.stop(t)
 }

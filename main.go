@@ -238,6 +238,21 @@ func serve(c *cli.Context) error {
 		}
 	}()
 	ms.cluster(node)
+	// The signals are caught before the scripts load, which may take a
+	// while: a SIGTERM then ends the process in order once they are loaded
+	// (a second one at once), a SIGHUP (systemctl reload; the way to apply
+	// changes with --no-watch) applies the folder as it is then, rather
+	// than the default action killing the process. Not on Windows, which
+	// has no SIGHUP.
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills the process at once
+	}()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	watch := !c.Bool("no-watch")
 	table := &routeTable{w: c.App.Writer, base: srv.URL(), systemd: systemd}
 	h, err := host.New(host.Config{
@@ -258,13 +273,6 @@ func serve(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "no server mounted yet at %s: watching %s for *.lua files\n", srv.URL(), c.String("dir"))
 	}
 
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// SIGHUP applies the folder as it is now (systemctl reload; the way to
-	// apply changes with --no-watch). Not on Windows, which has no SIGHUP.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	served := make(chan error, 1)
 	handler := h.Handler()
 	if c.Bool("access-log") {
@@ -294,7 +302,6 @@ func serve(c *cli.Context) error {
 			running = false
 		}
 	}
-	stop() // a second signal kills the process at once
 	systemd.notify("STOPPING=1")
 	if drain > 0 {
 		// Not ready from now on, and still serving for drain: the load
