@@ -470,7 +470,10 @@ func (h *Host) plan(file string, force bool) *job {
 		}
 	case force: // a module changed or a path was freed: even content tried before
 	case m.sum == sum:
-		m.unapplied = nil // an edit undone: nothing is pending
+		if m.unapplied != nil { // an edit undone: nothing is pending
+			m.unapplied = nil
+			h.logger.Info("script back to its running version: nothing to reload", "script", file, "path", m.opts.Path)
+		}
 		return nil
 	case m.unapplied != nil && m.unapplied.sum == sum:
 		return nil // failed already: Host.retry tries it once its cause may be gone

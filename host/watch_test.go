@@ -273,6 +273,22 @@ func TestUnreadableScriptStaysMounted(t *testing.T) {
 	}
 }
 
+// TestEditUndone: a broken edit saved back to the content that serves needs
+// no reload, and the watcher says so (the one who fixed it sees it taken).
+func TestEditUndone(t *testing.T) {
+	good := server(`{}`, "one")
+	dir := writeDir(t, map[string]string{"a.lua": good})
+	h, logs := watchHost(t, dir)
+	file := filepath.Join(dir, "a.lua")
+	write(t, file, "return {")
+	waitFor(t, "the failed reload", func() bool { return strings.Contains(logs.String(), "script not reloaded") })
+	write(t, file, good)
+	waitFor(t, "the undo", func() bool { return strings.Contains(logs.String(), "script back to its running version") })
+	if got := tools(h, "/mcp/a"); got != "one" || strings.Contains(logs.String(), "script reloaded") {
+		t.Errorf("/mcp/a serves %q; log:\n%s", got, logs.String())
+	}
+}
+
 // TestWatchStops: Shutdown stops the watcher and leaves no goroutine behind.
 func TestWatchStops(t *testing.T) {
 	before := runtime.NumGoroutine()
