@@ -257,6 +257,13 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	fr := r
 	if r.Method == http.MethodPost {
 		fr.Body, fr.ContentLength = newMemBody(body), int64(len(body))
+	} else if r.Body != nil && r.Body != http.NoBody {
+		// A GET or DELETE carries nothing the owner reads: a body a client
+		// sent with one is not forwarded (read, it would be unbounded, and
+		// a link would frame it). On a copy: the server still owns r.Body.
+		cp := *r
+		cp.Body, cp.ContentLength = http.NoBody, 0
+		fr = &cp
 	}
 	// The client's own headers are marked in place (a copy cost a forward
 	// 1.6 µs): nothing reads them after the forward, and one that claimed

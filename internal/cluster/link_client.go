@@ -78,13 +78,23 @@ type clientLink struct {
 // one without any frame it fails the link. An owner whose machine vanished
 // without a reset would otherwise hold those requests until TCP keep-alive
 // noticed, minutes later (a tool call may run long: silence alone is not
-// a failure). A variable for tests.
-var pingEvery = 15 * time.Second
+// a failure). 15 s, or pingOverride.
+func pingEvery() time.Duration {
+	if d := pingOverride.Load(); d != 0 {
+		return time.Duration(d)
+	}
+	return 15 * time.Second
+}
+
+// pingOverride, when not 0, is pingEvery (tests shorten it; atomic, as the
+// links of earlier tests may still read it).
+var pingOverride atomic.Int64
 
 // watch pings the owner while answers are awaited and nothing arrives,
 // and fails the link when a ping goes unanswered for pingEvery.
 func (l *clientLink) watch() {
-	t := time.NewTicker(pingEvery)
+	every := pingEvery()
+	t := time.NewTicker(every)
 	defer t.Stop()
 	seen, pinged := l.frames.Load(), false
 	for {
@@ -101,7 +111,7 @@ func (l *clientLink) watch() {
 		case n != seen || !waiting:
 			seen, pinged = n, false
 		case pinged:
-			l.fail(fmt.Errorf("cluster: the node did not answer a ping on the link within %v", pingEvery))
+			l.fail(fmt.Errorf("cluster: the node did not answer a ping on the link within %v", every))
 			return
 		default:
 			pinged = true
@@ -167,7 +177,17 @@ func (p *peer) link(ctx context.Context, path string) (*clientLink, error) {
 						"node", p.node, "path", path, "retry", noLinkRetry, "err", s.err)
 				}
 			} else {
-				p.logger().Info("cluster: link opened", "node", p.node, "path", path)
+				p.mu.Lock()
+				orphan := p.closed || p.links[path] != s
+				p.mu.Unlock()
+				if orphan {
+					// The peer was closed (the node forgotten) while the link
+					// was dialled: no slot holds it, so nothing else would
+					// close it. It closes after its last answer.
+					s.l.retire()
+				} else {
+					p.logger().Info("cluster: link opened", "node", p.node, "path", path)
+				}
 			}
 			return s.l, s.err
 		}
@@ -445,12 +465,20 @@ func (l *clientLink) cancel(st *linkStream) {
 	}
 }
 
+// maxLinkBody bounds the body a link carries in one frame, whose length
+// field is 32 bits: mcp's handler forwards only bodies it read within
+// MaxBodyBytes, far below; a larger one must not wrap the length and leave
+// its tail to be read as frames.
+const maxLinkBody = 1 << 30
+
 // requestFits reports whether a link can carry r's head: its strings and
-// field count fit the frame's length fields. (Its bytes were checked by
-// net/http when the request arrived; unlike a request written as HTTP/1.1
-// text, a frame cannot be broken by what its strings hold.)
+// field count fit the frame's length fields, its body the frame. (Its bytes
+// were checked by net/http when the request arrived; unlike a request
+// written as HTTP/1.1 text, a frame cannot be broken by what its strings
+// hold.)
 func requestFits(r *http.Request, uri string) bool {
-	if len(r.Method) > 0xff || len(uri) > 0xffff || len(r.Host) > 0xffff || (hasBody(r) && r.ContentLength < 0) {
+	if len(r.Method) > 0xff || len(uri) > 0xffff || len(r.Host) > 0xffff ||
+		(hasBody(r) && (r.ContentLength < 0 || r.ContentLength > maxLinkBody)) {
 		return false
 	}
 	n := 0

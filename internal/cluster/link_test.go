@@ -662,13 +662,12 @@ func TestLinkTLS(t *testing.T) {
 // machine gone, no reset) fails the link, and the request gets 404, rather
 // than waiting for TCP keep-alive.
 func TestLinkPing(t *testing.T) {
-	old := pingEvery
-	pingEvery = 50 * time.Millisecond
-	t.Cleanup(func() { pingEvery = old })
+	pingOverride.Store(int64(50 * time.Millisecond))
+	t.Cleanup(func() { pingOverride.Store(0) })
 	client := &http.Client{Timeout: 10 * time.Second}
 
 	slow := startLinkOwner(t, func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(8 * pingEvery)
+		time.Sleep(8 * pingEvery())
 		io.WriteString(w, "slow")
 	}, nil)
 	entry := entryFor(t, linkPeer(t, slow), nil)
