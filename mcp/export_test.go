@@ -64,3 +64,10 @@ func QueueBacking(h *Handler, sid string) (n, c int) {
 	defer s.mu.Unlock()
 	return len(s.queue), cap(s.queue)
 }
+
+// TaskOutcomeBytes reports the bytes of the outcomes h's tasks keep.
+func (h *Handler) TaskOutcomeBytes() int {
+	h.tasks.mu.Lock()
+	defer h.tasks.mu.Unlock()
+	return h.tasks.kept
+}

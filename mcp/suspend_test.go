@@ -348,4 +348,14 @@ func TestResumeTasksRefuses(t *testing.T) {
 	if c := rt.h.TaskCounts(); c != [5]int{0, 0, 1, 0, 0} {
 		t.Errorf("tasks resumed: %v, want the last one only", c)
 	}
+	// Its outcome counts under the route's bound, and leaves it with it.
+	if n := rt.h.TaskOutcomeBytes(); n != len(`{"content":[]}`) {
+		t.Errorf("the resumed outcome counts %d bytes", n)
+	}
+	if err := rt.h.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.h.TaskOutcomeBytes(); n != 0 {
+		t.Errorf("after the store closed its outcomes count %d bytes", n)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,8 +48,17 @@ const (
 
 // maxTaskOutcomes bounds the bytes of the results and errors a route's tasks
 // keep together: a task whose outcome would go past it fails with
-// errOutcomeNotKept instead. A variable for the tests.
-var maxTaskOutcomes = 64 << 20
+// errOutcomeNotKept instead: 64 MiB, or outcomesOverride.
+func maxTaskOutcomes() int {
+	if n := outcomesOverride.Load(); n != 0 {
+		return int(n)
+	}
+	return 64 << 20
+}
+
+// outcomesOverride, when not 0, is maxTaskOutcomes (tests lower it; atomic,
+// as the tasks of earlier tests may still finish).
+var outcomesOverride atomic.Int64
 
 // errOutcomeNotKept is the outcome of a task whose own did not fit.
 var errOutcomeNotKept = &Error{Code: CodeInternalError,
@@ -190,13 +200,16 @@ type taskStore struct {
 }
 
 // add stores t, unless the route or its owner has as many tasks as it may
-// keep, and arms its expiry.
+// keep (or, for a task over that resumed, as many outcome bytes), and arms
+// its expiry.
 func (s *taskStore) add(t *task) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.m) >= maxTasks || (t.quota != "" && s.owned[t.quota] >= maxTasksPerOwner) {
+	if len(s.m) >= maxTasks || (t.quota != "" && s.owned[t.quota] >= maxTasksPerOwner) ||
+		s.kept+len(t.outcome) > maxTaskOutcomes() {
 		return false
 	}
+	s.kept += len(t.outcome)
 	if s.m == nil {
 		s.m = make(map[string]*task)
 		s.owned = make(map[string]int)
@@ -460,7 +473,7 @@ func (s *taskStore) finish(t *task, out []byte, err error, failure *Error, closi
 	if t.state.terminal() || s.m[t.id] != t { // a cancel or an expiry said how it ended
 		return
 	}
-	if s.kept+len(outcome) > maxTaskOutcomes {
+	if s.kept+len(outcome) > maxTaskOutcomes() {
 		st, outcome = taskFailed, appendErrorObject(nil, errOutcomeNotKept)
 	}
 	s.kept += len(outcome)

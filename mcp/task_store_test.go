@@ -80,8 +80,8 @@ func TestTaskStoreExpiry(t *testing.T) {
 // The outcomes a route keeps are bounded in bytes: one past the bound fails
 // its task with a clear error, and a dropped task gives its bytes back.
 func TestTaskStoreOutcomeBudget(t *testing.T) {
-	defer func(n int) { maxTaskOutcomes = n }(maxTaskOutcomes)
-	maxTaskOutcomes = 300
+	outcomesOverride.Store(300)
+	defer outcomesOverride.Store(0)
 	var s taskStore
 	defer s.close()
 	result := func(n int) []byte {
