@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,6 +24,10 @@ func accessLogFlag() cli.Flag {
 // short hash of it: enough to follow one session's requests, useless to
 // take it over.
 func accessLog(next http.Handler, logger *slog.Logger) http.Handler {
+	// What a client controls (its path, above all) is cut at logcap.Max, as
+	// in every other log line: a path of a megabyte is no line to write at
+	// each request.
+	logger = logcap.Logger(logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}

@@ -122,3 +122,14 @@ func TestAccessLogHijack(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The access log cuts what a client controls at 8 KiB, as every log line
+// does (a 200 KiB path was written whole, each request).
+func TestAccessLogCutsClientValues(t *testing.T) {
+	var buf bytes.Buffer
+	h := accessLog(http.NotFoundHandler(), slog.New(slog.NewTextHandler(&buf, nil)))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/"+strings.Repeat("a", 200<<10), nil))
+	if n := buf.Len(); n > 16<<10 {
+		t.Errorf("an access log line of %d bytes for a 200 KiB path", n)
+	}
+}

@@ -179,13 +179,16 @@ func serve(c *cli.Context) error {
 	if n := c.Int("max-connections"); n < 0 {
 		return fmt.Errorf("--max-connections must be at least 1 (0: from the open-file limit), not %d", n)
 	}
+	// In bytes these are int64: past maxMiB a value would wrap to a
+	// negative one, which means "no limit".
+	const maxMiB = 1 << 30 // a PiB
 	replayBudget := c.Int("replay-budget-mb")
-	if replayBudget < 1 {
-		return fmt.Errorf("--replay-budget-mb must be at least 1, not %d", replayBudget)
+	if replayBudget < 1 || replayBudget > maxMiB {
+		return fmt.Errorf("--replay-budget-mb must be from 1 to %d, not %d", maxMiB, replayBudget)
 	}
 	memory := c.Int("memory-limit-mb")
-	if memory < 1 {
-		return fmt.Errorf("--memory-limit-mb must be at least 1, got %d", memory)
+	if memory < 1 || memory > maxMiB {
+		return fmt.Errorf("--memory-limit-mb must be from 1 to %d, got %d", maxMiB, memory)
 	}
 	activated, err := activatedListener()
 	if err != nil {

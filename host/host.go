@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
@@ -339,11 +340,16 @@ func isServerFile(e os.DirEntry) bool {
 	return !e.IsDir() && strings.HasSuffix(name, ".lua") && !strings.HasPrefix(name, ".")
 }
 
-// checkPath rejects paths the router cannot match literally: mux reads braces
-// as variables.
+// checkPath rejects paths the router cannot match literally (mux reads
+// braces as variables), and paths that are not UTF-8 (a Latin-1 file name,
+// or route.path): a client could not name them in a URL, and a metric label
+// may not hold them.
 func checkPath(path string) error {
 	if !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("route path %q must start with /", path)
+	}
+	if !utf8.ValidString(path) {
+		return fmt.Errorf("route path %q is not UTF-8 (rename the file, or set route.path)", path)
 	}
 	if strings.ContainsAny(path, "{}?#") {
 		return fmt.Errorf("route path %q must not contain {, }, ? or #", path)

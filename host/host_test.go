@@ -508,3 +508,17 @@ func toolText(t *testing.T, res rpcResponse) string {
 	}
 	return r.Content[0].Text
 }
+
+// TestPathNotUTF8: a route path that is not UTF-8 (route.path, or a file
+// named in Latin-1) is not mounted: no client could name it in a URL, and
+// no metric could label it.
+func TestPathNotUTF8(t *testing.T) {
+	dir := writeDir(t, map[string]string{
+		"a.lua":       server(`{ path = "/mcp/caf\233" }`, "x"),
+		"caf\xe9.lua": server(`{}`, "y"),
+	})
+	h, _ := newHost(t, dir)
+	if errs := h.LoadErrors(); len(errs) != 2 || !strings.Contains(errs[0].Error(), "is not UTF-8") || !strings.Contains(errs[1].Error(), "is not UTF-8") {
+		t.Errorf("load errors %v, want both refused", errs)
+	}
+}

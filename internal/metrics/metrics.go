@@ -16,8 +16,10 @@ package metrics
 
 import (
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -157,29 +159,40 @@ func (m *Metrics) Handler() http.Handler {
 // that serves them with its own).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
+// label returns s as a label value: the client library panics on one that
+// is not UTF-8, which a route path or tool name from a script could be
+// (host refuses such paths; this keeps a metric from ever taking the
+// process down).
+func label(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
 // Operation implements mcp.Observer.
 func (m *Metrics) Operation(op mcp.Operation) {
-	m.operations.WithLabelValues(op.Method, op.Tool, op.ErrorType, op.Route).Observe(op.Duration.Seconds())
+	m.operations.WithLabelValues(op.Method, label(op.Tool), op.ErrorType, label(op.Route)).Observe(op.Duration.Seconds())
 }
 
 // SessionEnded implements mcp.Observer.
 func (m *Metrics) SessionEnded(route string, lifetime time.Duration) {
-	m.sessions.WithLabelValues(route).Observe(lifetime.Seconds())
+	m.sessions.WithLabelValues(label(route)).Observe(lifetime.Seconds())
 }
 
 // Refused implements mcp.Observer.
 func (m *Metrics) Refused(route string, gate mcp.Gate) {
-	m.refusals.WithLabelValues(route, string(gate)).Inc()
+	m.refusals.WithLabelValues(label(route), string(gate)).Inc()
 }
 
 // PushesDropped implements mcp.Observer.
 func (m *Metrics) PushesDropped(route string, reason mcp.DropReason, n int) {
-	m.dropped.WithLabelValues(route, string(reason)).Add(float64(n))
+	m.dropped.WithLabelValues(label(route), string(reason)).Add(float64(n))
 }
 
 // Forwarded implements mcp.Observer.
 func (m *Metrics) Forwarded(route string, dir mcp.Direction) {
-	m.forwarded.WithLabelValues(route, string(dir)).Inc()
+	m.forwarded.WithLabelValues(label(route), string(dir)).Inc()
 }
 
 // Reloaded implements host.Observer.
@@ -188,7 +201,7 @@ func (m *Metrics) Reloaded(route string, ok bool) {
 	if !ok {
 		result = "failed"
 	}
-	m.reloads.WithLabelValues(route, result).Inc()
+	m.reloads.WithLabelValues(label(route), result).Inc()
 }
 
 // gauges collects the gauges of Metrics.stats at each scrape.
@@ -220,12 +233,12 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 			desc *prometheus.Desc
 			n    int
 		}{{sessionsDesc, r.Sessions}, {statesDesc, r.LuaStates}, {runningDesc, r.Running}, {queuedDesc, r.Queued}} {
-			ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, float64(v.n), r.Path)
+			ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, float64(v.n), label(r.Path))
 		}
-		ch <- prometheus.MustNewConstMetric(endedDesc, prometheus.CounterValue, float64(r.StatesRecycled), r.Path, "recycled")
-		ch <- prometheus.MustNewConstMetric(endedDesc, prometheus.CounterValue, float64(r.StatesClosed), r.Path, "closed")
+		ch <- prometheus.MustNewConstMetric(endedDesc, prometheus.CounterValue, float64(r.StatesRecycled), label(r.Path), "recycled")
+		ch <- prometheus.MustNewConstMetric(endedDesc, prometheus.CounterValue, float64(r.StatesClosed), label(r.Path), "closed")
 		for i, n := range r.Tasks {
-			ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(n), r.Path, mcp.TaskStatuses[i])
+			ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(n), label(r.Path), mcp.TaskStatuses[i])
 		}
 	}
 }

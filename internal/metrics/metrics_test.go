@@ -120,3 +120,14 @@ func TestHandlerServesTextFormat(t *testing.T) {
 		t.Errorf("HTTP %d:\n%s", resp.StatusCode, body)
 	}
 }
+
+// A label value that is not UTF-8 (a route path or tool name from a script)
+// is written with U+FFFD, not a panic.
+func TestLabelNotUTF8(t *testing.T) {
+	m := New()
+	m.Operation(mcp.Operation{Method: "tools/call", Tool: "t\xff", Route: "/mcp/caf\xe9"})
+	m.Reloaded("/mcp/caf\xe9", true)
+	if _, err := m.Registry().Gather(); err != nil {
+		t.Errorf("Gather: %v", err)
+	}
+}
