@@ -482,13 +482,20 @@ func requestFits(r *http.Request, uri string) bool {
 		return false
 	}
 	n := 0
+	head := 1 + len(r.Method) + 2 + len(uri) + 2 + len(r.Host) + 2 // as appendRequestFrame writes it
 	for name, values := range r.Header {
 		if len(name) > 0xffff {
 			return false
 		}
 		n += len(values)
+		for _, v := range values {
+			head += 2 + len(name) + 4 + len(v)
+		}
 	}
-	return n <= 0xffff
+	// The owner refuses a longer head by failing the link, with every
+	// request it carries: net/http let this one in (its header bound is
+	// counted otherwise), so it goes over HTTP/1.1 instead.
+	return n <= 0xffff && head <= maxLinkHead
 }
 
 func hasBody(r *http.Request) bool { return r.Body != nil && r.Body != http.NoBody }
