@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,24 +36,7 @@ func startOwnerPair(t *testing.T, opts mcp.Options, hook func(context.Context, *
 
 	var ownerH http.Handler
 	owner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ownerH.ServeHTTP(w, r) }))
-	var mu sync.Mutex
-	hijacked := map[net.Conn]bool{}
-	owner.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if s == http.StateHijacked {
-			mu.Lock()
-			hijacked[c] = true
-			mu.Unlock()
-		}
-	}
-	owner.Start()
-	t.Cleanup(func() {
-		owner.Close()
-		mu.Lock()
-		for c := range hijacked {
-			c.Close()
-		}
-		mu.Unlock()
-	})
+	startClosingLinks(t, owner)
 	b := joinNode(t, e.URL(), "b", owner.URL)
 	t.Cleanup(func() { b.Close() })
 	hubB := mcp.NewHub(nil)
@@ -141,8 +123,6 @@ func TestForwardDropsDeleteBody(t *testing.T) {
 // with no slot to close it.
 func TestLinkDialledWhilePeerCloses(t *testing.T) {
 	upgrading := make(chan struct{}, 1)
-	var mu sync.Mutex
-	hijacked := map[net.Conn]bool{}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") == mcp.LinkProtocol {
 			upgrading <- struct{}{}
@@ -152,22 +132,7 @@ func TestLinkDialledWhilePeerCloses(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusTeapot)
 	}))
-	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if s == http.StateHijacked {
-			mu.Lock()
-			hijacked[c] = true
-			mu.Unlock()
-		}
-	}
-	srv.Start()
-	defer func() {
-		srv.Close()
-		mu.Lock()
-		for c := range hijacked {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
+	startClosingLinks(t, srv)
 	var open atomic.Int64
 	p := linkPeer(t, &linkOwner{URL: srv.URL})
 	p.linksOpen = &open

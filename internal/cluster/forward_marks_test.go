@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"sync"
@@ -27,45 +26,19 @@ func (noServer) Init(context.Context, json.RawMessage, string) (mcp.Session, *mc
 // strip them: the owner's auth hook sees the client's address, forwarded by
 // the entry node, over HTTP (a GET) and over a link (a POST).
 func TestForwardKeepsMarks(t *testing.T) {
-	e := startNATS(t)
-	key := []byte("0123456789abcdef0123456789abcdef")
-
 	type seen struct{ remote, forwardedBy string }
 	var mu sync.Mutex
 	var got []seen
-	hook := func(_ context.Context, r *mcp.AuthRequest) int {
+	entry := startOwnerPair(t, mcp.Options{}, func(_ context.Context, r *mcp.AuthRequest) int {
 		mu.Lock()
 		got = append(got, seen{r.RemoteAddr, r.Headers["luamcp-forwarded-by"]})
 		mu.Unlock()
 		return http.StatusForbidden
-	}
-	opts := mcp.Options{Path: "/mcp", Sessions: true, AllowRemoteAccess: true, Auth: hook}
-
-	var ownerH http.Handler
-	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ownerH.ServeHTTP(w, r) }))
-	defer owner.Close()
-	b := joinNode(t, e.URL(), "b", owner.URL)
-	defer b.Close()
-	hubB := mcp.NewHub(nil)
-	if err := hubB.SetStateKey(key); err != nil {
-		t.Fatal(err)
-	}
-	hubB.SetCluster(b)
-	ownerH = mcp.NewHandler(noServer{}, opts, hubB, nil)
-
-	a := joinNode(t, e.URL(), "a", "http://127.0.0.1:1")
-	defer a.Close()
-	hubA := mcp.NewHub(nil)
-	if err := hubA.SetStateKey(key); err != nil {
-		t.Fatal(err)
-	}
-	hubA.SetCluster(a)
-	entry := httptest.NewServer(mcp.NewHandler(noServer{}, opts, hubA, nil))
-	defer entry.Close()
+	}).entry
 
 	get := func(connection string) (clientAddr string) {
 		req, _ := http.NewRequest(http.MethodGet, entry.URL+"/mcp", nil)
-		req.Header.Set("Mcp-Session-Id", "b."+strings.Repeat("0", 32))
+		req.Header.Set("Mcp-Session-Id", ownerSID)
 		req.Header.Set("Accept", "text/event-stream")
 		if connection != "" {
 			req.Header.Set("Connection", connection)
@@ -84,8 +57,8 @@ func TestForwardKeepsMarks(t *testing.T) {
 	}
 
 	post := func(connection string) {
-		req, _ := http.NewRequest(http.MethodPost, entry.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Mcp-Session-Id", "b."+strings.Repeat("0", 32))
+		req, _ := http.NewRequest(http.MethodPost, entry.URL+"/mcp", strings.NewReader(pingBody))
+		req.Header.Set("Mcp-Session-Id", ownerSID)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Connection", connection)
 		resp, err := http.DefaultClient.Do(req)

@@ -63,26 +63,7 @@ func startLinkOwner(t testing.TB, linked, plain http.HandlerFunc) *linkOwner {
 		}
 		plain(w, r)
 	}))
-	// Links are hijacked connections: Close does not end them, so the
-	// test's cleanup closes them through the server's ConnState.
-	var mu sync.Mutex
-	hijacked := map[net.Conn]bool{}
-	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if s == http.StateHijacked {
-			mu.Lock()
-			hijacked[c] = true
-			mu.Unlock()
-		}
-	}
-	srv.Start()
-	t.Cleanup(func() {
-		srv.Close()
-		mu.Lock()
-		for c := range hijacked {
-			c.Close()
-		}
-		mu.Unlock()
-	})
+	startClosingLinks(t, srv)
 	o.URL = srv.URL
 	return o
 }
@@ -721,4 +702,29 @@ func TestLinkPing(t *testing.T) {
 	if err := <-errs; err == nil || !strings.Contains(err.Error(), "ping") {
 		t.Errorf("forward: %v, want the unanswered ping", err)
 	}
+}
+
+// startClosingLinks starts srv, whose links are hijacked connections: Close
+// does not end them, so the test's cleanup closes them too, through the
+// server's ConnState.
+func startClosingLinks(t testing.TB, srv *httptest.Server) {
+	t.Helper()
+	var mu sync.Mutex
+	hijacked := map[net.Conn]bool{}
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateHijacked {
+			mu.Lock()
+			hijacked[c] = true
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(func() {
+		srv.Close()
+		mu.Lock()
+		for c := range hijacked {
+			c.Close()
+		}
+		mu.Unlock()
+	})
 }
