@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -993,6 +995,13 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	j.call.Auth = AuthFromContext(r.Context())
 	if j.call.Auth != nil {
 		j.out.owner = j.call.Auth.Subject
+		j.out.quota = j.out.owner
+	} else if a := r.Header.Get("Authorization"); a != "" {
+		// No subject, but a credential (an auth hook's): the client it
+		// names gets a share of the route's table, not all of it. A
+		// digest: the table does not keep the secret.
+		sum := sha256.Sum256([]byte(a))
+		j.out.quota = "credential " + base64.RawURLEncoding.EncodeToString(sum[:12])
 	}
 	j.call.ProtocolVersion = latestVersion
 	if v := r.Header["Mcp-Protocol-Version"]; len(v) > 0 && sessionEraVersion(v[0]) {

@@ -211,7 +211,9 @@ func (h *Handler) metadataURL(r *http.Request) string {
 			scheme = "https"
 		}
 	}
-	return scheme + "://" + r.Host + MetadataPath(h.opts.Path)
+	// Escaped: a route path may hold what a URL must escape ("%", '"', a
+	// space), and the URL sits in a quoted parameter of the challenge.
+	return (&url.URL{Scheme: scheme, Host: r.Host, Path: MetadataPath(h.opts.Path)}).String()
 }
 
 // checkToolScopes refuses a tools/call whose tool needs scopes the token

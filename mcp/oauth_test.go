@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -201,38 +202,46 @@ func TestStatelessClientAnswerOnlyFromCaller(t *testing.T) {
 	}
 }
 
-// TestStatelessPendingShareOfASubject: on a stateless route with oauth, one
-// token subject's requests to its client take at most an eighth of the
-// route's places, so that its calls cannot hold them all and leave every
-// other subject's elicitation failing at once.
+// TestStatelessPendingShareOfASubject: on a stateless route one client's
+// waiting requests take at most an eighth of the route's table of requests
+// to clients, whether the client is a token subject (oauth) or only a
+// credential an auth hook accepted: the others' elicitations still go out.
 func TestStatelessPendingShareOfASubject(t *testing.T) {
-	f := newFakeServer()
-	opts := statelessOAuthOptions()
-	rt := newRoute(t, f, opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	first := func(who string) map[string]any {
-		s := rt.stream(ctx, "", elicitCall, "Authorization: Bearer tok-"+who)
-		t.Cleanup(s.close)
-		return s.nextEvent().msg()
-	}
-	for i := range 128 {
-		if m := first("bob"); m["method"] != "elicitation/create" {
-			t.Fatalf("bob's elicitation %d: %v", i+1, m)
+	hookOnly := mcp.Options{Path: "/mcp", Sessions: false, Auth: func(_ context.Context, r *mcp.AuthRequest) int {
+		if strings.HasPrefix(r.Headers["authorization"], "Bearer tok-") {
+			return 0
 		}
-	}
-	// The 129th fails at once: a plain answer, not a stream with a request.
-	resp := rt.open(ctx, http.MethodPost, elicitCall, "Authorization: Bearer tok-bob")
-	if resp.Header.Get("Content-Type") == "text/event-stream" {
-		resp.Body.Close()
-		t.Fatal("bob's 129th elicitation was sent: one subject can take every place")
-	}
-	if r := readReply(t, resp); r.errorCode() != mcp.CodeInternalError {
-		t.Errorf("bob's 129th call: %d %s", r.status, r.body)
-	}
-	resp.Body.Close()
-	if m := first("alice"); m["method"] != "elicitation/create" {
-		t.Fatalf("alice's elicitation beside bob's: %v", m)
+		return http.StatusUnauthorized
+	}}
+	for name, opts := range map[string]mcp.Options{"oauth": statelessOAuthOptions(), "auth hook": hookOnly} {
+		t.Run(name, func(t *testing.T) {
+			rt := newRoute(t, newFakeServer(), opts)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			first := func(who string) map[string]any {
+				s := rt.stream(ctx, "", elicitCall, "Authorization: Bearer tok-"+who)
+				t.Cleanup(s.close)
+				return s.nextEvent().msg()
+			}
+			for i := range 128 {
+				if m := first("bob"); m["method"] != "elicitation/create" {
+					t.Fatalf("bob's elicitation %d: %v", i+1, m)
+				}
+			}
+			// The 129th fails at once: a plain answer, not a stream with a request.
+			resp := rt.open(ctx, http.MethodPost, elicitCall, "Authorization: Bearer tok-bob")
+			if resp.Header.Get("Content-Type") == "text/event-stream" {
+				resp.Body.Close()
+				t.Fatal("bob's 129th elicitation was sent: one client can take every place")
+			}
+			if r := readReply(t, resp); r.errorCode() != mcp.CodeInternalError {
+				t.Errorf("bob's 129th call: %d %s", r.status, r.body)
+			}
+			resp.Body.Close()
+			if m := first("alice"); m["method"] != "elicitation/create" {
+				t.Fatalf("alice's elicitation beside bob's: %v", m)
+			}
+		})
 	}
 }
 
@@ -283,5 +292,28 @@ func TestRequestStateBoundToSubject(t *testing.T) {
 	}
 	if r := call("tok-alice", retry); r.result()["resultType"] != "complete" || !strings.Contains(r.text(), "1234") {
 		t.Errorf("alice presenting her requestState: %d %s", r.status, r.body)
+	}
+}
+
+// TestOAuthChallengeOddPath: the challenge names the metadata document of a
+// route whose path holds what a URL must escape by a URL that parses to it
+// (it held "%of", or ended the quoted parameter at a '"').
+func TestOAuthChallengeOddPath(t *testing.T) {
+	for _, path := range []string{"/mcp/50%off", `/mcp/say"hi`, "/mcp/my tool"} {
+		opts := statelessOAuthOptions()
+		opts.Path = path
+		h := mcp.NewHandler(newFakeServer(), opts, nil, quietLogger())
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8750/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		r.URL.Path, r.RemoteAddr, r.Host = path, "127.0.0.1:1", "127.0.0.1:8750"
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		ch := w.Header().Get("WWW-Authenticate")
+		_, rest, _ := strings.Cut(ch, `resource_metadata="`)
+		raw, _, _ := strings.Cut(rest, `"`)
+		u, err := url.Parse(raw)
+		if err != nil || u.Path != mcp.MetadataPath(path) {
+			t.Errorf("route %q: challenge %q: resource_metadata %q parses to %v, %v; want path %q", path, ch, raw, u, err, mcp.MetadataPath(path))
+		}
 	}
 }

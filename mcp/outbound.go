@@ -13,7 +13,8 @@ import (
 
 // maxPendingRequests bounds the requests to the client awaiting an answer,
 // per session (or per route in stateless mode), and maxPendingPerOwner
-// those of one token subject in a route's table: one subject's calls cannot
+// those of one client in a route's table (its token subject, or without
+// oauth the credential it gave the auth hook): one client's calls cannot
 // take every place and leave the others' elicitations failing.
 const (
 	maxPendingRequests = 1024
@@ -91,23 +92,26 @@ type pendingRequest struct {
 	// session's owner is checked before its table is reached) and on a
 	// route without oauth.
 	owner string
+	// quota is the key the request counts under in the table's owned
+	// (outbound.quota); "" under none.
+	quota string
 }
 
-func (t *pendingTable) add(key, owner string, ch chan clientAnswer) bool {
+func (t *pendingTable) add(key, owner, quota string, ch chan clientAnswer) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.m) >= maxPendingRequests || (owner != "" && t.owned[owner] >= maxPendingPerOwner) {
+	if len(t.m) >= maxPendingRequests || (quota != "" && t.owned[quota] >= maxPendingPerOwner) {
 		return false
 	}
 	if t.m == nil {
 		t.m = make(map[string]pendingRequest)
 	}
-	t.m[key] = pendingRequest{ch: ch, owner: owner}
-	if owner != "" {
+	t.m[key] = pendingRequest{ch: ch, owner: owner, quota: quota}
+	if quota != "" {
 		if t.owned == nil {
 			t.owned = make(map[string]int)
 		}
-		t.owned[owner]++
+		t.owned[quota]++
 	}
 	return true
 }
@@ -115,17 +119,17 @@ func (t *pendingTable) add(key, owner string, ch chan clientAnswer) bool {
 func (t *pendingTable) remove(key string) {
 	t.mu.Lock()
 	if p, ok := t.m[key]; ok {
-		t.deleteLocked(key, p.owner)
+		t.deleteLocked(key, p)
 	}
 	t.mu.Unlock()
 }
 
-// deleteLocked removes the entry key of owner.
-func (t *pendingTable) deleteLocked(key, owner string) {
+// deleteLocked removes the entry key, p.
+func (t *pendingTable) deleteLocked(key string, p pendingRequest) {
 	delete(t.m, key)
-	if owner != "" {
-		if t.owned[owner]--; t.owned[owner] == 0 {
-			delete(t.owned, owner)
+	if p.quota != "" {
+		if t.owned[p.quota]--; t.owned[p.quota] == 0 {
+			delete(t.owned, p.quota)
 		}
 	}
 }
@@ -138,7 +142,7 @@ func (t *pendingTable) resolve(key, owner string, a clientAnswer) bool {
 	p, ok := t.m[key]
 	ok = ok && p.owner == owner
 	if ok {
-		t.deleteLocked(key, owner)
+		t.deleteLocked(key, p)
 	}
 	t.mu.Unlock()
 	if ok {
@@ -159,6 +163,10 @@ type outbound struct {
 	// whose answers reach the call's requests to the client; empty in
 	// session mode and on a route without oauth.
 	owner string
+	// quota is the client a stateless call's requests to the client count
+	// for (maxPendingPerOwner): its owner, or without one a digest of the
+	// Authorization header an auth hook accepted; "" for none.
+	quota string
 	// mrtr is the call's multi-round-trip record in the 2026-07-28 era,
 	// where requests to the client become input_required; nil in the
 	// session era.
@@ -295,7 +303,7 @@ func (o *outbound) send(method string, params json.RawMessage) (*clientWait, err
 	}
 	key := o.h.nextRequestID()
 	w := &clientWait{id: appendString(nil, key), key: key, ch: make(chan clientAnswer, 1), table: table}
-	if !table.add(key, o.owner, w.ch) {
+	if !table.add(key, o.owner, o.quota, w.ch) {
 		return nil, errTooManyPending
 	}
 	if task {
