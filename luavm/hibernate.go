@@ -127,7 +127,13 @@ func (s *Script) hibernateIdle(d time.Duration) {
 			return
 		default:
 		}
-		ss.hibernate(cut)
+		if !ss.hibernate(cut) && ss.behind() {
+			// A commit may have found the session's lock held here, and
+			// left its move to whoever held it.
+			ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout())
+			ss.followIdle(ctx)
+			cancel()
+		}
 		found[i] = nil
 	}
 	s.sweep.found = found[:0]

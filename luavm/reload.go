@@ -147,16 +147,24 @@ func (ss *session) behind() bool {
 }
 
 // followIdle moves the session to the current version, under ctx, unless a
-// call runs on it (that call's end moves it).
+// call runs on it (that call's end moves it). It tries again while the
+// session is still behind once it let go: a version committed meanwhile found
+// the lock held by this very move, and left the session to it.
 func (ss *session) followIdle(ctx context.Context) {
-	if !ss.work.TryLock() {
-		return
+	for {
+		if !ss.work.TryLock() {
+			return
+		}
+		if ss.isClosed() {
+			ss.work.Unlock()
+			return
+		}
+		ss.follow(ctx)
+		ss.work.Unlock()
+		if !ss.behind() || ctx.Err() != nil {
+			return
+		}
 	}
-	defer ss.work.Unlock()
-	if ss.isClosed() {
-		return
-	}
-	ss.follow(ctx)
 }
 
 // follow moves the session to the script's current version, if it is behind.
@@ -179,7 +187,9 @@ func (ss *session) follow(ctx context.Context) {
 	case ctx.Err() != nil:
 		ss.script.logger.Warn("session not moved to the new version yet: its next call moves it", "session", ss.id, "error", err)
 	default:
+		ss.mu.Lock() // behind reads it under mu, without work
 		ss.stuck = target
+		ss.mu.Unlock()
 		ss.script.logger.Error("session stays on the previous version of the script", "session", ss.id, "error", err)
 	}
 }
@@ -211,7 +221,13 @@ func (ss *session) migrate(ctx context.Context, target *Version) error {
 		if !lc.need(ss) {
 			continue
 		}
+		// The old version's lists run on a clone of the committed state,
+		// but Lua may write what the state shares with the script's module
+		// (a table a module-level local holds): under mu, as a Snapshot
+		// copies that state under it.
+		ss.mu.Lock()
 		before, failed := ss.listsOf(ctx, ss.v, ss.state, lc.cbs)
+		ss.mu.Unlock()
 		after, failedAfter := ss.listsOf(ctx, nv, state, lc.cbs)
 		// A list that could not be run (it failed, or ctx ended) may have
 		// changed: its client is told to list again.
