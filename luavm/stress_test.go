@@ -241,11 +241,7 @@ func TestStressStateRaces(t *testing.T) {
 					t.Errorf("%s: snapshot: %v", id, err)
 					return
 				}
-				got := text(t, mustCall(t, snap, "check", `{}`))
-				n, ok := numberAfter(t, "ok ", got)
-				if !ok || n < lo || n > hi {
-					t.Errorf("%s: snapshot check = %q, want ok in [%d, %d]", id, got, lo, hi)
-				}
+				checkWithin(t, id+": snapshot", snap, lo, hi)
 				mustCall(t, snap, "bump", `{}`) // the snapshot's own, never the session's
 				snap.Close("")
 			}
@@ -272,11 +268,7 @@ func TestStressStateRaces(t *testing.T) {
 					t.Errorf("%s: Resume: %v", id, err)
 					return
 				}
-				got := text(t, mustCall(t, r, "check", `{}`))
-				n, ok := numberAfter(t, "ok ", got)
-				if !ok || n < lo || n > hi {
-					t.Errorf("%s: saved state check = %q, want ok in [%d, %d]", id, got, lo, hi)
-				}
+				checkWithin(t, id+": saved state", r, lo, hi)
 				r.Close("")
 				time.Sleep(2 * time.Millisecond)
 			}
@@ -410,14 +402,7 @@ return {
   handle_tool = function(name, args, ctx, state) return "ok" end,
 }
 `
-	file := filepath.Join(t.TempDir(), "m.lua")
-	writeScript(t, file, strings.ReplaceAll(src, "VERSION", "v0"))
-	logger, _ := newLogger()
-	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: 2, Pushes: everywhere(&recorder{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, write := loadVersions(t, "m", src, &recorder{})
 	ctx := context.Background()
 	for i := range 30 {
 		ss, _, err := s.Init(ctx, nil, fmt.Sprint("m", i))
@@ -441,7 +426,7 @@ return {
 				snap.Close("")
 			}
 		})
-		writeScript(t, file, strings.ReplaceAll(src, "VERSION", fmt.Sprint("v", i+1)))
+		write(fmt.Sprint("v", i+1))
 		if err := s.Reload(); err != nil { // moves ss: it is idle
 			t.Fatal(err)
 		}
@@ -462,14 +447,7 @@ func TestStressStuckFlag(t *testing.T) {
   handle_tool = function(name, args, ctx, state) state.n = state.n + 1 return "ok " .. state.n end,
 }
 `
-	file := filepath.Join(t.TempDir(), "f.lua")
-	writeScript(t, file, strings.ReplaceAll(src, "VERSION", "v0"))
-	logger, _ := newLogger()
-	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: 2, Pushes: everywhere(&recorder{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, write := loadVersions(t, "f", src, &recorder{})
 	ss, _, err := s.Init(context.Background(), nil, "f")
 	if err != nil {
 		t.Fatal(err)
@@ -504,7 +482,7 @@ func TestStressStuckFlag(t *testing.T) {
 		}
 	})
 	for i := range 200 {
-		writeScript(t, file, strings.ReplaceAll(src, "VERSION", fmt.Sprint("v", i+1)))
+		write(fmt.Sprint("v", i+1))
 		if err := s.Reload(); err != nil {
 			t.Fatal(err)
 		}
@@ -534,15 +512,7 @@ func TestStressCommitSkipsBusyFollower(t *testing.T) {
   end,
 }
 `
-	file := filepath.Join(t.TempDir(), "b.lua")
-	write := func(v string) { writeScript(t, file, strings.ReplaceAll(src, "VERSION", v)) }
-	write("v0")
-	logger, _ := newLogger()
-	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: 2, Pushes: everywhere(&recorder{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, write := loadVersions(t, "b", src, &recorder{})
 	ss, _, err := s.Init(context.Background(), nil, "b")
 	if err != nil {
 		t.Fatal(err)
@@ -567,4 +537,32 @@ func TestStressCommitSkipsBusyFollower(t *testing.T) {
 		defer sess.mu.Unlock()
 		return sess.s == s.current()
 	})
+}
+
+// loadVersions loads src as a session-mode script whose "VERSION" marks
+// stand for its version, v0 first, and returns it with what writes another
+// version of it to its file (then Reload applies it).
+func loadVersions(t *testing.T, name, src string, rec *recorder) (*Script, func(version string)) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), name+".lua")
+	write := func(v string) { writeScript(t, file, strings.ReplaceAll(src, "VERSION", v)) }
+	write("v0")
+	logger, _ := newLogger()
+	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: 2, Pushes: everywhere(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, write
+}
+
+// checkWithin checks that the state of ss (a copy: a snapshot, a saved
+// state) is consistent, with n between the bumps that had ended (lo) and
+// those that had begun (hi) around the copy.
+func checkWithin(t *testing.T, what string, ss mcp.Session, lo, hi int64) {
+	t.Helper()
+	got := text(t, mustCall(t, ss, "check", `{}`))
+	if n, ok := numberAfter(t, "ok ", got); !ok || n < lo || n > hi {
+		t.Errorf("%s: check = %q, want ok in [%d, %d]", what, got, lo, hi)
+	}
 }
