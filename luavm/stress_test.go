@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/luamcp/luamcp/internal/syncbuf"
 	"github.com/luamcp/luamcp/mcp"
 )
 
@@ -109,13 +110,8 @@ return {
 }
 `
 
-func writeStress(t *testing.T, file, version string) {
-	t.Helper()
-	writeScript(t, file, strings.ReplaceAll(stressScript, "VERSION", version))
-}
-
 // numberAfter returns the number ending a "word N" tool text.
-func numberAfter(t *testing.T, prefix, got string) (int64, bool) {
+func numberAfter(prefix, got string) (int64, bool) {
 	rest, ok := strings.CutPrefix(got, prefix)
 	if !ok {
 		return 0, false
@@ -133,19 +129,7 @@ func numberAfter(t *testing.T, prefix, got string) (int64, bool) {
 func TestStressStateRaces(t *testing.T) {
 	dur := 3 * time.Second
 	rec := &recorder{}
-	file := filepath.Join(t.TempDir(), "st.lua")
-	writeStress(t, file, "v0")
-	logger, logs := newLogger()
-	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: 2, Pushes: everywhere(rec)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		if n := s.LiveStates(); n != 0 {
-			t.Errorf("%d Lua states still open after Close", n)
-		}
-	})
+	s, write, logs := loadVersions(t, "st", stressScript, rec)
 	ctx := context.Background()
 	stop := make(chan struct{})
 	stopped := func() bool {
@@ -202,7 +186,7 @@ func TestStressStateRaces(t *testing.T) {
 				var n int64
 				var ok bool
 				for _, v := range []string{"v0 ", "v1 ", "v2 "} {
-					if n, ok = numberAfter(t, v, got); ok {
+					if n, ok = numberAfter(v, got); ok {
 						break
 					}
 				}
@@ -285,7 +269,7 @@ func TestStressStateRaces(t *testing.T) {
 	// Hot reloads.
 	wg.Go(func() {
 		for i := 1; !stopped(); i++ {
-			writeStress(t, file, fmt.Sprint("v", i%3))
+			write(fmt.Sprint("v", i%3))
 			if err := s.Reload(); err != nil {
 				t.Errorf("Reload: %v", err)
 				return
@@ -402,7 +386,7 @@ return {
   handle_tool = function(name, args, ctx, state) return "ok" end,
 }
 `
-	s, write := loadVersions(t, "m", src, &recorder{})
+	s, write, _ := loadVersions(t, "m", src, &recorder{})
 	ctx := context.Background()
 	for i := range 30 {
 		ss, _, err := s.Init(ctx, nil, fmt.Sprint("m", i))
@@ -447,7 +431,7 @@ func TestStressStuckFlag(t *testing.T) {
   handle_tool = function(name, args, ctx, state) state.n = state.n + 1 return "ok " .. state.n end,
 }
 `
-	s, write := loadVersions(t, "f", src, &recorder{})
+	s, write, _ := loadVersions(t, "f", src, &recorder{})
 	ss, _, err := s.Init(context.Background(), nil, "f")
 	if err != nil {
 		t.Fatal(err)
@@ -512,7 +496,7 @@ func TestStressCommitSkipsBusyFollower(t *testing.T) {
   end,
 }
 `
-	s, write := loadVersions(t, "b", src, &recorder{})
+	s, write, _ := loadVersions(t, "b", src, &recorder{})
 	ss, _, err := s.Init(context.Background(), nil, "b")
 	if err != nil {
 		t.Fatal(err)
@@ -541,19 +525,25 @@ func TestStressCommitSkipsBusyFollower(t *testing.T) {
 
 // loadVersions loads src as a session-mode script whose "VERSION" marks
 // stand for its version, v0 first, and returns it with what writes another
-// version of it to its file (then Reload applies it).
-func loadVersions(t *testing.T, name, src string, rec *recorder) (*Script, func(version string)) {
+// version of it to its file (then Reload applies it) and its log. Its
+// cleanup checks that closing it closed every Lua state.
+func loadVersions(t *testing.T, name, src string, rec *recorder) (*Script, func(version string), *syncbuf.Buffer) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), name+".lua")
 	write := func(v string) { writeScript(t, file, strings.ReplaceAll(src, "VERSION", v)) }
 	write("v0")
-	logger, _ := newLogger()
+	logger, logs := newLogger()
 	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger, PoolSize: 2, Pushes: everywhere(rec)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
-	return s, write
+	t.Cleanup(func() {
+		s.Close()
+		if n := s.LiveStates(); n != 0 {
+			t.Errorf("%d Lua states still open after Close", n)
+		}
+	})
+	return s, write, logs
 }
 
 // checkWithin checks that the state of ss (a copy: a snapshot, a saved
@@ -562,7 +552,7 @@ func loadVersions(t *testing.T, name, src string, rec *recorder) (*Script, func(
 func checkWithin(t *testing.T, what string, ss mcp.Session, lo, hi int64) {
 	t.Helper()
 	got := text(t, mustCall(t, ss, "check", `{}`))
-	if n, ok := numberAfter(t, "ok ", got); !ok || n < lo || n > hi {
+	if n, ok := numberAfter("ok ", got); !ok || n < lo || n > hi {
 		t.Errorf("%s: check = %q, want ok in [%d, %d]", what, got, lo, hi)
 	}
 }
