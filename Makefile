@@ -16,7 +16,8 @@ serve: tools
 	$(GO) run . serve
 
 # The whole suite, as CI runs it: the node clients and the conformance suite
-# (npm ci also brings node 22), vet, unit tests with the race detector, each
+# (npm ci also brings node 22), vet, unit tests with the race detector (the
+# patched gopher-lua's own suite too), each
 # fuzz target for $(FUZZTIME), the end-to-end module, then the benchmark
 # harness's tests and smoke run. Fuzzing takes one
 # package and one target per run: .ci/fuzz.sh lists the targets and loops.
@@ -26,6 +27,8 @@ test: tools
 	@command -v node >/dev/null || { echo "make: node not found. Install Node.js 20 or newer with npm (https://nodejs.org, or: apt-get install -y nodejs npm)." >&2; exit 1; }
 	@command -v haproxy >/dev/null || { echo "make: haproxy not found: TestClusterHAProxy runs the README's HAProxy configuration (apt-get install -y haproxy)." >&2; exit 1; }
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "make: nginx not found: TestNginx runs the README's nginx configuration (apt-get install -y nginx)." >&2; exit 1; }
+	@command -v python3 >/dev/null || { echo "make: python3 not found: TestExecEnvPythonUserSiteRefused runs a Python program (apt-get install -y python3)." >&2; exit 1; }
+	@command -v curl >/dev/null || { echo "make: curl not found: TestExecEnvOpenSSLConfRefused runs a program linked with OpenSSL (apt-get install -y curl)." >&2; exit 1; }
 	@command -v wine >/dev/null || { echo "make: wine not found: TestWindows runs luamcp.exe under Wine (apt-get install -y wine wine64)." >&2; exit 1; }
 	@command -v systemd-socket-activate >/dev/null || { echo "make: systemd-socket-activate not found: the systemd tests run luamcp under it and check the unit files with systemd-analyze (apt-get install -y systemd)." >&2; exit 1; }
 	@command -v x86_64-w64-mingw32-gcc >/dev/null || { echo "make: x86_64-w64-mingw32-gcc not found: TestWindows builds a DLL Wine 8 lacks (apt-get install -y gcc-mingw-w64-x86-64)." >&2; exit 1; }
@@ -34,6 +37,9 @@ test: tools
 	cd tests && $(GO) vet ./...
 	$(MAKE) --no-print-directory cross
 	$(GO) test -race -count=1 ./...
+	@# The patched interpreter's own suite (a nested module, so not under
+	@# ./...): upstream's tests and ours for each patch in its PATCHES.md.
+	cd third_party/gopher-lua && $(GO) test -race -count=1 -timeout 15m .
 	GO=$(GO) .ci/fuzz.sh $(FUZZTIME)
 	cd tests && $(GO) test -race -count=1 -timeout 30m -skip '^TestConformance$$' ./...
 	@# The hostile suites again without the race detector, whose shadow memory

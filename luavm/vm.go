@@ -93,6 +93,18 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 	v.mod = bridge.NewModule(v.codec, versionPushes{s}, s.logger)
 	v.host.Init(L, v.codec)
 	v.sandbox()
+	// The budget's measure walks what Lua reaches from the registry, the
+	// globals and the threads. These tables are held by Go, and Lua reaches
+	// them again through Go (getmetatable(mcp.array({})), require once
+	// package is gone, the module's callbacks): out of the registry, what a
+	// script stashed in them was never counted (a callback's upvalues only
+	// while it ran), and a 16 MiB state held hundreds of MiB.
+	roots := L.CreateTable(6, 0)
+	for _, r := range v.mod.Roots() {
+		roots.Append(r)
+	}
+	roots.Append(v.loaded)
+	L.G.Registry.RawSetString("luamcp.roots", roots)
 	L.SetMemoryLimit(s.stateMemory())
 
 	run := v.start(ctx, &timeoutError{what: "load timeout", limit: loadTimeout})
@@ -122,6 +134,7 @@ func (s *Version) newVM(ctx context.Context) (*vm, error) {
 		v.fns[i] = fn
 	}
 	v.module = module
+	roots.Append(module)
 	v.auth, _ = module.RawGetString("auth").(*lua.LFunction)
 	if s.lib != nil { // nil on the first state of a version: Prepare grants it
 		v.host.Grant(s.lib)

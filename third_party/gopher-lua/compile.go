@@ -1345,7 +1345,36 @@ func compileFunctionExpr(context *funcContext, funcexpr *ast.FunctionExpr, ec *e
 		context.Proto.stringConstants = append(context.Proto.stringConstants, sv)
 	}
 	patchCode(context)
+	trimProto(context.Proto)
 } // }}}
+
+// trimProto gives each slice of a compiled prototype its own array of its
+// length. Patched for luamcp: the code and its line numbers were slices of
+// the compiler's 1024-entry buffers, and the other slices kept the capacity
+// newFunctionProto made them with: a `return 1` kept some 17 KB, which the
+// memory budget, counting lengths, saw as a few hundred bytes, so a state
+// that kept the functions load returned held 45 times its budget. Trimmed,
+// the prototypes the memory budget counts are the memory they hold (and a
+// script's own, compiled once and shared by its states, take less).
+func trimProto(p *FunctionProto) {
+	p.Code = exactSlice(p.Code)
+	p.DbgSourcePositions = exactSlice(p.DbgSourcePositions)
+	p.Constants = exactSlice(p.Constants)
+	p.FunctionPrototypes = exactSlice(p.FunctionPrototypes)
+	p.DbgLocals = exactSlice(p.DbgLocals)
+	p.DbgCalls = exactSlice(p.DbgCalls)
+	p.DbgUpvalues = exactSlice(p.DbgUpvalues)
+	p.stringConstants = exactSlice(p.stringConstants)
+}
+
+// exactSlice returns a copy of s in an array of its own, or nil when s is
+// empty (a zero-length slice of the old array would keep all of it).
+func exactSlice[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
+}
 
 func compileTableExpr(context *funcContext, reg int, ex *ast.TableExpr, ec *expcontext) { // {{{
 	code := context.Code

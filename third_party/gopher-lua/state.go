@@ -743,11 +743,31 @@ func (ls *LState) raiseError(level int, format string, args ...interface{}) {
 		ls.closeAllUpvalues()
 	}
 	message := format
+	built := false // message is a new string
 	if len(args) > 0 {
 		message = fmt.Sprintf(format, args...)
+		built = true
 	}
+	where := ""
 	if level > 0 {
-		message = fmt.Sprintf("%v %v", ls.where(level-1, true), message)
+		where = ls.where(level-1, true)
+		message = fmt.Sprintf("%v %v", where, message)
+		built = true
+	}
+	// patched for luamcp: the message is a new string that Lua keeps (pcall
+	// returns it), a copy of what the script passed (error(s)) or more
+	// (%q of a bad argument): charged like any string Lua makes, or a
+	// script kept any number of copies of one string under a small budget.
+	// A large one past the budget is replaced by the budget's own error.
+	if built {
+		if len(message) < bigString {
+			ls.count(sizeString + len(message))
+		} else if !ls.reserve(sizeString + len(message)) {
+			message = ErrMemoryLimit.Error()
+			if level > 0 {
+				message = where + " " + message
+			}
+		}
 	}
 	if ls.reg.IsFull() {
 		// if the registry is full then it won't be possible to push a value, in this case, force a larger size
@@ -792,7 +812,13 @@ func (ls *LState) where(level int, skipg bool) string {
 		return ls.where(level+1, skipg)
 	}
 	line := ""
-	if proto != nil {
+	// patched for luamcp: a Lua frame that has run no instruction yet has
+	// no line (as GetInfo says): OP_TAILCALL resets the frame it reuses to
+	// pc 0 before it sizes its registers, and a "registry overflow" raised
+	// there indexed the line table at -1, a Go panic that pcall's traceback
+	// of the same frame raised again from its deferred function, past every
+	// recover, ending the process.
+	if proto != nil && cf.Pc > 0 {
 		line = fmt.Sprintf("%v:", proto.DbgSourcePositions[cf.Pc-1])
 	}
 	return fmt.Sprintf("%v:%v", sourcename, line)
@@ -832,7 +858,10 @@ func (ls *LState) formattedFrameFuncName(fr *callFrame) string {
 	if ischunk {
 		return name
 	}
-	if name[0] != '(' && name[0] != '<' {
+	// patched for luamcp: a function called as t[""]() is named "", which
+	// name[0] read past: a Go panic in the traceback that PCall's deferred
+	// handler builds, past every recover, ending the process.
+	if name == "" || name[0] != '(' && name[0] != '<' {
 		return fmt.Sprintf("function '%s'", name)
 	}
 	return fmt.Sprintf("function %s", name)

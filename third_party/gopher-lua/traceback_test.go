@@ -1,0 +1,56 @@
+package lua
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A tail call whose callee's registers do not fit the registry raises
+// "registry overflow" from the reused frame before its first instruction:
+// a Lua error, which the script's pcall catches and DoString returns. It was
+// a Go panic (where() read the line table at pc 0 - 1) that escaped PCall.
+func TestTailCallRegistryOverflow(t *testing.T) {
+	for n := 65536 - 40; n <= 65536; n++ {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("%d arguments: a Go panic escaped PCall: %v", n, r)
+				}
+			}()
+			L := NewState(Options{CallStackSize: 200, RegistrySize: 256, RegistryMaxSize: 64 << 10, RegistryGrowStep: 2048})
+			defer L.Close()
+			err := L.DoString(fmt.Sprintf(`
+local function g(a, b, ...)
+  local x1, x2, x3, x4, x5, x6, x7, x8, x9, x10 = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+  local y1, y2, y3, y4, y5, y6, y7, y8, y9, y10 = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+  return a
+end
+local t = {}
+for i = 1, %d do t[i] = i end
+local function go() return g(unpack(t)) end
+pcall(go)
+return go()`, n))
+			if err != nil && !strings.Contains(err.Error(), "registry overflow") {
+				t.Errorf("%d arguments: %v", n, err)
+			}
+		}()
+	}
+}
+
+// An error in a function called through an empty string key (t[""]()) gets
+// a traceback naming it by the empty string. Formatting that name read its
+// first byte: a Go panic from PCall's deferred handler, which escaped it.
+func TestTracebackEmptyFunctionName(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("a Go panic escaped PCall: %v", r)
+		}
+	}()
+	L := NewState()
+	defer L.Close()
+	err := L.DoString(`local t = {} t[""] = function() error("boom") end t[""]()`)
+	if err == nil || !strings.Contains(err.Error(), "in function ''") {
+		t.Errorf("got %v, want the error with a traceback naming function ''", err)
+	}
+}
