@@ -127,12 +127,12 @@ func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog
 	}
 	nc, err := nats.Connect(natsURL, opts...) // cluster.Join logs disconnects and reconnects
 	if err != nil {
-		n.close()
+		n.close(false)
 		return nil, fmt.Errorf("--nats: %w", err)
 	}
 	n.nc = nc
-	if n.node, err = cluster.Join(c.Context, cluster.Config{Conn: nc, NodeID: n.id, Advertise: n.advertise, RootCAs: roots, Logger: logger}); err != nil {
-		n.close()
+	if n.node, err = cluster.Join(c.Context, cluster.Config{Conn: nc, NodeID: n.id, Advertise: n.advertise, RootCAs: roots, Logger: logger, Key: stateKey}); err != nil {
+		n.close(false)
 		return nil, fmt.Errorf("--nats: %w", err)
 	}
 	logger.Info("joined the cluster", "node", n.id, "advertise", n.advertise, "nats", nc.ConnectedUrlRedacted())
@@ -184,13 +184,18 @@ func (n *clusterNode) cluster() mcp.Cluster {
 }
 
 // close leaves the cluster: after the host's shutdown, so that the last
-// pushes still go out.
-func (n *clusterNode) close() error {
+// pushes still go out. A node that saved its sessions (restarting: serve
+// --sessions-file) says that it restarts, so that the others answer 503
+// for its sessions until it is back, not 404.
+func (n *clusterNode) close(restarting bool) error {
 	if n == nil {
 		return nil
 	}
 	var err error
-	if n.node != nil {
+	switch {
+	case n.node != nil && restarting:
+		err = n.node.CloseForRestart()
+	case n.node != nil:
 		err = n.node.Close()
 	}
 	if n.nc != nil {

@@ -236,7 +236,7 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer func() { // runs after the host has shut down: its last pushes still go out
-		if err := node.close(); err != nil {
+		if err := node.close(c.String("sessions-file") != ""); err != nil {
 			logger.Warn("leaving the cluster", "err", err)
 		}
 	}()

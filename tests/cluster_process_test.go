@@ -181,3 +181,63 @@ func TestClusterProcessKill(t *testing.T) {
 	}
 	f.wantText(t, "count", nil, "1")
 }
+
+// TestClusterRestartKeepsSessions: a node restarted with --sessions-file
+// (SIGTERM, then started again, on another address) keeps its sessions in
+// the cluster: while it is down the other node answers them 503 with
+// Retry-After, never 404 (a client would drop its session); once it is
+// back, the other node forwards to its new address and the session's state
+// is where it was.
+func TestClusterRestartKeepsSessions(t *testing.T) {
+	bin := buildLuamcp(t)
+	e, err := cluster.StartEmbedded("127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
+	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
+	key := filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(key, clusterStateKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sessions := filepath.Join(t.TempDir(), "sessions.json")
+	owner := func() *serveProcess {
+		return startServe(t, bin, "p1", "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch",
+			"--nats", e.URL(), "--node-id", "p1", "--state-key-file", key, "--sessions-file", sessions)
+	}
+	p1 := owner()
+	p2 := startServeProcess(t, bin, e.URL(), "p2", dir, key)
+
+	s := nodesClient(t)
+	sid := s.initialize(t, p1.base+"/mcp/session")
+	s.callTool(t, p1.base+"/mcp/session", sid, "count", nil).wantText(t, "1")
+	s.callTool(t, p2.base+"/mcp/session", sid, "count", nil).wantText(t, "2") // forwarded
+
+	p1.stop(t)
+	r, err := s.send(t, p2.base+"/mcp/session", call{Session: sid, Body: request(1, "ping", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("the other node answers %d (Retry-After %q) for a restarting node's session, want 503 with Retry-After", r.Status, r.Header.Get("Retry-After"))
+	}
+
+	owner() // on a new address
+	deadline := time.Now().Add(waitLong)
+	for {
+		r, err := s.send(t, p2.base+"/mcp/session", call{Session: sid, Body: request(1, "ping", nil)})
+		if err == nil && r.Status == http.StatusOK {
+			break
+		}
+		if err == nil && r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("the other node answers %d for the session of a node back from its restart", r.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session never came back through the other node: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.callTool(t, p2.base+"/mcp/session", sid, "count", nil).wantText(t, "3")
+}

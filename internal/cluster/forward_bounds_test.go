@@ -19,8 +19,9 @@ import (
 
 // ownerPair is an entry node (a) forwarding to an owner (b) over NATS.
 type ownerPair struct {
-	entry *httptest.Server
-	a, b  *Node
+	entry   *httptest.Server
+	a, b    *Node
+	natsURL string
 }
 
 // ownerSID names a session of node b.
@@ -55,12 +56,21 @@ func startOwnerPair(t *testing.T, opts mcp.Options, hook func(context.Context, *
 	hubA.SetCluster(a)
 	entry := httptest.NewServer(mcp.NewHandler(noServer{}, opts, hubA, nil))
 	t.Cleanup(entry.Close)
-	return &ownerPair{entry: entry, a: a, b: b}
+	return &ownerPair{entry: entry, a: a, b: b, natsURL: e.URL()}
 }
 
 // post sends a POST of body for the owner's session through the entry
 // node, and returns its status.
 func (p *ownerPair) post(timeout time.Duration, header http.Header, body string) (int, error) {
+	resp, err := p.postHead(timeout, header, body)
+	if err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
+
+// postHead is post, returning the answer's head.
+func (p *ownerPair) postHead(timeout time.Duration, header http.Header, body string) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.entry.URL+"/mcp", strings.NewReader(body))
@@ -72,11 +82,11 @@ func (p *ownerPair) post(timeout time.Duration, header http.Header, body string)
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp, nil
 }
 
 // pingBody is a request the owner's auth hook answers.

@@ -212,6 +212,30 @@ func (w *linkWriter) send(deadline time.Time, fill func(b []byte) []byte) error 
 	return nil
 }
 
+// sendControl queues a control frame (a cancel, a pong: a few bytes)
+// without waiting for room: the links' readers send them, and a reader that
+// waited for its own end's writer could wait on the other end's reader,
+// itself waiting for room on its writer, which waits for this reader: both
+// directions of a full link stalled until linkWriteTimeout
+// (TestLinkReaderNotHeldByWriter). There is one cancel per request and one
+// pong per ping: they cannot grow the buffer without bound.
+func (w *linkWriter) sendControl(typ byte, stream uint32) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	was := len(w.buf)
+	w.buf = appendFrame(w.buf, typ, stream)
+	if was == 0 {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
 // close fails later sends with err and stops the writer once it has written
 // what is queued (or at once, when flush is false).
 func (w *linkWriter) close(err error, flush bool) {

@@ -39,6 +39,12 @@ const (
 // forward it over HTTP/1.1.
 var errNoLink = errors.New("cluster: no link to the node")
 
+// errPeerClosed is a forward on a peer that was closed (the node forgotten:
+// it left, its entry expired, or another request to it failed) before the
+// request was handed to a link: nothing of it was sent, and the caller looks
+// the node up again rather than answering 404 for a node that may be there.
+var errPeerClosed = errors.New("cluster: the node was forgotten before the request was sent")
+
 // errStopped ends a forward that this node's shutdown cut before an answer.
 var errStopped = errors.New("cluster: this node shuts down")
 
@@ -145,7 +151,7 @@ func (p *peer) link(ctx context.Context, path string) (*clientLink, error) {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return nil, errLinkClosed
+			return nil, errPeerClosed
 		}
 		if time.Now().Before(p.noLinkUntil) {
 			p.mu.Unlock()
@@ -458,7 +464,7 @@ func (l *clientLink) cancel(st *linkStream) {
 	last := live && l.retired && len(l.streams) == 0
 	l.mu.Unlock()
 	if live {
-		_ = l.w.send(time.Time{}, func(b []byte) []byte { return appendFrame(b, frameCancel, st.id) })
+		_ = l.w.sendControl(frameCancel, st.id) // the reader cancels too: it must not wait for room
 	}
 	if last {
 		l.fail(errLinkClosed) // closing the connection cancels on the owner too
@@ -571,6 +577,9 @@ func (p *peer) forwardLinked(w http.ResponseWriter, r *http.Request, stop <-chan
 		if err != nil {
 			if attempt == 0 && ctx.Err() == nil {
 				continue // the link had failed: nothing of r was sent on it
+			}
+			if errors.Is(err, errLinkClosed) {
+				err = fmt.Errorf("%w: %w", errPeerClosed, err) // retired again: nothing of r was sent
 			}
 			return true, err
 		}

@@ -127,7 +127,7 @@ func (s *serverLink) read(br *bufio.Reader) error {
 			s.wg.Add(1)
 			s.dispatch(linkJob{id, x})
 		case framePing:
-			_ = s.w.send(time.Time{}, func(b []byte) []byte { return appendFrame(b, framePong, 0) })
+			_ = s.w.sendControl(framePong, 0) // the reader must not wait for room
 		case frameCancel:
 			s.mu.Lock()
 			cancel := s.inflight[id]

@@ -60,6 +60,12 @@ type Config struct {
 	RootCAs *x509.CertPool
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
+	// Key is a secret every node of the cluster holds (serve passes its
+	// state key): the node signs what it publishes on NATS and its entry in
+	// the bucket with a key derived from it, and ignores messages and
+	// entries not signed with it (sign.go). nil: nothing signed nor checked,
+	// for tests and a NATS server no one else can reach.
+	Key []byte
 }
 
 // Node is one luamcp process's membership of a cluster. It implements
@@ -75,6 +81,7 @@ type Node struct {
 	ps            *PubSub
 	log           *slog.Logger
 	roots         *x509.CertPool // Config.RootCAs
+	sig           *signer        // Config.Key; nil: none
 	sub           *nats.Subscription
 	count         pushCounts   // Send and receive; the PubSub counts its own
 	linksOut      atomic.Int64 // links open to other nodes (Stats)
@@ -97,6 +104,9 @@ type Node struct {
 
 	stop chan struct{}  // closed by Close: ends the heartbeat
 	done sync.WaitGroup // the heartbeat
+	// leaving makes leaving happen once: a later Close or CloseForRestart
+	// returns nil.
+	leaving sync.Once
 }
 
 // Join registers this node's address and starts its heartbeat, pushes
@@ -125,13 +135,13 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: the %s bucket (the NATS server needs JetStream): %w", nodesBucket, err)
 	}
 	n := &Node{
-		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger, roots: cfg.RootCAs,
+		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger, roots: cfg.RootCAs, sig: newSigner(cfg.Key),
 		known: make(map[string]knownAddr), stop: make(chan struct{}),
 	}
 	if err := n.register(ctx); err != nil {
 		return nil, err
 	}
-	if n.ps, err = NewPubSub(cfg.Conn, n.id, n.log); err != nil {
+	if n.ps, err = newPubSub(cfg.Conn, n.id, n.log, n.sig); err != nil {
 		_ = kv.Delete(ctx, n.id)
 		return nil, err
 	}
@@ -140,7 +150,11 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		n.ps.Close()
 		return nil, fmt.Errorf("cluster: subscribing to %s: %w", nodePrefix+n.id, err)
 	}
-	if n.left, err = cfg.Conn.Subscribe(leftSubject, func(m *nats.Msg) { n.forget(string(m.Data)) }); err != nil {
+	if n.left, err = cfg.Conn.Subscribe(leftSubject, func(m *nats.Msg) {
+		if n.checked(m) {
+			n.forget(string(m.Data))
+		}
+	}); err != nil {
 		_ = kv.Delete(ctx, n.id)
 		n.sub.Unsubscribe()
 		n.ps.Close()
@@ -185,7 +199,9 @@ func (n *Node) Attach(deliver func(push []byte)) { n.deliver.Store(&deliver) }
 
 // Send implements [mcp.Cluster].
 func (n *Node) Send(node string, push []byte) {
-	if err := n.nc.Publish(nodePrefix+node, push); err != nil {
+	m := &nats.Msg{Subject: nodePrefix + node, Data: push}
+	n.sig.sign(m)
+	if err := n.nc.PublishMsg(m); err != nil {
 		n.count.failed(n.log, "cluster: push for another node's session not sent", "node", n.id, "to", node, "err", err)
 		return
 	}
@@ -193,11 +209,17 @@ func (n *Node) Send(node string, push []byte) {
 }
 
 func (n *Node) receive(m *nats.Msg) {
+	if !n.checked(m) {
+		return
+	}
 	n.count.received.Add(1)
 	if d := n.deliver.Load(); d != nil {
 		(*d)(m.Data)
 	}
 }
+
+// checked reports whether m is signed with the cluster's key (signer.checked).
+func (n *Node) checked(m *nats.Msg) bool { return n.sig.checked(m, n.log, n.id) }
 
 // heartbeat renews the address until Close.
 func (n *Node) heartbeat(every time.Duration) {
@@ -224,9 +246,10 @@ func (n *Node) heartbeat(every time.Duration) {
 
 // register claims the node id in the bucket. An id another address holds is
 // refused: two nodes with one id would take each other's sessions. The same
-// address may hold it already: the node restarted before its entry expired.
+// address may hold it already (the node restarted before its entry expired),
+// or the marker of its restart (CloseForRestart).
 func (n *Node) register(ctx context.Context) error {
-	_, err := n.kv.Create(ctx, n.id, []byte(n.advertise))
+	_, err := n.kv.Create(ctx, n.id, n.sig.entry(n.id, n.advertise))
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		if err != nil {
 			return fmt.Errorf("cluster: registering node %s: %w", n.id, err)
@@ -234,13 +257,22 @@ func (n *Node) register(ctx context.Context) error {
 		return nil
 	}
 	e, err := n.kv.Get(ctx, n.id)
+	var addr string
+	signed := false
+	if err == nil {
+		addr, signed = n.sig.address(n.id, e.Value())
+		if !signed {
+			// Not written by a node of this cluster: taken over.
+			n.log.Warn("cluster: this node's entry in the bucket was not signed by a node of this cluster: replaced", "node", n.id)
+		}
+	}
 	switch {
-	case err == nil && string(e.Value()) != n.advertise:
-		return fmt.Errorf("cluster: node id %s is in use by the node at %s: give each node its own id", n.id, e.Value())
+	case err == nil && signed && addr != n.advertise && addr != restartingAddr: // the id's own restart is taken over
+		return fmt.Errorf("cluster: node id %s is in use by the node at %s: give each node its own id", n.id, addr)
 	case err != nil && !errors.Is(err, jetstream.ErrKeyNotFound):
 		return fmt.Errorf("cluster: registering node %s: %w", n.id, err)
 	}
-	if _, err := n.kv.Put(ctx, n.id, []byte(n.advertise)); err != nil {
+	if _, err := n.kv.Put(ctx, n.id, n.sig.entry(n.id, n.advertise)); err != nil {
 		return fmt.Errorf("cluster: registering node %s: %w", n.id, err)
 	}
 	return nil
@@ -252,14 +284,14 @@ func (n *Node) register(ctx context.Context) error {
 func (n *Node) renew() error {
 	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
 	defer cancel()
-	_, err := n.kv.Put(ctx, n.id, []byte(n.advertise))
+	_, err := n.kv.Put(ctx, n.id, n.sig.entry(n.id, n.advertise))
 	if err == nil || n.nc.Status() != nats.CONNECTED {
 		return err
 	}
 	if _, cerr := n.js.CreateOrUpdateKeyValue(ctx, n.kvCfg); cerr != nil {
 		return errors.Join(err, cerr)
 	}
-	_, err = n.kv.Put(ctx, n.id, []byte(n.advertise))
+	_, err = n.kv.Put(ctx, n.id, n.sig.entry(n.id, n.advertise))
 	return err
 }
 
@@ -280,21 +312,35 @@ func (n *Node) peerTo(ctx context.Context, node string) (*peer, error) {
 	defer n.mu.Unlock()
 	switch {
 	case err == nil:
+		addr, signed := n.sig.address(node, e.Value())
+		if !signed {
+			// Written by a NATS client without the cluster's key: this
+			// node would send its clients' requests (their tokens) there.
+			if n.sig.shouldWarn() {
+				n.log.Warn("cluster: a node's entry in the bucket is not signed by a node of this cluster: ignored, as if the node were gone (another NATS client writes the bucket, or the node has another state key)", "node", node)
+			}
+			n.forgetLocked(node)
+			return nil, nil
+		}
+		if addr == restartingAddr {
+			n.forgetLocked(node)
+			return nil, errRestarting
+		}
 		k := n.known[node]
-		if k.peer == nil || k.url != string(e.Value()) {
-			p, err := newPeer(node, string(e.Value()), n.roots)
+		if k.peer == nil || k.url != addr {
+			p, err := newPeer(node, addr, n.roots)
 			if p != nil {
 				p.sign, p.log, p.linksOpen = n.sign, n.log, &n.linksOut
 			}
 			if err != nil {
-				n.log.Warn("cluster: node has a bad address", "node", node, "addr", string(e.Value()), "err", err)
+				n.log.Warn("cluster: node has a bad address", "node", node, "addr", addr, "err", err)
 				n.forgetLocked(node)
 				return nil, nil
 			}
 			if k.peer != nil {
 				k.peer.close() // the node moved
 			}
-			k = knownAddr{url: string(e.Value()), peer: p}
+			k = knownAddr{url: addr, peer: p}
 		}
 		k.at = time.Now()
 		n.known[node] = k
@@ -309,6 +355,17 @@ func (n *Node) peerTo(ctx context.Context, node string) (*peer, error) {
 	return nil, fmt.Errorf("cluster: looking up node %s: %w", node, err)
 }
 
+// restartingAddr stands in the bucket for the address of a node that
+// restarts (CloseForRestart): it saved its sessions and brings them back
+// when it is up again, so the others answer 503 for them meanwhile, not 404
+// (a client drops a session it is told is gone). The entry expires like an
+// address that is not renewed: a node that does not come back within the
+// bucket's TTL is gone. A URL has no such form.
+const restartingAddr = "restarting"
+
+// errRestarting is the lookup of a node that restarts.
+var errRestarting = errors.New("cluster: the node restarts")
+
 // knownAddr is an address the bucket gave, when, and the forwarder to it.
 type knownAddr struct {
 	url  string
@@ -321,6 +378,17 @@ type knownAddr struct {
 func (n *Node) forget(node string) {
 	n.mu.Lock()
 	n.forgetLocked(node)
+	n.mu.Unlock()
+}
+
+// forgetPeer forgets node when p is still its forwarder: a request that
+// failed on a peer already replaced (the node was looked up again since)
+// does not close the new one, with the requests starting on it.
+func (n *Node) forgetPeer(node string, p *peer) {
+	n.mu.Lock()
+	if k, ok := n.known[node]; ok && k.peer == p {
+		n.forgetLocked(node)
+	}
 	n.mu.Unlock()
 }
 
@@ -339,25 +407,45 @@ func (n *Node) forgetLocked(node string) {
 // read already (mcp's handler bounds it and hands it over in memory): it
 // goes in the same write as the request's head.
 func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string, stop <-chan struct{}) {
-	p, err := n.peerTo(r.Context(), node)
-	if err != nil {
-		n.log.Warn("cluster: request not forwarded", "err", err)
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return
+	var p *peer
+	var err error
+	// A peer closed under this forward (the node forgotten meanwhile) sent
+	// nothing: look the node up again, a few times, rather than answer 404
+	// for a node the bucket may still list (TestForwardRacesForget).
+	for try := 0; ; try++ {
+		p, err = n.peerTo(r.Context(), node)
+		if errors.Is(err, errRestarting) {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if err != nil {
+			n.log.Warn("cluster: request not forwarded", "err", err)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if p == nil {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		err = p.forward(w, r, stop)
+		if !errors.Is(err, errPeerClosed) || try == 2 || r.Context().Err() != nil || closed(stop) {
+			break
+		}
 	}
-	if p == nil {
-		w.WriteHeader(http.StatusNotFound)
-		return
-	}
-	err = p.forward(w, r, stop)
 	switch {
 	case err == nil, r.Context().Err() != nil: // answered, or the client left
 	case closed(stop):
 		w.WriteHeader(http.StatusServiceUnavailable) // this node stops before the owner answered
 	case errors.Is(err, errBadRequest):
 		w.WriteHeader(http.StatusBadRequest)
+	case errors.Is(err, errPeerClosed):
+		// Forgotten again and again while this request waited: the node
+		// comes and goes; it may hold the session still.
+		n.log.Warn("cluster: the node owning a session was forgotten while a request waited for it: answering 503", "node", node, "err", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
 	default:
-		n.forget(node)
+		n.forgetPeer(node, p)
 		n.log.Warn("cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
 		w.WriteHeader(http.StatusNotFound)
 	}
@@ -389,17 +477,36 @@ func (n *Node) Stats() Stats {
 // Close leaves the cluster: the heartbeat stops, the address is removed (the
 // other nodes answer 404 for this node's sessions at once), and no more
 // messages are received. It does not close the NATS connection.
-func (n *Node) Close() error {
+func (n *Node) Close() error { return n.leave(false) }
+
+// CloseForRestart is Close for a node that saved its sessions and will
+// bring them back (serve --sessions-file): its entry in the bucket says it
+// restarts (restartingAddr), and the other nodes answer 503 for its sessions
+// until it is back or the entry expires, rather than 404.
+func (n *Node) CloseForRestart() error { return n.leave(true) }
+
+func (n *Node) leave(restarting bool) (err error) {
+	n.leaving.Do(func() { err = n.leaveOnce(restarting) })
+	return err
+}
+
+func (n *Node) leaveOnce(restarting bool) error {
 	close(n.stop)
 	n.done.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
 	defer cancel()
-	err := n.kv.Delete(ctx, n.id)
-	if err != nil {
+	var err error
+	if restarting {
+		if _, err = n.kv.Put(ctx, n.id, n.sig.entry(n.id, restartingAddr)); err != nil {
+			err = fmt.Errorf("cluster: marking node %s as restarting: %w", n.id, err)
+		}
+	} else if err = n.kv.Delete(ctx, n.id); err != nil {
 		err = fmt.Errorf("cluster: removing node %s: %w", n.id, err)
 	}
 	// The others may hold the address for addrCacheTTL: tell them.
-	if perr := n.nc.Publish(leftSubject, []byte(n.id)); perr != nil && !errors.Is(perr, nats.ErrConnectionClosed) {
+	left := &nats.Msg{Subject: leftSubject, Data: []byte(n.id)}
+	n.sig.sign(left)
+	if perr := n.nc.PublishMsg(left); perr != nil && !errors.Is(perr, nats.ErrConnectionClosed) {
 		err = errors.Join(err, fmt.Errorf("cluster: announcing that node %s leaves: %w", n.id, perr))
 	}
 	for _, sub := range []*nats.Subscription{n.sub, n.left} {

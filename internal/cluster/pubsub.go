@@ -24,6 +24,7 @@ type PubSub struct {
 	log   *slog.Logger
 	sub   *nats.Subscription
 	count pushCounts
+	sig   *signer // nil: messages neither signed nor checked
 }
 
 // NewPubSub returns a PubSub for node on nc. Every node receives every
@@ -33,13 +34,19 @@ type PubSub struct {
 // follows a session's subscribe (a per-channel NATS subscription could: the
 // server learns of it asynchronously). Close it before nc.
 func NewPubSub(nc *nats.Conn, node string, logger *slog.Logger) (*PubSub, error) {
+	return newPubSub(nc, node, logger, nil)
+}
+
+// newPubSub is NewPubSub whose messages are signed and checked with sig (a
+// [Node]'s).
+func newPubSub(nc *nats.Conn, node string, logger *slog.Logger, sig *signer) (*PubSub, error) {
 	if err := ValidNodeID(node); err != nil {
 		return nil, err
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	p := &PubSub{local: mcp.NewLocalPubSub(), nc: nc, node: node, log: logger}
+	p := &PubSub{local: mcp.NewLocalPubSub(), nc: nc, node: node, log: logger, sig: sig}
 	sub, err := nc.Subscribe(pubsubPrefix+">", p.receive)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: subscribing to the pubsub subjects: %w", err)
@@ -60,6 +67,7 @@ func (p *PubSub) Unsubscribe(channel string, s mcp.Subscriber) { p.local.Unsubsc
 func (p *PubSub) Publish(channel string, msg []byte) {
 	p.local.Publish(channel, msg)
 	m := &nats.Msg{Subject: channelSubject(channel), Data: msg, Header: nats.Header{originHeader: []string{p.node}}}
+	p.sig.sign(m)
 	if err := p.nc.PublishMsg(m); err != nil {
 		p.count.failed(p.log, "cluster: push not sent to the other nodes", "node", p.node, "err", err)
 		return
@@ -70,6 +78,9 @@ func (p *PubSub) Publish(channel string, msg []byte) {
 // receive delivers a message of another node to this node's subscribers.
 func (p *PubSub) receive(m *nats.Msg) {
 	if m.Header.Get(originHeader) == p.node {
+		return
+	}
+	if !p.sig.checked(m, p.log, p.node) {
 		return
 	}
 	p.count.received.Add(1)

@@ -77,7 +77,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		return nil, fmt.Errorf("localcluster: node %s: connecting to NATS: %w", cfg.ID, err)
 	}
 	n.Member, err = cluster.Join(ctx, cluster.Config{
-		Conn: n.Conn, NodeID: cfg.ID, Advertise: n.URL, Logger: logger, Heartbeat: cfg.Heartbeat,
+		Conn: n.Conn, NodeID: cfg.ID, Advertise: n.URL, Logger: logger, Heartbeat: cfg.Heartbeat, Key: cfg.Host.StateKey,
 	})
 	if err != nil {
 		n.Conn.Close()

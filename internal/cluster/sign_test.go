@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func joinKeyed(t *testing.T, url, id, advertise string, key []byte) *Node {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := Join(ctx, Config{Conn: nc, NodeID: id, Advertise: advertise, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// TestUntrustedNATSClient: a NATS client that is not a node (it has NATS
+// access, not the cluster's key) can neither make a node forward its
+// clients' requests (bearer tokens included) to an address of its own by
+// writing the bucket, nor push to a session, nor broadcast, nor make a node
+// forget another.
+func TestUntrustedNATSClient(t *testing.T) {
+	e := startNATS(t)
+	key := []byte("0123456789abcdef0123456789abcdef")
+	var ownerGot atomic.Int32
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ownerGot.Add(1)
+		io.WriteString(w, "owner")
+	}))
+	defer owner.Close()
+	var stolen atomic.Value
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stolen.Store(r.Header.Get("Authorization"))
+		io.WriteString(w, "attacker")
+	}))
+	defer attacker.Close()
+
+	a := joinKeyed(t, e.URL(), "a", "http://127.0.0.1:1", key)
+	b := joinKeyed(t, e.URL(), "b", owner.URL, key)
+	var delivered atomic.Value
+	delivered.Store([]string{})
+	b.Attach(func(push []byte) {
+		delivered.Store(append(delivered.Load().([]string), string(push)))
+	})
+	rec := &recorder{}
+	b.PubSub().Subscribe("ch", rec)
+
+	entry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.Forward(w, r, "b", nil)
+	}))
+	defer entry.Close()
+	get := func() (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, entry.URL+"/mcp", nil)
+		req.Header.Set("Authorization", "Bearer client-secret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if s, body := get(); s != 200 || body != "owner" {
+		t.Fatalf("forward to the owner: %d %q", s, body)
+	}
+
+	// The intruder: a plain NATS client.
+	nc, err := nats.Connect(e.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, nodesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{attacker.URL, attacker.URL + " AAAA"} {
+		if _, err := kv.Put(ctx, "b", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		a.forget("b") // rather than wait out the address cache
+		s, body := get()
+		if got, _ := stolen.Load().(string); got != "" || body == "attacker" {
+			t.Errorf("bucket value %q written by a NATS client: the node forwarded its client's request there (Authorization %q)", v, got)
+		} else if s != http.StatusNotFound {
+			t.Errorf("bucket value %q written by a NATS client: %d %q, want 404", v, s, body)
+		}
+	}
+	// A node's heartbeat puts its signed entry back.
+	if err := b.renew(); err != nil {
+		t.Fatal(err)
+	}
+	a.forget("b")
+	if s, body := get(); s != 200 || body != "owner" {
+		t.Fatalf("forward after the owner renewed its entry: %d %q", s, body)
+	}
+
+	// Forged pushes, broadcasts and a forged `left`.
+	nc.Publish(nodePrefix+"b", []byte("forged push"))
+	nc.PublishMsg(&nats.Msg{Subject: channelSubject("ch"), Data: []byte("forged broadcast"), Header: nats.Header{originHeader: []string{"a"}}})
+	nc.Publish(leftSubject, []byte("b"))
+	nc.Flush()
+	time.Sleep(200 * time.Millisecond)
+	a.Send("b", []byte("push"))
+	a.PubSub().Publish("ch", []byte("broadcast"))
+	deadline := time.Now().Add(5 * time.Second)
+	for len(delivered.Load().([]string)) == 0 || len(rec.got()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes' own push and broadcast did not arrive: %q %q", delivered.Load(), rec.got())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := delivered.Load().([]string); strings.Join(got, ",") != "push" {
+		t.Errorf("pushes delivered to the owner's hub: %q, want only the node's", got)
+	}
+	if got := rec.got(); strings.Join(got, ",") != "broadcast" {
+		t.Errorf("broadcasts delivered: %q, want only the node's", got)
+	}
+	a.mu.Lock()
+	_, known := a.known["b"]
+	a.mu.Unlock()
+	if !known {
+		t.Errorf("a forged `left` made the node forget another")
+	}
+}
