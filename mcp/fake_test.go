@@ -321,7 +321,7 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 				return nil, err
 			}
 		}
-		started := call.Out.StartTask(mcp.TaskOptions{TTL: time.Duration(num("ttl")) * time.Millisecond})
+		started := call.Out.StartTask(mcp.TaskOptions{TTL: time.Duration(num("ttl")) * time.Millisecond, PollInterval: time.Duration(num("poll")) * time.Millisecond})
 		out := append([]string{"task=" + strconv.FormatBool(started)}, before...)
 		if keys, _ := a["keys"].([]any); len(keys) > 0 {
 			answers, err := askKeys(ctx, call, keys)

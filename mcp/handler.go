@@ -760,7 +760,8 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 		return
 	}
-	if !h.hub.sessionSlots.take() {
+	key := h.clientKey(r)
+	if !h.hub.sessionSlots.takeFor(key) {
 		h.reg.release()
 		h.refused(GateProcessSessions)
 		h.warnAtCap(&h.hub.sessionSlots, GateProcessSessions, m.method)
@@ -771,7 +772,7 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	sess, ir, err := h.srv.Init(r.Context(), params, id)
 	if err != nil {
 		h.reg.release()
-		h.hub.sessionSlots.give()
+		h.hub.sessionSlots.giveFor(key)
 		errType = initErrorType(err)
 		h.writeInitError(w, acc, m, err)
 		return
@@ -782,19 +783,20 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	channels, err := sess.Channels(r.Context())
 	if err != nil {
 		h.reg.release()
-		h.hub.sessionSlots.give()
+		h.hub.sessionSlots.giveFor(key)
 		sess.Close("")
 		errType = initErrorType(err)
 		h.writeInitError(w, acc, m, err)
 		return
 	}
 	s := newSession(h, id, sess, ir, version, params)
+	s.quota = key // set before join: the session's end gives its place back under it
 	if info := AuthFromContext(r.Context()); info != nil {
 		s.subject = info.Subject
 	}
 	s.start()
 	if !h.reg.add(s) {
-		h.hub.sessionSlots.give()
+		h.hub.sessionSlots.giveFor(key)
 		s.terminate("shutdown") // the route began shutting down meanwhile
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 		return
@@ -985,24 +987,21 @@ func (h *Handler) concurrent(m *message) bool {
 // request (ping included), the call in this goroutine under the request's
 // context, which a client disconnect cancels.
 func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *message, acc accept) {
-	if !h.admitOpen(w, time.Now(), m, &h.hub.statelessSlots, GateProcessStateless) {
+	key := h.clientKey(r)
+	if !h.admitOpen(w, time.Now(), m, &h.hub.statelessSlots, key, GateProcessStateless) {
 		return
 	}
-	defer h.hub.statelessSlots.give()
+	defer h.hub.statelessSlots.giveFor(key)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	j := newJob(h, nil, m, acc)
 	j.call.Auth = AuthFromContext(r.Context())
 	if j.call.Auth != nil {
 		j.out.owner = j.call.Auth.Subject
-		j.out.quota = j.out.owner
-	} else if a := r.Header.Get("Authorization"); a != "" {
-		// No subject, but a credential (an auth hook's): the client it
-		// names gets a share of the route's table, not all of it. A
-		// digest: the table does not keep the secret.
-		sum := sha256.Sum256([]byte(a))
-		j.out.quota = "credential " + base64.RawURLEncoding.EncodeToString(sum[:12])
 	}
+	// The client gets a share of the route's table of requests to
+	// clients, not all of it.
+	j.out.quota = key
 	j.call.ProtocolVersion = latestVersion
 	if v := r.Header["Mcp-Protocol-Version"]; len(v) > 0 && sessionEraVersion(v[0]) {
 		j.call.ProtocolVersion = v[0]
@@ -1044,11 +1043,12 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 }
 
 // admitOpen holds a place in q, one of the hub's process-wide caps on open
-// requests, for m; at the cap it answers 503 -32603 "Server at capacity",
+// requests, for m of the client named key (clientKey); at the cap, or past
+// the client's share of it, it answers 503 -32603 "Server at capacity",
 // counts the refusal at gate and returns false. The caller gives the place
-// back (q.give) when the request ends.
-func (h *Handler) admitOpen(w http.ResponseWriter, start time.Time, m *message, q *quota, gate Gate) bool {
-	if q.take() {
+// back (q.giveFor(key)) when the request ends.
+func (h *Handler) admitOpen(w http.ResponseWriter, start time.Time, m *message, q *quota, key string, gate Gate) bool {
+	if q.takeFor(key) {
 		return true
 	}
 	h.refused(gate)
@@ -1056,6 +1056,24 @@ func (h *Handler) admitOpen(w http.ResponseWriter, start time.Time, m *message, 
 	h.observeError(start, m, CodeInternalError)
 	writeJSONError(w, http.StatusServiceUnavailable, m.id, CodeInternalError, msgAtCapacity)
 	return false
+}
+
+// clientKey names the client of r for its share of a process-wide cap
+// (quota.takeFor) and of a route's table of requests to clients
+// (outbound.quota): its token's subject on an oauth route, else a digest of
+// the credential the route's auth hook accepted (the key does not keep the
+// secret); "" for an anonymous client, which has no share of its own. A
+// route without a hook checks no credential: any value a client sends
+// names nothing.
+func (h *Handler) clientKey(r *http.Request) string {
+	if info := AuthFromContext(r.Context()); info != nil && info.Subject != "" {
+		return subjectOwner(info.Subject)
+	}
+	if a := r.Header.Get("Authorization"); a != "" && h.opts.Auth != nil {
+		sum := sha256.Sum256([]byte(a))
+		return credentialPrefix + base64.RawURLEncoding.EncodeToString(sum[:12])
+	}
+	return ""
 }
 
 // warnAtCap logs that the process-wide cap q refused a request, through the
@@ -1172,6 +1190,7 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 	if k.sse() != nil {
 		return
 	}
+	shedHeaders(r)
 	tick, stop := h.keepAlive()
 	defer stop()
 	wt := waiter{wake: a.wake, tick: tick, gone: r.Context().Done(), ended: s.ended()}
@@ -1179,6 +1198,25 @@ func (h *Handler) serveChannel(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	writePushes(k, &s.ch, a.sent, &wt, false)
+}
+
+// shedHeaders drops the values of r's headers but Mcp-Session-Id (which the
+// access log reads when the request ends), once a stream that may stay open
+// for hours (a GET channel, a listen stream) has read what it needs of them
+// and written its response's head: net/http keeps the request, and the
+// headers it came with (up to 1 MiB), as long as its handler runs, and
+// 16 such streams held 14 MiB. The map is the server's own too (a copy of
+// the request shares it), so its entries go, not just this copy's field;
+// the one kept gets a slice of its own (net/textproto cuts the headers'
+// value slices from one array, which held every value alive).
+func shedHeaders(r *http.Request) {
+	for k, v := range r.Header {
+		if k == "Mcp-Session-Id" {
+			r.Header[k] = append([]string(nil), v...)
+		} else {
+			delete(r.Header, k)
+		}
+	}
 }
 
 // serveResume reattaches a client to a resumable POST stream (Last-Event-ID

@@ -206,6 +206,7 @@ func (h *Handler) serveListen(w http.ResponseWriter, r *http.Request, id []byte,
 	if k.sse(appendEvent(nil, "", appendNotification(nil, "notifications/subscriptions/acknowledged", params))) != nil {
 		return
 	}
+	shedHeaders(r)
 	tick, stop := h.keepAlive()
 	defer stop()
 	wt := waiter{wake: wake, tick: tick, gone: r.Context().Done(), ended: h.closing.Done()}

@@ -42,7 +42,8 @@ const stateKeyMin = 16
 type mrtr struct {
 	client   clientCaps
 	logLevel int // the request's _meta log level, or noLogs
-	// subject is the OAuth subject of the request ("" without oauth): its
+	// subject is the OAuth subject of the request, else the credential its
+	// route's auth hook accepted (Handler.clientKey), "" for neither: its
 	// requestState is bound to it, as the spec advises, so that another
 	// principal cannot finish the call with this one's answers.
 	subject string

@@ -295,6 +295,44 @@ func TestRequestStateBoundToSubject(t *testing.T) {
 	}
 }
 
+// TestRequestStateAndTasksBoundToCredential: without oauth, the credential
+// a route's auth hook accepted binds a 2026-07-28 call's requestState and
+// its task as a token subject does: another client's credential can neither
+// finish the call with this one's answers nor reach its task.
+func TestRequestStateAndTasksBoundToCredential(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Auth: acceptAll})
+	call := func(credential, extra string) reply {
+		return rt.modern("tools/call", `{"name":"ask","arguments":{"keys":["a"],"again":true}`+extra+`}`, "Authorization: Bearer "+credential)
+	}
+	r := call("alice", `,"inputResponses":{"a":{"action":"accept","content":{"pin":"1234"}}}`)
+	state, _ := r.result()["requestState"].(string)
+	if state == "" {
+		t.Fatalf("alice's first round: %s", r.body)
+	}
+	retry := `,"inputResponses":{"again":{"roots":[]}},"requestState":` + mustJSON(state)
+	if r := call("bob", retry); r.errorCode() != -32602 {
+		t.Errorf("bob presenting alice's requestState: %d %s", r.status, r.body)
+	}
+	if r := call("alice", retry); r.result()["resultType"] != "complete" || !strings.Contains(r.text(), "1234") {
+		t.Errorf("alice presenting her requestState: %d %s", r.status, r.body)
+	}
+
+	r = rt.modernWith(metaTasks, "tools/call", `{"name":"task","arguments":{"support":"optional","wait":true}}`, "Authorization: Bearer alice")
+	id, _ := r.result()["taskId"].(string)
+	if id == "" {
+		t.Fatalf("alice's task: %s", r.body)
+	}
+	get := func(credential string) reply {
+		return rt.modernWith(metaTasks, "tasks/get", `{"taskId":`+mustJSON(id)+`}`, "Mcp-Name: "+id, "Authorization: Bearer "+credential)
+	}
+	if r := get("bob"); r.errorCode() != -32602 {
+		t.Errorf("bob polling alice's task: %d %s", r.status, r.body)
+	}
+	if r := get("alice"); r.result()["taskId"] != id {
+		t.Errorf("alice polling her task: %d %s", r.status, r.body)
+	}
+}
+
 // TestOAuthChallengeOddPath: the challenge names the metadata document of a
 // route whose path holds what a URL must escape by a URL that parses to it
 // (it held "%of", or ended the quoted parameter at a '"').

@@ -142,6 +142,10 @@ type quota struct {
 	max atomic.Int64 // 0 = unlimited
 	// warned spaces the log lines of its refusals (Handler.warnAtCap).
 	warned logcap.Throttle
+	// owned counts the places of each client that has a key (takeFor);
+	// guarded by mu, which only those clients' takes and gives pay.
+	mu    sync.Mutex
+	owned map[string]int
 }
 
 // take counts one more holder; false at the cap. A holder gives its place
@@ -156,6 +160,57 @@ func (q *quota) take() bool {
 }
 
 func (q *quota) give() { q.n.Add(-1) }
+
+// clientShareDivisor: one client may hold at most this fraction of a
+// process-wide cap (as of a route's table of requests to clients,
+// maxPendingPerOwner): without it one client with a valid credential took
+// every place (all --max-listens streams, all --max-sessions sessions) and
+// every other client got 503 until it let go.
+const clientShareDivisor = 8
+
+// share is the places one client may hold: an eighth of the cap, at least
+// one; 0 without a cap.
+func (q *quota) share() int {
+	m := q.max.Load()
+	if m <= 0 {
+		return 0
+	}
+	return int(max(m/clientShareDivisor, 1))
+}
+
+// takeFor is take for the client named key (clientKey), within its share.
+// An anonymous client ("") has no share of its own: nothing names it apart
+// from the others (behind a proxy every peer is the proxy).
+func (q *quota) takeFor(key string) bool {
+	if key == "" {
+		return q.take()
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if s := q.share(); s > 0 && q.owned[key] >= s {
+		return false
+	}
+	if !q.take() {
+		return false
+	}
+	if q.owned == nil {
+		q.owned = make(map[string]int)
+	}
+	q.owned[key]++
+	return true
+}
+
+// giveFor gives back a place takeFor took for key.
+func (q *quota) giveFor(key string) {
+	if key != "" {
+		q.mu.Lock()
+		if q.owned[key]--; q.owned[key] <= 0 {
+			delete(q.owned, key)
+		}
+		q.mu.Unlock()
+	}
+	q.give()
+}
 
 // setMax sets the cap; n <= 0 means none. Holders past a lowered cap stay.
 func (q *quota) setMax(n int) { q.max.Store(int64(max(n, 0))) }
@@ -232,7 +287,7 @@ func (h *Hub) remove(s *session) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
-		h.sessionSlots.give()
+		h.sessionSlots.giveFor(s.quota)
 		if len(h.sessions) == 0 {
 			// A map never shrinks: after a peak of idle sessions, give
 			// their buckets back once the last one is gone.

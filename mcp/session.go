@@ -119,7 +119,10 @@ type session struct {
 	// subject is the sub of the access token that opened the session on an
 	// oauth route ("" elsewhere): only tokens of that subject may use it.
 	subject string
-	level   atomic.Int32
+	// quota is the client's key (clientKey) its place of the hub's
+	// sessionSlots counts under: set before join, then only read.
+	quota string
+	level atomic.Int32
 	// tasked is set once a call of the session asked for a task
 	// (task_session.go): its end drops the session's tasks.
 	tasked atomic.Bool
@@ -671,7 +674,7 @@ func (s *session) join(channels []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != sessionLive {
-		s.h.hub.sessionSlots.give() // ended before it joined: its slot was never the hub's to free
+		s.h.hub.sessionSlots.giveFor(s.quota) // ended before it joined: its slot was never the hub's to free
 		return
 	}
 	s.channels = channels

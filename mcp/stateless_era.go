@@ -62,12 +62,13 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	if m.method == methodListen {
 		q, gate = &h.hub.listenSlots, GateProcessListens
 	}
-	if !h.admitOpen(w, start, m, q, gate) {
+	key := h.clientKey(r)
+	if !h.admitOpen(w, start, m, q, key, gate) {
 		return
 	}
 	// What the request holds, given back when it ends, unless its call
 	// became a task (handed): the task's goroutine gives it back then.
-	hd := held{h: h, q: q}
+	hd := held{h: h, q: q, key: key}
 	var handed bool
 	defer func() {
 		if !handed {
@@ -159,11 +160,13 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 			return
 		}
 	}
-	subject := ""
-	if j.call.Auth != nil {
-		subject = j.call.Auth.Subject
+	// Who the call's requestState and task are bound to: the token's
+	// subject, else the credential the auth hook accepted (key).
+	principal := key
+	if j.call.Auth != nil && j.call.Auth.Subject != "" {
+		principal = j.call.Auth.Subject
 	}
-	record, e := h.newRecord(m, spec, &rm, subject, cancel)
+	record, e := h.newRecord(m, spec, &rm, principal, cancel)
 	if e != nil {
 		h.log.Debug("mcp: invalid params", "method", m.method, "err", e.Message)
 		h.observeError(start, m, e.Code)
@@ -175,8 +178,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 	j.call.ClientCapabilities = rm.caps
 	if mayTask {
 		j.call.ClientCapabilities = bytes.Clone(rm.caps)
-		owner := subjectOwner(subject)
-		j.call.tasks = &taskStart{h: h, owner: owner, quota: owner, cancel: cancel, started: make(chan struct{}),
+		j.call.tasks = &taskStart{h: h, owner: key, quota: key, cancel: cancel, started: make(chan struct{}),
 			shed: func() { shedBody(m, j, record) }}
 		j.out.tasks = j.call.tasks
 	}
@@ -274,6 +276,7 @@ func shedBody(m *message, j *job, record *mrtr) {
 type held struct {
 	h       *Handler
 	q       *quota
+	key     string // the client's, whose share of q the request holds
 	cancel  context.CancelCauseFunc
 	tracked *job
 	sess    Session
@@ -289,7 +292,7 @@ func (hd *held) release() {
 	if hd.cancel != nil {
 		hd.cancel(nil)
 	}
-	hd.q.give()
+	hd.q.giveFor(hd.key)
 }
 
 // dispatchMayTask runs a call that may become a task in a goroutine of its
@@ -339,10 +342,7 @@ func (h *Handler) dispatchMayTask(ctx context.Context, r *http.Request, sc scope
 
 // serveTaskMethod answers tasks/get, tasks/update and tasks/cancel.
 func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *message, rm *requestMeta, start time.Time) {
-	owner := ""
-	if a := AuthFromContext(r.Context()); a != nil {
-		owner = subjectOwner(a.Subject)
-	}
+	owner := h.clientKey(r) // as the task's, when the call started it
 	b := getBuf()
 	defer putBuf(b)
 	out, serr := h.taskMethod(*b, m, rm, owner)

@@ -185,14 +185,17 @@ func (h *Handler) resume(ctx context.Context, rs Resumer, sv *SavedSession) erro
 	if !h.reg.reserve() {
 		return fmt.Errorf("the route is at max_sessions or shutting down")
 	}
-	if !h.hub.sessionSlots.take() {
+	// The subject's share, as its initialize counted: its credential, if
+	// it gave one, was not saved.
+	key := subjectOwner(sv.Subject)
+	if !h.hub.sessionSlots.takeFor(key) {
 		h.reg.release()
 		return fmt.Errorf("the process is at its session cap")
 	}
 	sess, err := rs.Resume(ctx, sv.ID, sv.Capabilities, sv.State)
 	if err != nil {
 		h.reg.release()
-		h.hub.sessionSlots.give()
+		h.hub.sessionSlots.giveFor(key)
 		return err
 	}
 	params := []byte(`{}`)
@@ -201,6 +204,7 @@ func (h *Handler) resume(ctx context.Context, rs Resumer, sv *SavedSession) erro
 	}
 	s := newSession(h, sv.ID, sess, &InitResult{Has: sv.Capabilities}, sv.ProtocolVersion, params)
 	s.subject = sv.Subject
+	s.quota = key
 	s.level.Store(int32(levelSeverity(sv.LogLevel)))
 	if !sv.Born.IsZero() {
 		s.born = sv.Born
@@ -209,7 +213,7 @@ func (h *Handler) resume(ctx context.Context, rs Resumer, sv *SavedSession) erro
 	s.nextStream = sv.LastStream
 	s.start()
 	if !h.reg.add(s) {
-		h.hub.sessionSlots.give()
+		h.hub.sessionSlots.giveFor(key)
 		s.terminate("shutdown")
 		return fmt.Errorf("the route began shutting down")
 	}

@@ -324,6 +324,51 @@ func TestSuspendKeepsTasks(t *testing.T) {
 	}
 }
 
+// TestSuspendKeepsCredentialTasks: a task bound to the credential an auth
+// hook accepted stays bound to it across a restart: its client polls it,
+// another client's credential does not reach it.
+func TestSuspendKeepsCredentialTasks(t *testing.T) {
+	f := newFakeServer()
+	rt := newRouteOver(t, savingServer{f}, f, mcp.Options{Auth: acceptAll})
+	r := rt.modernWith(metaTasks, "tools/call", `{"name":"task","arguments":{"support":"optional"}}`, "Authorization: Bearer alice")
+	id, _ := r.result()["taskId"].(string)
+	if id == "" {
+		t.Fatalf("no task: %s", r.body)
+	}
+	get := func(rt *route, credential string) reply {
+		return rt.modernWith(metaTasks, "tasks/get", `{"taskId":`+mustJSON(id)+`}`, "Mcp-Name: "+id, "Authorization: Bearer "+credential)
+	}
+	deadline := time.Now().Add(liveness)
+	for get(rt, "alice").result()["status"] != "completed" {
+		if time.Now().After(deadline) {
+			t.Fatal("the task never completed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, settle, err := rt.h.Suspend(context.Background())
+	settle(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []mcp.SavedTask
+	b, _ := json.Marshal(rt.h.SavedTasks())
+	if err := json.Unmarshal(b, &saved); err != nil || len(saved) != 1 || saved[0].Subject != "" || saved[0].Credential == "" {
+		t.Fatalf("saved %s, %v: want one task with a credential and no subject", b, err)
+	}
+
+	f2 := newFakeServer()
+	rt2 := newRouteOver(t, savingServer{f2}, f2, mcp.Options{Auth: acceptAll})
+	if n := rt2.h.ResumeTasks(saved); n != 1 {
+		t.Fatalf("ResumeTasks: %d", n)
+	}
+	if r := get(rt2, "bob"); r.errorCode() != -32602 {
+		t.Errorf("another credential polling the resumed task: %d %s", r.status, r.body)
+	}
+	if r := get(rt2, "alice"); r.result()["status"] != "completed" {
+		t.Errorf("its credential polling the resumed task: %d %s", r.status, r.body)
+	}
+}
+
 // TestResumeTasksRefuses: a saved task that is not over, has an outcome
 // that does not fit its status, an id of another form, or a ttl out of
 // range is refused; one whose ttl has passed is gone, as it would be.

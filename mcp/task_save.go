@@ -17,13 +17,15 @@ import (
 // A SavedTask is what [Handler.Suspend] keeps of a task that was over.
 type SavedTask struct {
 	ID string `json:"id"`
-	// Subject is the OAuth subject a route's task belongs to ("" for
-	// none, and for a session's task, which belongs to its session).
-	Subject string    `json:"subject,omitempty"`
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
-	TTLMs   int64     `json:"ttlMs"`
-	PollMs  int64     `json:"pollMs"`
+	// Subject is the OAuth subject a route's task belongs to, Credential
+	// the digest of the auth hook's credential it belongs to without one
+	// ("" for none, and for a session's task, which belongs to its session).
+	Subject    string    `json:"subject,omitempty"`
+	Credential string    `json:"credential,omitempty"`
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
+	TTLMs      int64     `json:"ttlMs"`
+	PollMs     int64     `json:"pollMs"`
 	// Status is completed, failed or cancelled; Outcome the result object
 	// (completed) or the error object (failed).
 	Status  string          `json:"status"`
@@ -32,11 +34,16 @@ type SavedTask struct {
 
 // saveLocked returns what Suspend keeps of t, which is over.
 func (t *task) saveLocked() SavedTask {
-	return SavedTask{
-		ID: t.id, Subject: strings.TrimPrefix(t.owner, subjectPrefix),
-		Created: t.created, Updated: t.updated, TTLMs: t.ttl.Milliseconds(), PollMs: t.poll.Milliseconds(),
+	sv := SavedTask{
+		ID: t.id, Created: t.created, Updated: t.updated, TTLMs: t.ttl.Milliseconds(), PollMs: t.poll.Milliseconds(),
 		Status: taskStateNames[t.state], Outcome: t.outcome,
 	}
+	if sub, ok := strings.CutPrefix(t.owner, subjectPrefix); ok {
+		sv.Subject = sub
+	} else if c, ok := strings.CutPrefix(t.owner, credentialPrefix); ok {
+		sv.Credential = c
+	}
+	return sv
 }
 
 // save returns the tasks of owner (a session's) or, with owner "", every
@@ -108,6 +115,9 @@ func (h *Handler) ResumeTasks(saved []SavedTask) int {
 	for i := range saved {
 		sv := &saved[i]
 		owner := subjectOwner(sv.Subject)
+		if sv.Credential != "" {
+			owner = credentialPrefix + sv.Credential
+		}
 		switch err := h.restore(sv, owner, owner); {
 		case err == nil:
 			n++

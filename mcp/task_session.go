@@ -30,11 +30,13 @@ var tasksCapability = []byte(`{"list":{},"cancel":{},"requests":{"tools":{"call"
 // maxTasksPage is how many tasks one tasks/list page holds.
 const maxTasksPage = 100
 
-// The owners of tasks in the route's store (task.owner) are sessions and
-// OAuth subjects, each in a namespace of its own: no subject is a session.
+// The owners of tasks in the route's store (task.owner) are sessions, OAuth
+// subjects and the credentials an auth hook accepted (Handler.clientKey),
+// each in a namespace of its own: no subject is a session.
 const (
-	sessionPrefix = "session "
-	subjectPrefix = "subject "
+	sessionPrefix    = "session "
+	subjectPrefix    = "subject "
+	credentialPrefix = "credential "
 )
 
 // sessionOwner is the owner of a session's tasks.
@@ -49,11 +51,12 @@ func subjectOwner(subject string) string {
 }
 
 // sessionQuota is the key a session's tasks count under (task.quota): its
-// subject's, shared by the subject's other sessions and its 2026-07-28
-// tasks; the session's own without oauth.
+// client's (clientKey: its subject, or its auth hook's credential), shared by
+// the client's other sessions and its 2026-07-28 tasks; the session's own
+// for an anonymous client.
 func sessionQuota(s *session) string {
-	if q := subjectOwner(s.subject); q != "" {
-		return q
+	if s.quota != "" {
+		return s.quota
 	}
 	return sessionOwner(s)
 }
