@@ -187,14 +187,16 @@ func (d *decoder) array(depth int) (lua.LValue, error) {
 	d.pos++ // [
 	d.skipSpace()
 	c := d.c
+	// An empty array is a table too: "[[],[],...]" charged only its
+	// slots held several times the budget.
+	if err := d.charge(sizeTable); err != nil {
+		return nil, err
+	}
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
 		return c.MarkArray(c.l.CreateTable(0, 0)), nil
 	}
 	base := len(c.stack)
-	if err := d.charge(sizeTable); err != nil {
-		return nil, err
-	}
 	for {
 		v, err := d.value(depth)
 		if err != nil {
@@ -237,6 +239,10 @@ func (d *decoder) object(depth int) (lua.LValue, error) {
 	c := d.c
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
+		// An empty object is a table too, without its maps.
+		if err := d.charge(sizeTable); err != nil {
+			return nil, err
+		}
 		return c.MarkObject(c.l.CreateTable(0, 0)), nil
 	}
 	base := len(c.stack)

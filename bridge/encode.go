@@ -63,7 +63,7 @@ func (c *Codec) AppendEncode(dst []byte, v lua.LValue, root string) ([]byte, err
 func (c *Codec) appendValue(buf []byte, v lua.LValue, depth int) ([]byte, *pathError) {
 	switch v := v.(type) {
 	case lua.LString:
-		if !c.room.fits(len(buf) + len(v) + 2) {
+		if !c.fitsString(buf, string(v)) {
 			return buf, errOutgrows()
 		}
 		if out, ok := appendString(buf, string(v)); ok {
@@ -225,6 +225,9 @@ func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, mark
 		if i > 0 {
 			buf = append(buf, ',')
 		}
+		if !c.fitsString(buf, e.s) {
+			return buf, errOutgrows()
+		}
 		var ok bool
 		if buf, ok = appendString(buf, e.s); !ok {
 			return buf, newPathError("key is not valid UTF-8").under(e.k)
@@ -238,6 +241,16 @@ func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, mark
 	clear(c.ents[base:])
 	c.ents = c.ents[:base]
 	return append(buf, '}'), nil
+}
+
+// fitsString reports whether s, written as a JSON string after buf, fits in
+// the room. Escaped, it may be six times its length ("\u0001" for each
+// byte): when that much may not fit, its written length is counted.
+func (c *Codec) fitsString(buf []byte, s string) bool {
+	if len(buf)+6*len(s)+2 <= c.room.room {
+		return true
+	}
+	return c.room.fits(len(buf) + jsontext.Len(s))
 }
 
 // appendString appends s as a JSON string. It reports false if s is not valid

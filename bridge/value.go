@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -249,13 +250,24 @@ func writeSeg(b *strings.Builder, k lua.LValue) {
 	case metaSeg:
 		b.WriteString("<metatable>")
 	case lua.LString:
-		if isIdentifier(string(k)) {
+		if len(k) <= maxPathKey && isIdentifier(string(k)) {
 			b.WriteByte('.')
 			b.WriteString(string(k))
 			return
 		}
 		b.WriteByte('[')
-		b.WriteString(strconv.Quote(string(k)))
+		if len(k) <= maxPathKey {
+			b.WriteString(strconv.Quote(string(k)))
+		} else {
+			// A key of a MiB would make a message of up to four,
+			// nested ones more: its start names it well enough.
+			cut := maxPathKey
+			for cut > maxPathKey-utf8.UTFMax && !utf8.RuneStart(k[cut]) {
+				cut--
+			}
+			b.WriteString(strconv.Quote(string(k[:cut])))
+			b.WriteString("...")
+		}
 		b.WriteByte(']')
 	case lua.LNumber:
 		b.WriteByte('[')
@@ -267,6 +279,9 @@ func writeSeg(b *strings.Builder, k lua.LValue) {
 		b.WriteString(">]")
 	}
 }
+
+// maxPathKey is the longest key a path shows whole.
+const maxPathKey = 64
 
 var luaKeywords = map[string]bool{
 	"and": true, "break": true, "do": true, "else": true, "elseif": true, "end": true,

@@ -9,7 +9,7 @@
 ---@field stdin string? given to the program's standard input
 ---@field timeout_ms integer? default 30000
 ---@field max_bytes integer? bytes kept of stdout and of stderr each, default 1048576 (1 MiB)
----@field env table<string, string>? added to the minimal environment (PATH, HOME, LANG); variables that make a program load other code (LD_*, BASH_ENV, PYTHONPATH, ...) are refused
+---@field env table<string, string>? added to the minimal environment (PATH, HOME, LANG); variables that make a program load other code (LD_*, HOME, OPENSSL_CONF, BASH_ENV, PYTHONPATH, ...) are refused
 
 ---@class exec.Result
 ---@field code integer the exit code (128 + the signal when a signal ended it)

@@ -156,7 +156,7 @@ function mcp.close_stream(ctx) end
 ---2025-era call whose client did not ask for one, a 2026-07-28 client that did not declare the extension, a tool without `execution.taskSupport`, a route that keeps
 ---as many tasks as it may (4,096; 512 per token subject). A second call returns what the first did.
 ---@param ctx mcp.Context
----@param opts {ttl_ms: integer?, poll_ms: integer?}? how long the task and its result stay (default 1 hour, at most a day), and the poll interval the client is told (default 500 ms)
+---@param opts {ttl_ms: integer?, poll_ms: integer?}? how long the task and its result stay (default 1 hour, at most a day), and the poll interval the client is told (default 500 ms, at least 50)
 ---@return boolean
 function mcp.task(ctx, opts) end
 

@@ -7,11 +7,12 @@
 
 ---@class luamcp.Route
 ---Route options. An unknown key or a value of the wrong type makes the script fail to load.
----Under `luamcp serve`, changing `path`, `sessions` or any other option on a running script
----remounts its route: its sessions end with reason "normal" (`call_timeout_ms` excepted: a reload applies it).
+---Under `luamcp serve`, changing `path`, `sessions` or another transport option on a running script
+---remounts its route: its sessions end with reason "normal". `call_timeout_ms`, `memory_limit_mb`,
+---`session_hibernate_ms`, `reuse_lists` and `allow` are applied by a reload: the sessions stay.
 ---@field path string? mount path (default "/mcp/<file name>"); starts with /, no { } ? #
 ---@field sessions boolean? true: session mode (default false: stateless)
----@field origins string[]? allowed Origin values (default {}: any Origin gets 403)
+---@field origins string[]? allowed Origin values (default {}: any Origin but the server's own on a loopback Host gets 403)
 ---@field allow_remote_access boolean? let non-loopback peers and Host values in (default false)
 ---@field page_size integer? page size of every */list result (default 50, >= 1)
 ---@field max_sessions integer? live sessions on this route (default unlimited)
@@ -23,7 +24,7 @@
 ---@field session_keepalive_ms integer? GET-channel keep-alive comment period (default 30000; 0 off)
 ---@field session_buffer_max integer? GET-channel events kept for Last-Event-ID replay (default 256)
 ---@field memory_limit_mb integer? memory each Lua state of the script may hold, in MiB (default 64, >= 1)
----@field reuse_lists boolean? lookups (tools/call, resources/read, prompts/get) reuse a list function's last result while the session state it was given is unchanged (default true); false: they run the function every time, for lists that read globals, upvalues, the clock, math.random or a host module
+---@field reuse_lists boolean? true: lookups (tools/call, resources/read, prompts/get) also reuse any list function's last result while the session state it was given is unchanged; false: they run list functions every time; unset (the default): they reuse a static table, or a function that builds its list from constants alone, and run any other function every time
 ---@field concurrent_tools string[]? tools whose calls run on a copy of the session state, in parallel with its other calls; their state changes are dropped (default {}: every call runs in order on the state)
 ---@field allow luamcp.Allow? what the script may reach through http, fs, env and exec (default {}: nothing)
 ---@field cache_ttl_ms integer? 2026-07-28 era: the ttlMs on lists, reads and server/discover, how long a client may reuse them (default 0, >= 0)
@@ -112,7 +113,7 @@
 ---@field mcp_session_id string? the new session's id (session mode only)
 
 ---@class luamcp.Capabilities
----Sent as given; only the presence of a key gates methods. Advertising resources, prompts or
+---Sent as given (a 2025-11-25 session's initialize adds the experimental tasks capability); only the presence of a key gates methods. Advertising resources, prompts or
 ---completions requires their callbacks (read_resource, get_prompt, complete).
 ---@field tools table?
 ---@field resources {subscribe: boolean?, listChanged: boolean?}?
@@ -128,7 +129,7 @@
 ---rolls them back. On a hot reload, live sessions keep their state and run the new code from
 ---their next call.
 ---@field route luamcp.Route?
----@field auth (fun(request: luamcp.AuthRequest): boolean|integer|nil)? true passes; false/nil 401; a number is the status
+---@field auth (fun(request: luamcp.AuthRequest): boolean|integer|nil)? true passes; false/nil 401; a number from 400 to 599 is the status; anything else (or a crash) is logged and answered 500
 ---@field init fun(params: luamcp.InitParams): luamcp.ServerInfo, luamcp.Capabilities?, any returns server info, capabilities, state
 ---@field tools (fun(state: table): luamcp.Tool[])|luamcp.Tool[] a function, or a table: a static list
 ---@field handle_tool fun(name: string, args: table, ctx: mcp.Context, state: table): (string|luamcp.ToolResult|nil), any?, table?

@@ -6,8 +6,9 @@
 ---@field host string? without brackets or port
 ---@field port integer?
 ---@field path string? decoded
+---@field raw_path string? the path as written, only when url.build would escape path otherwise ("/a%2Fb"); used while it still decodes to path
 ---@field query table<string, string|string[]>? a repeated key maps to the list of its values
----@field raw_query string? the query as written (url.build uses it when query is absent)
+---@field raw_query string? the query as written (url.build uses it when query is absent, or holds the same parameters)
 ---@field fragment string?
 ---@field user string?
 ---@field password string?

@@ -464,7 +464,7 @@ func (p HostPattern) Match(host, port string) bool {
 		return true
 	case subdomains:
 		_, err := netip.ParseAddr(host)
-		return err != nil && strings.HasSuffix(host, "."+p.host)
+		return err != nil && strings.HasSuffix(strings.TrimSuffix(host, "."), "."+p.host)
 	case literalIP:
 		a, err := netip.ParseAddr(host)
 		return err == nil && a.Unmap() == p.addr
@@ -524,6 +524,8 @@ var specialRanges = []netip.Prefix{
 	netip.MustParsePrefix("100::/64"),        // discard-only
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
 	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated): ::127.0.0.1 may reach loopback
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated): a private range where still routed
 }
 
 // --- small helpers ------------------------------------------------------------

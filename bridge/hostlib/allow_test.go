@@ -82,6 +82,8 @@ func TestHostPatternMatch(t *testing.T) {
 		{"*.github.com", "api.github.com", "443", true},
 		{"*.github.com", "a.b.github.com", "443", true},
 		{"*.github.com", "github.com", "443", false},
+		{"*.github.com", "api.github.com.", "443", true}, // a fully qualified name, as an exact pattern takes it
+		{"*.github.com", "github.com.", "443", false},
 		{"*.github.com", "evilgithub.com", "443", false},
 		{"*.1.1", "1.1.1.1", "443", false}, // a wildcard never matches an IP literal by suffix
 		{"*", "anything.example", "80", true},
@@ -111,6 +113,7 @@ func TestPublic(t *testing.T) {
 		"169.254.169.254": false, "fe80::1": false, "fd00::1": false, "0.0.0.0": false, "::": false,
 		"100.64.0.1": false, "::ffff:127.0.0.1": false, "::ffff:10.0.0.1": false, "64:ff9b::7f00:1": false,
 		"224.0.0.1": false, "255.255.255.255": false, "198.18.0.1": false, "2002:7f00:1::": false,
+		"::127.0.0.1": false, "::10.0.0.1": false, "fec0::1": false,
 	} {
 		if got := public(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("public(%s) = %v, want %v", addr, got, want)

@@ -51,22 +51,34 @@ var execOptions = []string{"cwd", "stdin", "timeout_ms", "max_bytes", "env"}
 // shell or an interpreter run code at start-up, since many programs are
 // shell, Python, Perl, Ruby, Node or Java programs underneath. A program
 // that runs commands from its own arguments (sh, env, git -c ...) grants
-// what it runs: that is its grant's meaning, not a variable's.
+// what it runs: that is its grant's meaning, not a variable's. HOME and
+// XDG_CONFIG_HOME are refused too: under them lie the files many programs
+// load at start-up (Python's user site-packages, whose .pth files run code,
+// git's config, whose core.pager or core.fsmonitor is a command).
+// OPENSSL_CONF makes any program linked with OpenSSL load the provider or
+// engine libraries the file names; PYTHONPYCACHEPREFIX makes Python load
+// compiled modules from a folder, CLASSPATH Java classes, GEM_* Ruby's gem
+// plugins.
 var (
-	refusedEnvPrefixes = []string{"LD_", "DYLD_", "BASH_FUNC_", "COR_PROFILER_PATH_", "CORECLR_PROFILER_PATH_"}
-	refusedEnv         = map[string]bool{
+	refusedEnvPrefixes = []string{"LD_", "DYLD_", "BASH_FUNC_", "COR_PROFILER_PATH_", "CORECLR_PROFILER_PATH_",
+		"LUA_INIT", "LUA_PATH", "LUA_CPATH"} // and their versions: LUA_INIT_5_4, ...
+	refusedEnv = map[string]bool{
 		// glibc
 		"GCONV_PATH": true, "GETCONF_DIR": true, "GLIBC_TUNABLES": true, "HOSTALIASES": true,
 		"LOCALDOMAIN": true, "LOCPATH": true, "MALLOC_TRACE": true, "NIS_PATH": true,
 		"NLSPATH": true, "RESOLV_HOST_CONF": true, "RES_OPTIONS": true, "TMPDIR": true, "TZDIR": true,
+		// libraries and files loaded at start-up
+		"HOME": true, "XDG_CONFIG_HOME": true, "OPENSSL_CONF": true, "OPENSSL_CONF_INCLUDE": true,
+		"OPENSSL_MODULES": true, "OPENSSL_ENGINES": true,
 		// shells
 		"BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true, "PS4": true, "IFS": true,
 		"PROMPT_COMMAND": true,
 		// interpreters
 		"PYTHONPATH": true, "PYTHONHOME": true, "PYTHONSTARTUP": true, "PYTHONINSPECT": true,
-		"PERL5OPT": true, "PERL5LIB": true, "PERLLIB": true, "PERL5DB": true,
+		"PYTHONUSERBASE": true, "PYTHONPYCACHEPREFIX": true, "PERL5OPT": true, "PERL5LIB": true, "PERLLIB": true, "PERL5DB": true,
 		"RUBYOPT": true, "RUBYLIB": true, "NODE_OPTIONS": true, "NODE_PATH": true,
-		"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true,
+		"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true, "CLASSPATH": true,
+		"GEM_HOME": true, "GEM_PATH": true,
 		// .NET (Windows and Unix): a profiler or start-up hook is a library
 		// the runtime loads into any .NET program
 		"COR_ENABLE_PROFILING": true, "COR_PROFILER": true, "COR_PROFILER_PATH": true,
@@ -348,6 +360,7 @@ func runProgram(ctx context.Context, spec *execSpec) (*execResult, error) {
 	}
 	// Descendants still in the group die with the call.
 	group.kill()
+	go group.reap()
 	// The child is gone: a writer still blocked on its stdin writes to a
 	// descendant outside the group (setsid) that inherited it. Closing the
 	// pipe here ends the write (pipes are non-blocking, so Close interrupts
@@ -357,9 +370,16 @@ func runProgram(ctx context.Context, spec *execSpec) (*execResult, error) {
 
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
+	// A call that timed out or was cancelled returns its error, not the
+	// output: it does not wait for the pipes at all.
 	select {
 	case <-drained:
+	case <-ctx.Done():
 	case <-time.After(drainGrace):
+	}
+	select {
+	case <-drained:
+	default:
 		pipes[1][0].Close() // unblocks the readers: a process outside the group holds the pipes
 		pipes[2][0].Close()
 		<-drained

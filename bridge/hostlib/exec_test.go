@@ -97,7 +97,9 @@ func TestExec(t *testing.T) {
 		{"code-loading variables refused", `
 			for _, k in ipairs{ "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "GCONV_PATH",
 				"BASH_ENV", "ENV", "SHELLOPTS", "PS4", "PYTHONPATH", "PERL5OPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS",
-				"CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64", "DOTNET_STARTUP_HOOKS", "COR_ENABLE_PROFILING" } do
+				"CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64", "DOTNET_STARTUP_HOOKS", "COR_ENABLE_PROFILING",
+				"HOME", "XDG_CONFIG_HOME", "OPENSSL_CONF", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX", "CLASSPATH", "GEM_PATH",
+				"LUA_INIT", "LUA_INIT_5_4", "LUA_PATH" } do
 				local v, err = exec.run{ "/bin/echo", "x", env = { [k] = "out/x.so" } }
 				eq(v, nil); eq(err, "exec: env." .. k .. " is refused: it would make /bin/echo load code the script chooses")
 			end

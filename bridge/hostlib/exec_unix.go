@@ -33,6 +33,23 @@ func (g procGroup) terminate() { syscall.Kill(-g.pgid, syscall.SIGTERM) }
 // kill ends whatever is left of the group (SIGKILL).
 func (g procGroup) kill() { syscall.Kill(-g.pgid, syscall.SIGKILL) }
 
+// reap waits for the members of the group that became luamcp's children
+// when their parent died: the kernel gives orphans to PID 1 or the nearest
+// child subreaper, and when luamcp is that (the main process of a
+// container), nobody else reaps them and each call that killed some left
+// zombies until the process ids ran out. It waits only for processes of
+// this group, so it never takes the exit status of another call's child,
+// and returns at once (ECHILD) when luamcp is not their reaper. Call it once
+// the child was waited for and the group killed; it blocks while a killed
+// member is still dying, so it runs on a goroutine of its own.
+func (g procGroup) reap() {
+	for {
+		if _, err := syscall.Wait4(-g.pgid, nil, 0, nil); err != nil && err != syscall.EINTR {
+			return
+		}
+	}
+}
+
 // release frees what the group holds in this process: nothing on Unix.
 func (g procGroup) release() {}
 

@@ -74,6 +74,10 @@ func (g procGroup) kill() { windows.TerminateJobObject(g.job, 1) }
 // release closes the job, which kills what it still holds.
 func (g procGroup) release() { windows.CloseHandle(g.job) }
 
+// reap does nothing on Windows: a process there leaves no zombie to wait
+// for.
+func (g procGroup) reap() {}
+
 // childEnv are the variables of the process environment a child inherits:
 // on Windows also those many programs cannot start without.
 var childEnv = []string{"PATH", "PATHEXT", "SYSTEMROOT", "WINDIR", "COMSPEC", "TEMP", "TMP", "USERPROFILE"}

@@ -174,7 +174,9 @@ func fsFail(L *lua.LState, p fsPath, err error) int {
 
 // fs.read(path [, {max_bytes=}]) -> the file's bytes | nil, message
 func fsRead(s *State, L *lua.LState) int {
-	max := intField(L, optTable(L, 2), "fs.read", "max_bytes", defaultReadMax, 0, maxReadMax)
+	opts := optTable(L, 2)
+	onlyOptions(L, opts, "fs.read", "max_bytes")
+	max := intField(L, opts, "fs.read", "max_bytes", defaultReadMax, 0, maxReadMax)
 	root, p := s.open(L, readAccess)
 	if root == nil {
 		return 2
@@ -274,7 +276,13 @@ func replaceFile(root *os.Root, rel, data string) error {
 	}
 	var suffix [6]byte
 	rand.Read(suffix[:])
-	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".tmp-"+hex.EncodeToString(suffix[:]))
+	// The temporary file is named after the file, unless that would make
+	// its name longer than a folder takes (255 bytes) when the file's is not.
+	base := filepath.Base(rel)
+	if len(base) > 200 {
+		base = ""
+	}
+	tmp := filepath.Join(filepath.Dir(rel), "."+base+".tmp-"+hex.EncodeToString(suffix[:]))
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err

@@ -1,11 +1,11 @@
 package hostlib
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -53,7 +53,8 @@ type httpSpec struct {
 	method      string
 	url         *url.URL
 	headers     map[string]string
-	body        []byte
+	body        string // sent when hasBody; a raw body is the script's own string, not a copy
+	hasBody     bool
 	contentType string
 	timeout     time.Duration
 	max         int64
@@ -62,6 +63,11 @@ type httpSpec struct {
 	// of httpSpec.
 	room   *share
 	follow bool
+	// built is what reading the table made outside the state, besides the
+	// script's own strings: the parsed URL (at most as long as the script's),
+	// the query and an encoded body. request_all holds every spec at once,
+	// so together they must fit the budget's room.
+	built int64
 }
 
 // httpResult is one response, read whole.
@@ -143,7 +149,7 @@ func (s *State) request(L *lua.LState, t *lua.LTable, fname string, set func(*lu
 	if err != nil {
 		return fail(L, "%v", err)
 	}
-	spec.room = newShare(room(L, spec.max))
+	spec.room = newShare(room(L, spec.max+maxHeaderBytes))
 	res, err := lib.do(s.ctx(), spec)
 	if err != nil {
 		return fail(L, "%v", err)
@@ -170,12 +176,26 @@ func httpRequestAll(s *State, L *lua.LState) int {
 	specs := make([]*httpSpec, n)
 	results := make([]*httpResult, n)
 	errs := make([]error, n)
+	built, avail := int64(0), int64(-1)
 	for i := range n {
 		t, ok := list.RawGetInt(i + 1).(*lua.LTable)
 		if !ok {
 			L.ArgError(1, fmt.Sprintf("request %d is %s, not a table", i+1, describe(list.RawGetInt(i+1))))
 		}
 		specs[i], errs[i] = s.httpSpec(L, lib, t, fmt.Sprintf("http.request_all[%d]", i+1))
+		// What the specs built (encoded bodies, queries) is held in Go
+		// memory until every request is done, out of the budget's sight:
+		// together it must fit the room the budget has (measured once).
+		if specs[i] != nil && specs[i].built > 0 {
+			if avail < 0 {
+				avail = room(L, math.MaxInt64)
+			}
+			if built+specs[i].built > avail {
+				specs[i], errs[i] = nil, budgetError(L, "http", built+specs[i].built)
+				continue
+			}
+			built += specs[i].built
+		}
 	}
 	// The budget's room is found once (it may take a walk of the state)
 	// and shared: the bodies draw on it as they are read, so that together
@@ -184,10 +204,14 @@ func httpRequestAll(s *State, L *lua.LState) int {
 	var most int64
 	for _, spec := range specs {
 		if spec != nil {
-			most += spec.max
+			most += spec.max + maxHeaderBytes
 		}
 	}
-	free := newShare(room(L, most))
+	if avail < 0 {
+		avail = room(L, most)
+	}
+	// What the specs built is held as long: it takes its part of the room.
+	free := newShare(max(min(avail, most+built)-built, 0))
 	for _, spec := range specs {
 		if spec != nil {
 			spec.room = free
@@ -263,12 +287,14 @@ func (s *State) httpSpec(L *lua.LState, lib *Lib, t *lua.LTable, fname string) (
 	}
 	bodies := 0
 	if b := field(t, "body"); b != lua.LNil {
-		spec.body = []byte(stringField(L, t, fname, "body", ""))
+		spec.body, spec.hasBody = stringField(L, t, fname, "body", ""), true
 		bodies++
 	}
 	var jsonErr error
 	if j := field(t, "json"); j != lua.LNil {
-		spec.body, jsonErr = s.codec.Encode(j, "json")
+		var b []byte
+		b, jsonErr = s.codec.Encode(j, "json")
+		spec.body, spec.hasBody, spec.built = string(b), true, int64(len(b))
 		spec.contentType = "application/json"
 		bodies++
 	}
@@ -277,7 +303,8 @@ func (s *State) httpSpec(L *lua.LState, lib *Lib, t *lua.LTable, fname string) (
 		if !ok {
 			L.RaiseError("%s: form must be a table, got %s", fname, describe(f))
 		}
-		spec.body = []byte(encodeQuery(L, ft, fname+": form"))
+		spec.body, spec.hasBody = encodeQuery(L, ft, fname+": form"), true
+		spec.built = int64(len(spec.body))
 		spec.contentType = "application/x-www-form-urlencoded"
 		bodies++
 	}
@@ -301,6 +328,7 @@ func (s *State) httpSpec(L *lua.LState, lib *Lib, t *lua.LTable, fname string) (
 		return nil, err
 	}
 	spec.url = u
+	spec.built += int64(len(raw) + len(query))
 	return spec, nil
 }
 
@@ -456,8 +484,8 @@ func (l *Lib) do(ctx context.Context, spec *httpSpec) (*httpResult, error) {
 		}
 	}()
 	var body io.Reader
-	if spec.body != nil {
-		body = bytes.NewReader(spec.body)
+	if spec.hasBody {
+		body = strings.NewReader(spec.body)
 	}
 	req, err := http.NewRequestWithContext(ctx, spec.method, spec.url.String(), body)
 	if err != nil {
@@ -477,13 +505,46 @@ func (l *Lib) do(ctx context.Context, spec *httpSpec) (*httpResult, error) {
 		return nil, l.failure(parent, ctx, spec, err)
 	}
 	defer resp.Body.Close()
-	if resp.ContentLength > spec.max {
+	// The headers wait in Go memory with the body (in request_all, until
+	// every request is done): they draw on the room too.
+	hb := headerBytes(resp.Header)
+	if !spec.room.take(hb) {
+		return nil, fmt.Errorf("http: the response headers would exceed the script's memory limit")
+	}
+	res, err := l.readResponse(parent, ctx, spec, resp)
+	if err != nil {
+		spec.room.give(hb)
+		return nil, err
+	}
+	return res, nil
+}
+
+// headerBytes is what a response's headers hold: their names and values.
+func headerBytes(h http.Header) int64 {
+	var n int64
+	for k, vs := range h {
+		n += int64(len(k))
+		for _, v := range vs {
+			n += int64(len(v))
+		}
+	}
+	return n
+}
+
+// readResponse reads the body of resp, whose headers do has drawn.
+func (l *Lib) readResponse(parent, ctx context.Context, spec *httpSpec, resp *http.Response) (*httpResult, error) {
+	size := resp.ContentLength
+	if resp.Request.Method == http.MethodHead {
+		// Its Content-Length is what a GET would return; it has no body.
+		size = 0
+	}
+	if size > spec.max {
 		return nil, fmt.Errorf("http: response body is larger than max_bytes (%d)", spec.max)
 	}
-	if resp.ContentLength > spec.room.left() {
-		return nil, fmt.Errorf("http: a body of %d bytes would exceed the script's memory limit", resp.ContentLength)
+	if size > spec.room.left() {
+		return nil, fmt.Errorf("http: a body of %d bytes would exceed the script's memory limit", size)
 	}
-	b, err := readBody(resp.Body, resp.ContentLength, spec.max, spec.room)
+	b, err := readBody(resp.Body, size, spec.max, spec.room)
 	switch {
 	case errors.Is(err, errTooLarge):
 		return nil, fmt.Errorf("http: response body is larger than max_bytes (%d)", spec.max)
@@ -506,6 +567,12 @@ func (l *Lib) failure(parent, ctx context.Context, spec *httpSpec, err error) er
 		return l.callEnded(parent)
 	case ctx.Err() != nil:
 		return fmt.Errorf("http: timed out after %d ms", spec.timeout.Milliseconds())
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		// Its text names the DNS server, an internal address the script
+		// would hand on to clients: the name and the cause are enough.
+		return fmt.Errorf("http: %s: lookup %s: %s", spec.url.Host, dnsErr.Name, dnsErr.Err)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,4 +192,52 @@ func TestHTTPBeforeGrants(t *testing.T) {
 	L, _ := newLua(t, nil)
 	runCases(t, L, []luaCase{{"refused", `local v, err = http.get("http://example.com/"); eq(v, nil)
 		eq(err, "http: not available while the script's main chunk runs (call it from init or a callback)")`}})
+}
+
+// TestHTTPHeadOfALargeResource: a HEAD response has no body, whatever its
+// Content-Length says (the size of what a GET would return): it is a
+// response with an empty body, not "larger than max_bytes" nor past the
+// memory budget, and draws nothing from it (request_all).
+func TestHTTPHeadOfALargeResource(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("mib"))
+		w.Header().Set("Content-Length", strconv.Itoa(n<<20))
+		if r.Method != http.MethodHead {
+			w.Write(make([]byte, n<<20))
+		}
+	})
+	mux.HandleFunc("/small", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, strings.Repeat("x", 7<<20)) })
+	api := httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	L, _ := newLua(t, newLib(t, t.TempDir(), fmt.Sprintf(`{ http = { %q } }`, strings.TrimPrefix(api.URL, "http://"))))
+	L.SetMemoryLimit(16 << 20)
+	L.SetGlobal("BASE", lstr(api.URL))
+	runCases(t, L, []luaCase{
+		{"head", `local r, err = http.request{ method = "HEAD", url = BASE .. "/file?mib=64" }; eq(err, nil)
+			eq(r.status, 200); eq(r.body, ""); eq(r.headers["content-length"], tostring(64 * 1024 * 1024))`},
+		{"head within max_bytes", `local r, err = http.request{ method = "HEAD", url = BASE .. "/file?mib=64", max_bytes = 1 }; eq(err, nil); eq(r.body, "")`},
+		// The HEAD's Content-Length fits the budget, but with the GET's
+		// body, it would not.
+		{"request_all", `local rs = http.request_all{ { method = "HEAD", url = BASE .. "/file?mib=9" }, { url = BASE .. "/small" } }
+			eq(rs[1][2], nil, "HEAD"); eq(rs[2][2], nil, "GET"); eq(#rs[2][1].body, 7 * 1024 * 1024)`},
+	})
+}
+
+// TestHTTPFailureHidesTheResolver: a failed lookup's message names the host
+// looked up and the cause, not the address of the host's DNS server (an
+// internal address, which scripts hand on to clients with the message).
+func TestHTTPFailureHidesTheResolver(t *testing.T) {
+	lib := &Lib{}
+	u, _ := url.Parse("http://nonexistent.example/")
+	spec := &httpSpec{url: u, timeout: time.Second}
+	for _, err := range []error{
+		&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "nonexistent.example", Server: "10.255.255.53:53", IsNotFound: true}},
+		&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "i/o timeout", Name: "nonexistent.example", Server: "10.255.255.53:53", IsTimeout: true}},
+	} {
+		msg := lib.failure(context.Background(), context.Background(), spec, &url.Error{Op: "Get", URL: u.String(), Err: err}).Error()
+		if strings.Contains(msg, "10.255.255.53") || !strings.Contains(msg, "nonexistent.example") {
+			t.Errorf("message %q: want the host named, not the resolver", msg)
+		}
+	}
 }

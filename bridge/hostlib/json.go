@@ -24,6 +24,7 @@ var jsonModule = module{
 // json.encode(v [, {indent = true}]) -> text | nil, message
 func jsonEncode(s *State, L *lua.LState) int {
 	opts := optTable(L, 2)
+	onlyOptions(L, opts, "json.encode", "indent")
 	indent := boolField(L, opts, "json.encode", "indent", false)
 	b, err := s.codec.Encode(L.Get(1), "value")
 	if err != nil {

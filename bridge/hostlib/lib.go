@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -208,6 +209,20 @@ func optTable(L *lua.LState, n int) *lua.LTable {
 	}
 	L.TypeError(n, lua.LTTable)
 	return nil
+}
+
+// onlyOptions raises when options table t (nil: none) has a key other than
+// keys: an unknown option key is a programmer's mistake (script-api.md,
+// "Outcomes").
+func onlyOptions(L *lua.LState, t *lua.LTable, fname string, keys ...string) {
+	if t == nil {
+		return
+	}
+	t.ForEach(func(k, _ lua.LValue) {
+		if ks, ok := k.(lua.LString); !ok || !slices.Contains(keys, string(ks)) {
+			L.RaiseError("%s: unknown option %s (want %s)", fname, describe(k), strings.Join(keys, ", "))
+		}
+	})
 }
 
 // field reads an option of an options table: nil when absent.

@@ -106,16 +106,17 @@ func reArgs(L *lua.LState) (*pattern, string) {
 }
 
 // limitArg reads the optional count n at argument i: -1 (all, up to
-// maxMatches) when absent.
+// maxMatches) when absent. A count past maxMatches is maxMatches: read as an
+// int, math.huge or 2^63 would be math.MinInt64 on amd64, and raise.
 func limitArg(L *lua.LState, i int) int {
 	if L.Get(i) == lua.LNil {
 		return -1
 	}
-	n := L.CheckInt(i)
-	if n < 0 {
+	n := float64(L.CheckNumber(i))
+	if !(n >= 0) { // NaN too
 		L.ArgError(i, "a count >= 0 expected")
 	}
-	return n
+	return int(min(n, maxMatches))
 }
 
 // searchLimit is what regexp's FindAll and Split take for a count n from
@@ -177,12 +178,29 @@ func reFindAll(_ *State, L *lua.LState) int {
 	if p == nil {
 		return 2
 	}
+	groups := p.re.NumSubexp()
+	per := int64(sizeItem) // what one match costs
+	if groups > 0 {
+		per = sizeList + int64(groups)*sizeItem
+	}
+	// regexp builds every match's captures before the list is charged:
+	// a pattern of a thousand empty groups matched at each of 100,000
+	// places is 1.6 GB of strings. Search for no more matches than the
+	// whole budget could hold, and one more to tell that they do not fit
+	// (keep then charges what was found against what is left).
+	limit := searchLimit(n)
+	if most := L.MemoryLimit() / per; L.MemoryLimit() > 0 && most < int64(limit) {
+		limit = int(most) + 1
+	}
 	out := L.CreateTable(0, 0)
-	ms := p.findAll(L, s, searchLimit(n))
+	ms := p.findAll(L, s, limit)
+	if size := int64(len(ms)) * per; pastLimit(L, size) {
+		return fail(L, "%v", budgetError(L, "re.find_all", size))
+	}
 	if tooMany(L, n, len(ms), "matches") {
 		return 2
 	}
-	if groups := p.re.NumSubexp(); groups == 0 {
+	if groups == 0 {
 		if err := keep(L, "re.find_all", len(ms)*sizeItem); err != nil {
 			return fail(L, "%v", err)
 		}

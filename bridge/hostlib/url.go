@@ -1,6 +1,8 @@
 package hostlib
 
 import (
+	"errors"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -44,10 +46,16 @@ var urlModule = module{
 	},
 }
 
-// url.parse(u) -> {scheme=, host=, port=, path=, query={k=v}, fragment=,
-// user=, password=, raw_query=} | nil, message. host has no brackets and no
-// port; port is a number, or nil when the URL gives none. A key repeated in
-// the query maps to the list of its values. Absent parts are nil.
+// urlParts are the keys of the table url.parse returns and url.build takes.
+var urlParts = []string{"scheme", "host", "port", "path", "raw_path", "query", "fragment", "user", "password", "raw_query"}
+
+// url.parse(u) -> {scheme=, host=, port=, path=, raw_path=, query={k=v},
+// fragment=, user=, password=, raw_query=} | nil, message. host has no
+// brackets and no port; port is a number, or nil when the URL gives none.
+// raw_path is the path as written, only when that is not how url.build
+// would escape path (an escaped slash, "/a%2Fb", means another resource than
+// "/a/b"). A key repeated in the query maps to the list of its values.
+// Absent parts are nil.
 func urlParse(_ *State, L *lua.LState) int {
 	u, err := url.Parse(L.CheckString(1))
 	if err != nil {
@@ -82,6 +90,7 @@ func urlParse(_ *State, L *lua.LState) int {
 		path = u.Opaque
 	}
 	set("path", path)
+	set("raw_path", u.RawPath)
 	set("fragment", u.Fragment)
 	set("raw_query", u.RawQuery)
 	if u.User != nil {
@@ -128,10 +137,14 @@ func parsedSize(u *url.URL, values url.Values) int {
 	return n
 }
 
-// urlCause shortens url.Parse's errors, which repeat the whole input.
+// urlCause shortens url.Parse's errors, which repeat the whole input, and
+// some of which name Go's package ("net/url: invalid control character").
 func urlCause(err error) error {
 	if ue, ok := err.(*url.Error); ok {
-		return ue.Err
+		err = ue.Err
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "net/url: "); ok {
+		return errors.New(msg)
 	}
 	return err
 }
@@ -142,11 +155,16 @@ func urlCause(err error) error {
 func urlBuild(_ *State, L *lua.LState) int {
 	parts := L.CheckTable(1)
 	const fname = "url.build"
+	// A misspelt part (hostname =) would be left out of the URL unseen.
+	onlyOptions(L, parts, fname, urlParts...)
 	u := url.URL{
 		Scheme:   stringField(L, parts, fname, "scheme", ""),
 		Path:     stringField(L, parts, fname, "path", ""),
 		Fragment: stringField(L, parts, fname, "fragment", ""),
 		RawQuery: stringField(L, parts, fname, "raw_query", ""),
+		// Used only while it is an escaping of Path (net/url checks): a
+		// changed path is escaped afresh.
+		RawPath: stringField(L, parts, fname, "raw_path", ""),
 	}
 	host := stringField(L, parts, fname, "host", "")
 	if field(parts, "port") != lua.LNil { // port 0 is a port too
@@ -157,22 +175,38 @@ func urlBuild(_ *State, L *lua.LState) int {
 	} else {
 		u.Host = host
 	}
-	if user := stringField(L, parts, fname, "user", ""); user != "" {
-		if pw := field(parts, "password"); pw != lua.LNil {
-			u.User = url.UserPassword(user, stringField(L, parts, fname, "password", ""))
-		} else {
-			u.User = url.User(user)
-		}
+	// url.parse gives a password without a user ("http://:pw@h/") too.
+	user := stringField(L, parts, fname, "user", "")
+	if pw := field(parts, "password"); pw != lua.LNil {
+		u.User = url.UserPassword(user, stringField(L, parts, fname, "password", ""))
+	} else if user != "" {
+		u.User = url.User(user)
 	}
-	if u.Host != "" && u.Path != "" && !strings.HasPrefix(u.Path, "/") {
+	switch {
+	case u.Host != "" && u.Path != "" && !strings.HasPrefix(u.Path, "/"):
 		u.Path = "/" + u.Path
+	case u.Scheme != "" && u.Host == "" && u.User == nil && u.Path != "" && !strings.HasPrefix(u.Path, "/"):
+		// An opaque URL (mailto:ann@x, urn:isbn:1): url.parse gives its
+		// opaque part, as written, as path. Written as a path it would
+		// follow "//" and become an authority: mailto://ann@x names the
+		// host x.
+		u.Opaque, u.Path = u.Path, ""
 	}
 	switch q := field(parts, "query").(type) {
 	case *lua.LNilType:
 	case lua.LString:
 		u.RawQuery = strings.TrimPrefix(string(q), "?")
 	case *lua.LTable:
+		raw := u.RawQuery
 		u.RawQuery = encodeQuery(L, q, fname+": query")
+		// url.parse gives the query twice: as a table, and as written
+		// (raw_query). While the table says what raw_query says, the query
+		// is written as it was: encoding the table sorts its keys, writes
+		// "x" as "x=" and "%20" as "+", and drops the pairs url.parse could
+		// not take apart ("a=1;b=2").
+		if raw != "" && sameQuery(u.RawQuery, raw) {
+			u.RawQuery = raw
+		}
 	default:
 		L.RaiseError("%s: query must be a table or a string, got %s", fname, describe(q))
 	}
@@ -183,6 +217,14 @@ func urlBuild(_ *State, L *lua.LState) int {
 	}
 	L.Push(lua.LString(s))
 	return 1
+}
+
+// sameQuery reports whether two query strings hold the same parameters, as
+// url.parse reads them.
+func sameQuery(a, b string) bool {
+	va, _ := url.ParseQuery(a)
+	vb, _ := url.ParseQuery(b)
+	return maps.EqualFunc(va, vb, slices.Equal)
 }
 
 // encodeQuery encodes a table of parameters as a query string, keys sorted.
@@ -213,7 +255,15 @@ func encodeQuery(L *lua.LState, t *lua.LTable, what string) string {
 			L.RaiseError("%s: a key is not a string: %s", what, describe(k))
 		}
 		if list, ok := v.(*lua.LTable); ok {
-			for i := 1; i <= list.Len(); i++ {
+			// Only a list: the keys of any other table would vanish.
+			n := list.Len()
+			list.ForEach(func(i, _ lua.LValue) {
+				if f, ok := i.(lua.LNumber); !ok || f < 1 || f > lua.LNumber(n) || f != lua.LNumber(int(f)) {
+					L.RaiseError("%s.%s must be a string, number or boolean, or a list of them, got a table with the key %s",
+						what, string(ks), describe(i))
+				}
+			})
+			for i := 1; i <= n; i++ {
 				add(string(ks), scalar(L, list.RawGetInt(i), what+"."+string(ks)))
 			}
 			return

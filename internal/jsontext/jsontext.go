@@ -61,3 +61,34 @@ func AppendString(dst []byte, s string) (out []byte, valid bool) {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"'), valid
 }
+
+// Len returns the length of the literal AppendString writes for s, without
+// writing it: an escape makes one byte six ("\u0001"), so a caller bounding
+// what it builds cannot go by len(s).
+func Len(s string) int {
+	n := 2 // the quotes
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c >= 0x20 && c != '"' && c != '\\':
+				n++
+			case c == '"', c == '\\', c == '\n', c == '\r', c == '\t', c == '\b', c == '\f':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}

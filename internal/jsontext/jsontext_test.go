@@ -23,6 +23,9 @@ func TestAppendString(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, valid := AppendString([]byte("x"), tt.in)
+		if n := Len(tt.in); n != len(got)-1 {
+			t.Errorf("Len(%q) = %d, AppendString wrote %d bytes", tt.in, n, len(got)-1)
+		}
 		if string(got) != "x"+tt.want || valid != tt.valid {
 			t.Errorf("AppendString(%q) = %s, %v; want %s, %v", tt.in, got[1:], valid, tt.want, tt.valid)
 		}
