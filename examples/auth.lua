@@ -3,8 +3,9 @@
 -- Every request passes these gates, in order, before it reaches a callback:
 --   1. the peer and the Host header must be loopback (unless
 --      route.allow_remote_access = true): otherwise 403;
---   2. an Origin header, when present, must be one of route.origins:
---      otherwise 403 (a request without Origin, like curl's, passes);
+--   2. an Origin header, when present, must be one of route.origins (or
+--      the server's own origin on a loopback Host): otherwise 403 (a
+--      request without Origin, like curl's, passes);
 --   3. the auth function below.
 --
 -- Try it (after copying this file into the scripts folder):
@@ -14,9 +15,10 @@
 --     -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}'
 -- Without the Authorization header the answer is 401.
 
--- Scripts cannot read files or the environment (see the sandbox in the
--- README), so the token is written here. Keep real tokens out of version
--- control: generate this file at deploy time, or use a reverse proxy.
+-- The token is written here to keep the example short. Keep real tokens out
+-- of version control: grant the variable (route.allow.env = { "AUTH_TOKEN" })
+-- and read it with require("env").get("AUTH_TOKEN") in auth (the capability
+-- modules work in every callback, not while the main chunk runs).
 local TOKEN = "change-me"
 
 return {
@@ -28,7 +30,8 @@ return {
 
   -- auth(request) sees the method, the path, the headers (lower-case
   -- names) and the peer address. Return true to let the request in, false
-  -- or nothing for 401, or a number for another status.
+  -- or nothing for 401, or a number from 400 to 599 for another status
+  -- (anything else is logged and answered 500).
   auth = function(request)
     local header = request.headers["authorization"]
     if header == "Bearer " .. TOKEN then
