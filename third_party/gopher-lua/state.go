@@ -875,6 +875,12 @@ func (ls *LState) rawFrameFuncName(fr *callFrame) string {
 func (ls *LState) frameFuncName(fr *callFrame) (string, bool) {
 	frame := fr.Parent
 	if frame == nil {
+		// patched for luamcp: a host calls a script's functions from Go,
+		// so the bottom frame is a function, not the chunk: name it as
+		// Lua 5.1 does (every callback's traceback ended "in main chunk").
+		if !fr.Fn.IsG && fr.Fn.Proto.LineDefined > 0 {
+			return fmt.Sprintf("<%v:%v>", fr.Fn.Proto.SourceName, fr.Fn.Proto.LineDefined), false
+		}
 		if ls.Parent == nil {
 			return "main chunk", true
 		} else {

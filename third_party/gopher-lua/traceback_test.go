@@ -54,3 +54,21 @@ func TestTracebackEmptyFunctionName(t *testing.T) {
 		t.Errorf("got %v, want the error with a traceback naming function ''", err)
 	}
 }
+
+// A function a host calls from Go is named by where it is defined, as in
+// Lua 5.1, not "main chunk": the bottom frame of every callback's traceback.
+func TestTracebackHostCalledFunction(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	if err := L.DoString("f = function()\n  error('boom')\nend"); err != nil {
+		t.Fatal(err)
+	}
+	err := L.CallByParam(P{Fn: L.GetGlobal("f"), NRet: 0, Protect: true})
+	if err == nil || !strings.Contains(err.Error(), "in function <<string>:1>") || strings.Contains(err.Error(), "main chunk") {
+		t.Errorf("got %v, want a traceback naming function <<string>:1>", err)
+	}
+	err = L.DoString("error('boom')")
+	if err == nil || !strings.Contains(err.Error(), "in main chunk") {
+		t.Errorf("a chunk: got %v, want a traceback naming the main chunk", err)
+	}
+}
