@@ -187,15 +187,40 @@ func mathRandom(L *LState) int {
 	switch L.GetTop() {
 	case 0:
 		L.Push(LNumber(rand.Float64()))
+	// patched for luamcp: an empty interval is Lua 5.1's argument error,
+	// not rand.Intn's Go panic ("invalid argument to Intn"), and an
+	// interval wider than an int no longer overflows into one.
 	case 1:
-		n := L.CheckInt(1)
-		L.Push(LNumber(rand.Intn(n) + 1))
+		n := L.CheckInt64(1)
+		if n < 1 {
+			L.ArgError(1, "interval is empty")
+		}
+		L.Push(LNumber(randomIn(1, n)))
 	default:
-		min := L.CheckInt(1)
-		max := L.CheckInt(2) + 1
-		L.Push(LNumber(rand.Intn(max-min) + min))
+		min := L.CheckInt64(1)
+		max := L.CheckInt64(2)
+		if min > max {
+			L.ArgError(2, "interval is empty")
+		}
+		L.Push(LNumber(randomIn(min, max)))
 	}
 	return 1
+}
+
+// randomIn returns a uniformly random integer in [min, max], min <= max.
+func randomIn(min, max int64) int64 {
+	span := uint64(max) - uint64(min) + 1 // 0: the whole range of int64
+	if span == 0 {
+		return int64(rand.Uint64())
+	}
+	if span <= math.MaxInt64 {
+		return min + rand.Int63n(int64(span))
+	}
+	for { // more than half of all values: rejection takes few draws
+		if x := rand.Uint64(); x < span {
+			return min + int64(x)
+		}
+	}
 }
 
 func mathRandomseed(L *LState) int {
