@@ -13,7 +13,8 @@ import (
 // text in Go from values a script may pass many times over (one 1 MiB string
 // 200 times, by unpack), so a call under a 16 MiB budget allocated hundreds
 // of MiB. print builds no more than the log keeps; string.format charges
-// every string argument at twice its length (%x hex-encodes it) and fails.
+// every string argument %s prints whole and fails, and takes a string
+// under a numeric verb as a number (a type error, nothing built).
 func TestOneValueManyTimesWithinTheBudget(t *testing.T) {
 	s, logs := loadSource(t, "many.lua", `
 return {
@@ -33,13 +34,14 @@ return {
 }`)
 	for _, tc := range []struct {
 		name, args string
-		want       string // the result; "" for "memory limit exceeded"
+		want       string // the result; an error; "" for "memory limit exceeded"
 	}{
 		{"print", `{"kind":"print","n":200}`, "printed"},
-		{"format %x", `{"kind":"format","verb":"%x","n":100}`, ""},
-		{"format %d", `{"kind":"format","verb":"%d","n":100}`, ""},
+		{"format %x", `{"kind":"format","verb":"%x","n":100}`, "number expected, got string"},
+		{"format %d", `{"kind":"format","verb":"%d","n":100}`, "number expected, got string"},
 		{"format %s", `{"kind":"format","verb":"%s","n":200}`, ""},
-		{"format %x fits", `{"kind":"format","verb":"%x","n":2}`, strconv.Itoa(4 << 20)},
+		{"format %q", `{"kind":"format","verb":"%q","n":200}`, ""},
+		{"format %s fits", `{"kind":"format","verb":"%s","n":2}`, strconv.Itoa(2 << 20)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ss, _ := open(t, s, "")
@@ -55,6 +57,10 @@ return {
 			case tc.want == "":
 				if err == nil || !strings.Contains(err.Error(), "memory limit exceeded") {
 					t.Errorf("got %s, %v; want the error memory limit exceeded", res, err)
+				}
+			case strings.Contains(tc.want, " "): // an error
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("got %s, %v; want the error %s", res, err, tc.want)
 				}
 			case err != nil:
 				t.Errorf("error %v, want %s", err, tc.want)

@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"fmt"
 	"strings"
 	"unsafe"
 
@@ -136,13 +135,7 @@ func strFind(L *LState) int {
 func strFormat(L *LState) int {
 	str := L.CheckString(1)
 	L.charge(formatSize(L, str)) // patched for luamcp
-	args := make([]interface{}, L.GetTop()-1)
-	top := L.GetTop()
-	for i := 2; i <= top; i++ {
-		args[i-2] = L.Get(i)
-	}
-	npat := strings.Count(str, "%") - strings.Count(str, "%%")
-	L.Push(LString(fmt.Sprintf(str, args[:intMin(npat, len(args))]...)))
+	L.Push(LString(strFormatLua(L, str)))
 	return 1
 }
 
@@ -536,8 +529,8 @@ func (ls *LState) findPattern(pat *pm.Pattern, str string, init int) *pm.MatchDa
 }
 
 // formatSize is an upper bound of the length of string.format(f, ...) with
-// the arguments on L's stack. Widths and precisions have at most two digits,
-// as in Lua 5.1: Go's fmt would pad to any width.
+// the arguments on L's stack (strFormatLua formats it). Widths and
+// precisions have at most two digits, as in Lua 5.1.
 func formatSize(L *LState, f string) int {
 	size := len(f)
 	arg := 2
@@ -563,16 +556,13 @@ func formatSize(L *LState, f string) int {
 		}
 		n := 512 // a number: at most 99 digits of precision, 309 of exponent
 		if s, ok := L.Get(arg).(LString); ok {
-			// Any verb may print a string whole: %x and %X hex-encode it
-			// (twice its length), a verb Go does not know for it prints it
-			// inside %!d(...). Only %s is known to print it as it is.
+			// %s prints a string whole, %q escapes it (\000 for a zero
+			// byte at worst); any other verb takes it as a number.
 			switch {
 			case i < len(f) && f[i] == 's':
 				n = max(len(s), 99)
 			case i < len(f) && f[i] == 'q':
-				n = addSize(mulSize(len(s), 4), 99) // \xNN for each byte at worst
-			default:
-				n = addSize(mulSize(len(s), 2), 99)
+				n = addSize(mulSize(len(s), 4), 99)
 			}
 		}
 		size = addSize(size, n)
