@@ -224,6 +224,14 @@ func osTime(L *LState) int {
 			sec := getIntField(L, tbl, "sec", 0)
 			min := getIntField(L, tbl, "min", 0)
 			hour := getIntField(L, tbl, "hour", 12)
+			// patched for luamcp: as in Lua 5.1, a date needs its day,
+			// month and year (upstream read a missing one as -1: a time
+			// in the year -1).
+			for _, field := range []string{"day", "month", "year"} {
+				if tbl.RawGetString(field) == LNil {
+					L.RaiseError("field '%s' missing in date table", field)
+				}
+			}
 			day := getIntField(L, tbl, "day", -1)
 			month := getIntField(L, tbl, "month", -1)
 			year := getIntField(L, tbl, "year", -1)

@@ -30,3 +30,23 @@ func TestMathRandomIntervals(t *testing.T) {
 		}
 	}
 }
+
+// os.time of a table needs its day, month and year, as in Lua 5.1.
+func TestOSTimeRequiredFields(t *testing.T) {
+	for _, tc := range []struct{ code, err string }{
+		{`return os.time({})`, "field 'day' missing in date table"},
+		{`return os.time({day = 1, year = 2026})`, "field 'month' missing in date table"},
+		{`return os.time({day = 1, month = 1})`, "field 'year' missing in date table"},
+		{`assert(os.time({day = 2, month = 1, year = 1970, hour = 0}) - os.time({day = 1, month = 1, year = 1970, hour = 0}) == 86400)`, ""},
+	} {
+		L := NewState()
+		err := L.DoString(tc.code)
+		L.Close()
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.code, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: got %v, want %q", tc.code, err, tc.err)
+		}
+	}
+}
