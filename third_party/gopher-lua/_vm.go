@@ -392,10 +392,10 @@ func init() {
 					if num, err := parseNumber(string(str)); err == nil {
 						// +inline-call reg.Set RA -num
 					} else {
-						L.RaiseError("__unm undefined")
+						L.RaiseError("attempt to perform arithmetic on a %v value", unaryv.Type().String())
 					}
 				} else {
-					L.RaiseError("__unm undefined")
+					L.RaiseError("attempt to perform arithmetic on a %v value", unaryv.Type().String())
 				}
 			}
 			return 0
@@ -440,7 +440,7 @@ func init() {
 				} else if lv.Type() == LTTable {
 					// +inline-call reg.SetNumber RA LNumber(lv.(*LTable).Len())
 				} else {
-					L.RaiseError("__len undefined")
+					L.RaiseError("attempt to get length of a %v value", lv.Type().String())
 				}
 			}
 			return 0
@@ -614,7 +614,7 @@ func init() {
 				callable, meta = L.metaCall(lv)
 			}
 			if callable == nil {
-				L.RaiseError("attempt to call a non-function object")
+				L.callError(lv)
 			}
 			// +inline-call L.closeUpvalues lbase
 			if callable.IsG {

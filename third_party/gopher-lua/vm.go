@@ -849,10 +849,10 @@ func init() {
 							}
 						}
 					} else {
-						L.RaiseError("__unm undefined")
+						L.RaiseError("attempt to perform arithmetic on a %v value", unaryv.Type().String())
 					}
 				} else {
-					L.RaiseError("__unm undefined")
+					L.RaiseError("attempt to perform arithmetic on a %v value", unaryv.Type().String())
 				}
 			}
 			return 0
@@ -1011,7 +1011,7 @@ func init() {
 						}
 					}
 				} else {
-					L.RaiseError("__len undefined")
+					L.RaiseError("attempt to get length of a %v value", lv.Type().String())
 				}
 			}
 			return 0
@@ -1207,7 +1207,7 @@ func init() {
 					ls.reg.Insert(fn, cf.LocalBase)
 				}
 				if cf.Fn == nil {
-					ls.RaiseError("attempt to call a non-function object")
+					ls.callError(fn)
 				}
 				if ls.stack.IsFull() {
 					ls.RaiseError("stack overflow")
@@ -1340,7 +1340,7 @@ func init() {
 				callable, meta = L.metaCall(lv)
 			}
 			if callable == nil {
-				L.RaiseError("attempt to call a non-function object")
+				L.callError(lv)
 			}
 			// this section is inlined by go-inline
 			// source function is 'func (ls *LState) closeUpvalues(idx int) ' in '_state.go'
