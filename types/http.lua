@@ -13,7 +13,7 @@
 ---@field form table<string, string|number|boolean>? a body encoded as a form (sets content-type)
 ---@field timeout_ms integer? default 30000, never past the call's own deadline
 ---@field max_bytes integer? response body cap, default 10485760 (10 MiB); past it: nil, message
----@field follow_redirects boolean? default true (at most 10, each target checked against route.allow.http)
+---@field follow_redirects boolean? default true (at most 10, each target checked against route.allow.http; headers other than Accept, Accept-Language, Content-Type, Content-Language and User-Agent do not follow a redirect to another host)
 
 ---@class http.Response
 ---@field status integer the HTTP status

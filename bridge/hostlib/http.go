@@ -469,7 +469,34 @@ func (l *Lib) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return &deniedError{fmt.Sprintf("http: stopped after %d redirects", maxRedirects)}
 	}
-	return l.checkURL(req.URL, "redirect to")
+	if err := l.checkURL(req.URL, "redirect to"); err != nil {
+		return err
+	}
+	// The headers a script set were meant for the host it named (an API
+	// key in X-Api-Key): on a redirect to another host, granted or not, Go
+	// drops only Authorization and Cookie, and adds a Referer that may
+	// carry the first URL's query. The rule for "another host" is Go's own
+	// for those two: neither the same name nor one of its subdomains.
+	if !sameSite(via[0].URL.Hostname(), req.URL.Hostname()) {
+		for name := range req.Header {
+			if !redirectSafe[name] {
+				delete(req.Header, name)
+			}
+		}
+	}
+	return nil
+}
+
+// redirectSafe lists the headers that follow a redirect to another host:
+// those that say what the client accepts or sends, never who it is.
+var redirectSafe = map[string]bool{
+	"Accept": true, "Accept-Language": true, "Content-Type": true, "Content-Language": true, "User-Agent": true,
+}
+
+// sameSite reports whether dest is host or one of its subdomains.
+func sameSite(host, dest string) bool {
+	host, dest = strings.ToLower(strings.TrimSuffix(host, ".")), strings.ToLower(strings.TrimSuffix(dest, "."))
+	return dest == host || strings.HasSuffix(dest, "."+host)
 }
 
 // do sends one request and reads its response whole, within spec.timeout

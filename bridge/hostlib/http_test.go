@@ -35,6 +35,11 @@ func newTestAPI(t *testing.T) *testAPI {
 			r.UserAgent(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), body)
 	})
 	mux.HandleFunc("/text", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain") })
+	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"key":%q,"auth":%q,"accept":%q,"referer":%q,"ua":%q}`, r.Header.Get("X-Api-Key"),
+			r.Header.Get("Authorization"), r.Header.Get("Accept"), r.Header.Get("Referer"), r.UserAgent())
+	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 		io.WriteString(w, "short and stout")
@@ -114,6 +119,11 @@ func TestHTTP(t *testing.T) {
 			eq(err, "http: redirect to " .. OTHER:sub(8) .. " is not allowed (route.allow.http)")
 			v, err = http.get(BASE .. "/redirect?to=" .. url.encode(BASE .. "/redirect?to=/text") .. "&loop")
 			eq(v.status, 200)`},
+		{"headers stay with the host they were set for", `local h = { headers = { ["x-api-key"] = "k", authorization = "Bearer t", accept = "text/plain" } }
+			local r = http.get(BASE .. "/redirect?to=/headers&secret=s", h)
+			eq(r.json.key, "k"); eq(r.json.auth, "Bearer t"); eq(r.json.accept, "text/plain")
+			r = http.get(BASE .. "/redirect?to=" .. url.encode("http://localhost:" .. OTHER:match(":(%d+)$") .. "/headers") .. "&secret=s", h)
+			eq(r.json.key, ""); eq(r.json.auth, ""); eq(r.json.referer, ""); eq(r.json.accept, "text/plain"); eq(r.json.ua, "luamcp")`},
 		{"max_bytes", `eq(#http.get(BASE .. "/big").body, 100); eq(#http.get(BASE .. "/big", { max_bytes = 100 }).body, 100)
 			local v, err = http.get(BASE .. "/big", { max_bytes = 99 }); eq(v, nil); eq(err, "http: response body is larger than max_bytes (99)")
 			v, err = http.get(BASE .. "/big-chunked", { max_bytes = 50 }); eq(v, nil); eq(err, "http: response body is larger than max_bytes (50)")`},
