@@ -97,3 +97,31 @@ return {
 func TestEmptyFunctionNameInTraceback(t *testing.T) {
 	inChild(t, "TestEmptyFunctionNameInTraceback", "LUAVM_PANIC_CHILD_EMPTY", emptyName, "empty")
 }
+
+// unwindScript runs the chunk %s as its tool's body.
+const unwindScript = `return {
+  init = function() return { name = "unwind", version = "1" }, { tools = {} }, {} end,
+  tools = function() return { { name = "unwind" } } end,
+  handle_tool = function() %s end,
+}`
+
+// Errors caught at every depth of the call stack leave it as deep as it
+// was. gopher-lua's auto-growing call stack lost 8 frames each time a
+// pcall entered at a depth that is a multiple of 8 unwound (patched
+// SetSp): an xpcall whose handler recursed through xpcall ran until the Go
+// stack passed its maximum, a fatal error, or returned Go nils among its
+// results, on which the tool's result encoding panicked (FuzzChunk's first
+// finding).
+func TestCallStackUnwinds(t *testing.T) {
+	for _, tt := range []struct{ name, body string }{
+		{"xpcall", `local function f() return xpcall(f, f) end return f()`},
+		{"xpcall_first", `local function f() return xpcall(f, f) end return (f())`},
+		{"pcall", `local function f() return pcall(f) end return f()`},
+		{"handler", `local function h() return select(2, xpcall(error, h)) end return xpcall(error, h)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inChild(t, "TestCallStackUnwinds/"+tt.name, "LUAVM_PANIC_CHILD_UNWIND_"+strings.ToUpper(tt.name),
+				fmt.Sprintf(unwindScript, tt.body), "unwind")
+		})
+	}
+}

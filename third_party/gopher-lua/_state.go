@@ -259,7 +259,13 @@ func (cs *autoGrowingCallFrameStack) IsEmpty() bool {
 
 // IsFull returns true if the stack cannot receive any more stack pushes without overflowing
 func (cs *autoGrowingCallFrameStack) IsFull() bool {
-	return int(cs.segIdx) == len(cs.segments) && cs.segSp >= FramesPerSegment
+	// patched for luamcp: segIdx is at most len(segments)-1, so upstream's
+	// test (segIdx == len(segments)) never held. A full stack was then
+	// found by Push's panic("lua callstack overflow"), a Go panic where a
+	// Lua error belongs: raised at a point that had already changed the
+	// state, it was not the error pushCallFrame raises, and an xpcall whose
+	// handler recursed through xpcall grew the Go stack past its maximum.
+	return int(cs.segIdx) == len(cs.segments)-1 && cs.segSp >= FramesPerSegment
 }
 
 func (cs *autoGrowingCallFrameStack) Clear() {
@@ -308,6 +314,18 @@ func (cs *autoGrowingCallFrameStack) Sp() int {
 func (cs *autoGrowingCallFrameStack) SetSp(sp int) {
 	desiredSegIdx := segIdx(sp / FramesPerSegment)
 	desiredFramesInLastSeg := uint8(sp % FramesPerSegment)
+	// patched for luamcp: Push moves to a new segment only when it needs
+	// one, so a depth that is a multiple of FramesPerSegment is a full
+	// segment, not an empty next one. Upstream kept the full segment and
+	// set its count to 0: SetSp(16) on a stack 16 deep left it 8 deep. A
+	// PCall entered at such a depth (pcall, xpcall, every error caught)
+	// lost 8 frames on the way out, the call stack no longer followed the
+	// Go stack (xpcall(f, f) recursed until the Go stack overflowed, a
+	// fatal error), and RemoveCallerFrame indexed a frame at -2.
+	if desiredFramesInLastSeg == 0 && desiredSegIdx > 0 {
+		desiredSegIdx--
+		desiredFramesInLastSeg = FramesPerSegment
+	}
 	for {
 		if cs.segIdx <= desiredSegIdx {
 			break
