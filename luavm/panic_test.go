@@ -125,3 +125,27 @@ func TestCallStackUnwinds(t *testing.T) {
 		})
 	}
 }
+
+// A coroutine that yields from inside a pcall gets an error, as in Lua 5.1:
+// gopher-lua let the yield leave the pcall's own loop running the
+// coroutine, and the next resume dereferenced a nil frame (FuzzChunk's
+// second finding: a Go panic, recovered as a Lua error).
+func TestYieldInsidePcall(t *testing.T) {
+	s, _ := loadSource(t, "yield.lua", fmt.Sprintf(unwindScript, `
+local co = coroutine.create(function()
+  return pcall(function() coroutine.yield(1) error("after") end)
+end)
+local out = {}
+for i = 1, 3 do
+  local r = { coroutine.resume(co) }
+  for j = 1, #r do r[j] = tostring(r[j]) end
+  out[i] = table.concat(r, " ")
+end
+return table.concat(out, ";")`))
+	ss, _ := open(t, s, "")
+	got := text(t, mustCall(t, ss, "unwind", `{}`))
+	contains(t, got, "attempt to yield across metamethod/C-call boundary")
+	if strings.Contains(got, "runtime error") {
+		t.Errorf("a Go panic: %s", got)
+	}
+}

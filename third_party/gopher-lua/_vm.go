@@ -118,6 +118,16 @@ func callGFunction(L *LState, tailcall bool) bool {
 	}
 
 	if gfnret < 0 {
+		if L.goCalls > 0 {
+			// patched for luamcp: a yield from inside a Lua call made by Go
+			// (pcall, xpcall, table.sort's comparison, gsub's function,
+			// metamethods Go calls, load's reader) would leave that call's
+			// mainLoop running the coroutine after its resumer went on:
+			// the coroutine ran on, its frames and registers shared by two
+			// loops, and a later resume dereferenced a nil frame. As Lua
+			// 5.1, it is an error.
+			L.RaiseError("attempt to yield across metamethod/C-call boundary")
+		}
 		switchToParentThread(L, L.GetTop(), false, false)
 		return true
 	}

@@ -205,6 +205,10 @@ type LState struct {
 	ctx          context.Context
 	ctxCancelFn  context.CancelFunc
 	mark         uint32 // patched for luamcp: see LTable.mark
+	// goCalls is the number of Lua calls made from Go (Call, PCall) under
+	// way on this thread. patched for luamcp: a yield needs it to be 0
+	// (callGFunction).
+	goCalls int32
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }
