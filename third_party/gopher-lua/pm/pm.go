@@ -479,6 +479,10 @@ type iptr struct {
 	insts   []inst
 	capture int
 	tk      *ticker
+	// closed has bit n set once capture n is closed (patched for luamcp):
+	// a back-reference %n to a capture not closed before it reads a capture
+	// whose end is unset or left from another attempt.
+	closed uint64
 }
 
 // compile generates the program of a parsed pattern.
@@ -487,7 +491,7 @@ func compile(seq *seqPattern, tk *ticker) []inst {
 	if seq.MustTail {
 		n += 2
 	}
-	ptr := &iptr{make([]inst, 0, n), 2, tk}
+	ptr := &iptr{insts: make([]inst, 0, n), capture: 2, tk: tk}
 	ptr.insts = append(ptr.insts, inst{opSave, nil, 0, -1})
 	compilePattern(seq, ptr)
 	if seq.MustTail {
@@ -550,6 +554,7 @@ func compilePattern(p pattern, ptr *iptr) {
 		}
 	case *posCapPattern:
 		ptr.insts = append(ptr.insts, inst{opPSave, nil, ptr.capture, -1})
+		ptr.closed |= 1 << (ptr.capture / 2)
 		ptr.capture += 2
 	case *capPattern:
 		c0, c1 := ptr.capture, ptr.capture+1
@@ -557,10 +562,21 @@ func compilePattern(p pattern, ptr *iptr) {
 		ptr.insts = append(ptr.insts, inst{opSave, nil, c0, -1})
 		compilePattern(pat.Pattern, ptr)
 		ptr.insts = append(ptr.insts, inst{opSave, nil, c1, -1})
+		ptr.closed |= 1 << (c0 / 2)
 	case *bracePattern:
 		ptr.insts = append(ptr.insts, inst{opBrace, nil, pat.Begin, pat.End})
 	case *numberPattern:
-		ptr.insts = append(ptr.insts, inst{opNumber, nil, pat.N, -1})
+		// Patched for luamcp: Operand2 is 1 when capture N is not closed
+		// before the back-reference (one still open, as in "((%1))", or one
+		// that comes after it): matching it raises "invalid capture index",
+		// as Lua 5.1 does when a match reaches it. The matcher read
+		// src[start:end] with an end left from another attempt or unset, a
+		// slice out of range (a Go panic).
+		unclosed := -1
+		if ptr.closed&(1<<pat.N) == 0 {
+			unclosed = 1
+		}
+		ptr.insts = append(ptr.insts, inst{opNumber, nil, pat.N, unclosed})
 	}
 }
 
@@ -750,7 +766,7 @@ func (mt *matcher) match(pc, sp int) (bool, int, *MatchData) {
 			mt.step(sp - start)
 		case opNumber:
 			idx := inst.Operand1 * 2
-			if idx >= m.CaptureLength()-1 {
+			if inst.Operand2 == 1 || idx >= m.CaptureLength()-1 {
 				panic(newError(_UNKNOWN, "invalid capture index"))
 			}
 			capture := src[m.Capture(idx):m.Capture(idx+1)]
