@@ -705,7 +705,13 @@ func compileAssignStmtLeft(context *funcContext, stmt *ast.AssignStmt) (int, []*
 			acs = append(acs, &assigncontext{ec, 0, 0, false, false})
 		case *ast.AttrGetExpr:
 			ac := &assigncontext{&expcontext{ecTable, regNotDefined, 0}, 0, 0, false, false}
-			compileExprWithKMVPropagation(context, st.Object, &reg, &ac.ec.reg)
+			// patched for luamcp: the table of SETTABLE is a register, never
+			// a constant. Upstream propagated a constant object ((0).A = 1)
+			// as an RK index, which SETTABLE read as a register: the store
+			// went to whatever that register held (the key, a global's
+			// value, or a register never written, a Go nil on which the VM
+			// dereferenced a nil metatable: a Go panic).
+			compileExprWithMVPropagation(context, st.Object, &reg, &ac.ec.reg)
 			ac.keyrk = reg
 			reg += compileExpr(context, reg, st.Key, ecnone(0))
 			if _, ok := st.Key.(*ast.StringExpr); ok {
