@@ -3,6 +3,7 @@ package lua
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -447,14 +448,22 @@ func baseUnpack(L *LState) int {
 	tb := L.CheckTable(1)
 	start := L.OptInt(2, 1)
 	end := L.OptInt(3, tb.Len())
+	// patched for luamcp: the count is computed without overflow, as Lua
+	// 5.1 does. Upstream returned end - start + 1 when it was not negative:
+	// with end far below start (NaN, -2^63 or 2^63 convert to the least
+	// int) it wrapped to a huge count of values the loop never pushed, and
+	// the caller copied them from past the value stack (unpack({}, 2, 0/0):
+	// index out of range, a Go panic).
+	if start > end {
+		return 0
+	}
+	if uint64(end-start) >= math.MaxInt32 { // exact: start <= end
+		L.RaiseError("too many results to unpack")
+	}
 	for i := start; i <= end; i++ {
 		L.Push(tb.RawGetInt(i))
 	}
-	ret := end - start + 1
-	if ret < 0 {
-		return 0
-	}
-	return ret
+	return end - start + 1
 }
 
 func baseXPCall(L *LState) int {
