@@ -57,6 +57,11 @@ func TestMethodNotAllowed(t *testing.T) {
 	}
 }
 
+// authStatus is an auth hook that refuses every request with status.
+func authStatus(status int) func(context.Context, *mcp.AuthRequest) int {
+	return func(context.Context, *mcp.AuthRequest) int { return status }
+}
+
 func TestGates(t *testing.T) {
 	authHook := func(ctx context.Context, r *mcp.AuthRequest) int {
 		if r.Headers["authorization"] == "Bearer good" {
@@ -101,6 +106,15 @@ func TestGates(t *testing.T) {
 		{name: "auth wrong token", opts: mcp.Options{Auth: authHook}, headers: []string{"Authorization: Bearer bad"}, want: 401},
 		{name: "auth custom status", opts: mcp.Options{Auth: func(context.Context, *mcp.AuthRequest) int { return 403 }}, want: 403},
 		{name: "auth after origin", opts: mcp.Options{Auth: authHook}, headers: []string{"Origin: http://x", "Authorization: Bearer good"}, want: 403},
+		// A hook's status outside 400..599 is not an HTTP error: it is
+		// mapped to 403 rather than written (a 302 or 200 would let the
+		// request look served); the bounds themselves pass through.
+		{name: "auth status 400", opts: mcp.Options{Auth: authStatus(400)}, want: 400},
+		{name: "auth status 599", opts: mcp.Options{Auth: authStatus(599)}, want: 599},
+		{name: "auth status 399", opts: mcp.Options{Auth: authStatus(399)}, want: 403},
+		{name: "auth status 200", opts: mcp.Options{Auth: authStatus(200)}, want: 403},
+		{name: "auth status 600", opts: mcp.Options{Auth: authStatus(600)}, want: 403},
+		{name: "auth status negative", opts: mcp.Options{Auth: authStatus(-1)}, want: 403},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
