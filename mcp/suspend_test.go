@@ -404,3 +404,42 @@ func TestResumeTasksRefuses(t *testing.T) {
 		t.Errorf("after the store closed its outcomes count %d bytes", n)
 	}
 }
+
+// TestResumedSubjectSessionStaysBound: a session an oauth route saved
+// belongs to its token's subject; resumed on a route that no longer checks
+// tokens (the oauth section removed before the restart), no request can
+// show that subject, so none may use it (ownedBy fails closed), rather
+// than anyone who knows its id.
+func TestResumedSubjectSessionStaysBound(t *testing.T) {
+	f := newFakeServer()
+	rt := newRouteOver(t, savingServer{f}, f, mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	saved, settle, err := rt.h.Suspend(context.Background())
+	if err != nil || len(saved) != 1 {
+		t.Fatalf("Suspend: %d saved, %v", len(saved), err)
+	}
+	settle(true)
+	tests := []struct {
+		name    string
+		subject string
+		want    int
+	}{
+		{"no subject", "", http.StatusOK},
+		{"a subject", "alice", http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sv := saved[0]
+			sv.Subject = tt.subject
+			f2 := newFakeServer()
+			rt2 := newRouteOver(t, savingServer{f2}, f2, mcp.Options{Sessions: true})
+			if n := rt2.h.Resume(context.Background(), []mcp.SavedSession{sv}); n != 1 {
+				t.Fatalf("Resume: %d", n)
+			}
+			r := rt2.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Mcp-Session-Id: "+sid)
+			if r.status != tt.want {
+				t.Fatalf("tools/list on the resumed session: HTTP %d %s, want %d", r.status, r.body, tt.want)
+			}
+		})
+	}
+}

@@ -208,3 +208,52 @@ func TestLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaShare pins the exact size of one client's share of a
+// process-wide cap (quota.takeFor): an eighth of the cap, at least one, and
+// the whole cap for an anonymous client or without a cap. The route-level
+// share tests only check that another client still gets in, which a share
+// one place too large, or none for caps under eight, would also pass.
+func TestQuotaShare(t *testing.T) {
+	tests := []struct {
+		name string
+		max  int
+		key  string
+		want int // takes that succeed, of 100
+	}{
+		{"cap 16", 16, "sub:a", 2},
+		{"cap 17", 17, "sub:a", 2},
+		{"cap 8", 8, "sub:a", 1},
+		{"cap 7 still one", 7, "sub:a", 1},
+		{"cap 1", 1, "sub:a", 1},
+		{"anonymous takes the cap", 16, "", 16},
+		{"no cap", 0, "sub:a", 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var q quota
+			q.setMax(tt.max)
+			got := 0
+			for range 100 {
+				if q.takeFor(tt.key) {
+					got++
+				}
+			}
+			if got != tt.want {
+				t.Fatalf("takeFor succeeded %d times, want %d", got, tt.want)
+			}
+			// Another client still has its own share while the cap allows.
+			if tt.key != "" && tt.max > got && !q.takeFor("sub:other") {
+				t.Error("another client was refused")
+			}
+			// A give returns exactly one place to the client.
+			q.giveFor(tt.key)
+			if !q.takeFor(tt.key) {
+				t.Error("no place after a give")
+			}
+			if tt.max > 0 && q.takeFor(tt.key) {
+				t.Error("two places after one give")
+			}
+		})
+	}
+}
