@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/base64"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -255,5 +256,58 @@ func TestQuotaShare(t *testing.T) {
 				t.Error("two places after one give")
 			}
 		})
+	}
+}
+
+// TestPendingTableBounds pins the bounds of a table of requests to clients:
+// maxPendingRequests entries in all and maxPendingPerOwner per quota key,
+// each exactly (not one more), and a removed or resolved entry gives its
+// key's place back (else a client that answers loses its share for good).
+// An answer from another owner resolves nothing.
+func TestPendingTableBounds(t *testing.T) {
+	tests := []struct {
+		name  string
+		quota func(i int) string
+		want  int
+	}{
+		{"anonymous", func(int) string { return "" }, maxPendingRequests},
+		{"one client", func(int) string { return "cred:a" }, maxPendingPerOwner},
+		{"many clients", func(i int) string { return fmt.Sprintf("cred:%d", i%64) }, maxPendingRequests},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tab pendingTable
+			n := 0
+			for i := range 2 * maxPendingRequests {
+				if tab.add(fmt.Sprint(i), "", tt.quota(i), make(chan clientAnswer, 1)) {
+					n++
+				}
+			}
+			if n != tt.want {
+				t.Fatalf("%d entries added, want %d", n, tt.want)
+			}
+			// Removing and resolving each give one place back.
+			tab.remove("0")
+			if !tab.add("x", "", tt.quota(0), make(chan clientAnswer, 1)) {
+				t.Fatal("no place after a remove")
+			}
+			if tab.add("y", "", tt.quota(0), make(chan clientAnswer, 1)) {
+				t.Fatal("two places after one remove")
+			}
+			if !tab.resolve("x", "", clientAnswer{}) {
+				t.Fatal("resolve found nothing")
+			}
+			if !tab.add("y", "", tt.quota(0), make(chan clientAnswer, 1)) {
+				t.Fatal("no place after a resolve")
+			}
+		})
+	}
+	var tab pendingTable
+	tab.add("k", "sub:alice", "sub:alice", make(chan clientAnswer, 1))
+	if tab.resolve("k", "sub:mallory", clientAnswer{}) {
+		t.Error("another owner's answer resolved the request")
+	}
+	if !tab.resolve("k", "sub:alice", clientAnswer{}) {
+		t.Error("the owner's answer did not resolve the request")
 	}
 }
