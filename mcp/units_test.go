@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseCursor(t *testing.T) {
@@ -309,5 +310,47 @@ func TestPendingTableBounds(t *testing.T) {
 	}
 	if !tab.resolve("k", "sub:alice", clientAnswer{}) {
 		t.Error("the owner's answer did not resolve the request")
+	}
+}
+
+// TestOpenStateBinding pins each binding of a requestState: a state sealed
+// for one call opens for that call only: the same method (a tool's state
+// must not answer a prompt or resource of the same name), name, arguments
+// and principal, before it expires, under the key that sealed it. Through
+// the handler most of these coincide with another, so each is checked
+// alone here.
+func TestOpenStateBinding(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	now := time.Unix(1_900_000_000, 0)
+	digest := []byte{1, 2, 3}
+	state := sealState(key, &statePayload{Method: "tools/call", Name: "x", Args: digest,
+		Expires: now.Unix() + 60, Subject: "alice"})
+	tests := []struct {
+		name    string
+		key     []byte
+		method  string
+		call    string
+		digest  []byte
+		subject string
+		at      time.Time
+		ok      bool
+	}{
+		{"the call it was sealed for", key, "tools/call", "x", digest, "alice", now, true},
+		{"at its expiry", key, "tools/call", "x", digest, "alice", now.Add(60 * time.Second), true},
+		{"after its expiry", key, "tools/call", "x", digest, "alice", now.Add(61 * time.Second), false},
+		{"another method", key, "prompts/get", "x", digest, "alice", now, false},
+		{"another name", key, "tools/call", "y", digest, "alice", now, false},
+		{"other arguments", key, "tools/call", "x", []byte{1, 2, 4}, "alice", now, false},
+		{"another subject", key, "tools/call", "x", digest, "mallory", now, false},
+		{"no subject", key, "tools/call", "x", digest, "", now, false},
+		{"another key", []byte("another key"), "tools/call", "x", digest, "alice", now, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := openState(tt.key, state, tt.method, tt.call, tt.digest, tt.subject, tt.at)
+			if (err == nil) != tt.ok {
+				t.Fatalf("openState: %v, want ok=%v", err, tt.ok)
+			}
+		})
 	}
 }
