@@ -710,3 +710,29 @@ func TestThrottledFailuresNotLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestNonReadingJSONAnswerIsCut: a JSON answer (not a stream) has the
+// route's write deadline too: a client that posts a call with a large
+// answer and never reads it loses the connection after WriteTimeout, rather
+// than holding its handler, the answer's buffer and the connection for as
+// long as it likes. The stream tests above do not reach sink.json.
+func TestNonReadingJSONAnswerIsCut(t *testing.T) {
+	const size = 12 << 20 // past the socket buffers of a client that does not read
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{MaxBodyBytes: 2 * size, WriteTimeout: 200 * time.Millisecond})
+	rc := dialRaw(t, rt)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"s":"` +
+		strings.Repeat("x", size) + `"}}}`
+	rc.send("POST", "/mcp", []string{"Content-Type: application/json", "Accept: application/json",
+		fmt.Sprintf("Content-Length: %d", len(body))}, body)
+	waitStarted(t, f, "echo")
+	time.Sleep(time.Second) // well past the write deadline, reading nothing
+	resp := rc.response()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d", resp.StatusCode)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err == nil {
+		t.Fatalf("the whole answer (%d bytes) arrived after the write deadline", n)
+	}
+}
