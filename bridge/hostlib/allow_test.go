@@ -77,6 +77,9 @@ func TestHostPatternMatch(t *testing.T) {
 		{"api.example.com", "api.example.com", "443", true},
 		{"api.example.com", "api.example.com.", "80", true},
 		{"api.example.com", "example.com", "443", false},
+		{"example.com", "evilexample.com", "443", false}, // an exact name, not a suffix
+		{"example.com", "api.example.com", "443", false},
+		{"example.com", "example.com.evil.net", "443", false},
 		{"api.example.com:8080", "api.example.com", "443", false},
 		{"api.example.com:8080", "api.example.com", "8080", true},
 		{"*.github.com", "api.github.com", "443", true},
@@ -244,4 +247,44 @@ func FuzzHostPattern(f *testing.F) {
 			t.Fatalf("%q matched another host %q", s, host)
 		}
 	})
+}
+
+// TestMatchHostPrefersLiteral pins that of several patterns admitting a host,
+// matchHost returns a literal one whichever comes first: only a literal
+// pattern lets a request reach a loopback or private address, so with
+// {"*", "localhost"} a request to localhost must be matched by "localhost"
+// (allowed), not by "*" (refused at dial time).
+func TestMatchHostPrefersLiteral(t *testing.T) {
+	tests := []struct {
+		name     string
+		patterns []string
+		host     string
+		want     string // the pattern returned; "" for none
+	}{
+		{"wildcard first", []string{"*", "localhost"}, "localhost", "localhost"},
+		{"literal first", []string{"localhost", "*"}, "localhost", "localhost"},
+		{"subdomains first", []string{"*.example.com", "api.example.com"}, "api.example.com", "api.example.com"},
+		{"only a wildcard", []string{"*.example.com", "*"}, "api.example.com", "*.example.com"},
+		{"none", []string{"api.example.com"}, "example.com", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &Grants{}
+			for _, s := range tt.patterns {
+				p, err := ParseHostPattern(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.HTTP = append(g.HTTP, p)
+			}
+			p, ok := g.matchHost(tt.host, "443")
+			got := ""
+			if ok {
+				got = p.String()
+			}
+			if got != tt.want {
+				t.Fatalf("matchHost(%q) = %q, want %q", tt.host, got, tt.want)
+			}
+		})
+	}
 }
