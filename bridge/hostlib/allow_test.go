@@ -288,3 +288,39 @@ func TestMatchHostPrefersLiteral(t *testing.T) {
 		})
 	}
 }
+
+// TestPatternReaches pins the dial-time address check (HostPattern.reaches)
+// for each kind of pattern. TestHTTPAddressCheck reaches it for a wildcard
+// only through a name under *.localhost, which most resolvers do not answer
+// (the case accepts "no such host"), so a wildcard that let a name resolve
+// to loopback or a cloud metadata address (DNS rebinding) went unseen.
+func TestPatternReaches(t *testing.T) {
+	tests := []struct {
+		pattern, addr string
+		want          bool
+	}{
+		{"*", "93.184.216.34", true},
+		{"*", "127.0.0.1", false},
+		{"*", "169.254.169.254", false},
+		{"*.example.com", "93.184.216.34", true},
+		{"*.example.com", "127.0.0.1", false},
+		{"*.example.com", "10.0.0.5", false},
+		{"*.example.com", "::1", false},
+		{"*.example.com:8080", "192.168.1.1", false},
+		{"api.example.com", "10.0.0.5", true}, // an exact name reaches what it resolves to
+		{"localhost", "127.0.0.1", true},
+		{"10.0.0.5", "10.0.0.5", true},
+		{"10.0.0.5", "10.0.0.6", false},
+		{"[::1]:8080", "::1", true},
+		{"[::1]:8080", "127.0.0.1", false},
+	}
+	for _, tt := range tests {
+		p, err := ParseHostPattern(tt.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.reaches(netip.MustParseAddr(tt.addr)); got != tt.want {
+			t.Errorf("%q.reaches(%s) = %v, want %v", tt.pattern, tt.addr, got, tt.want)
+		}
+	}
+}

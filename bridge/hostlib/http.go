@@ -445,10 +445,7 @@ func (l *Lib) dial(ctx context.Context, network, addr string) (net.Conn, error) 
 				return err
 			}
 			a := ap.Addr().Unmap()
-			switch {
-			case public(a):
-				return nil
-			case p.kind == exactHost, p.kind == literalIP && a == p.addr:
+			if p.reaches(a) {
 				return nil
 			}
 			return &deniedError{fmt.Sprintf("http: %s resolves to %s, a %s address: only an entry that names it literally allows it (route.allow.http)",
@@ -456,6 +453,20 @@ func (l *Lib) dial(ctx context.Context, network, addr string) (net.Conn, error) 
 		},
 	}
 	return d.DialContext(ctx, network, addr)
+}
+
+// reaches reports whether a connection p admitted may go to the address a
+// (unmapped), which its host resolved to: a public address; any address
+// for an exact name; the address itself for an IP entry. A wildcard never
+// reaches a non-public address, whatever a name under it resolves to.
+func (p HostPattern) reaches(a netip.Addr) bool {
+	switch {
+	case public(a):
+		return true
+	case p.kind == exactHost, p.kind == literalIP && a == p.addr:
+		return true
+	}
+	return false
 }
 
 // followKey is the context key that carries a request's follow_redirects.

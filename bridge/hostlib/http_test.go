@@ -54,6 +54,15 @@ func newTestAPI(t *testing.T) *testAPI {
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
 	})
+	// /chain?n=N redirects N times before it answers.
+	mux.HandleFunc("/chain", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		if n <= 0 {
+			io.WriteString(w, "end")
+			return
+		}
+		http.Redirect(w, r, "/chain?n="+strconv.Itoa(n-1), http.StatusFound)
+	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -126,7 +135,14 @@ func TestHTTP(t *testing.T) {
 			eq(r.json.key, ""); eq(r.json.auth, ""); eq(r.json.referer, ""); eq(r.json.accept, "text/plain"); eq(r.json.ua, "luamcp")`},
 		{"max_bytes", `eq(#http.get(BASE .. "/big").body, 100); eq(#http.get(BASE .. "/big", { max_bytes = 100 }).body, 100)
 			local v, err = http.get(BASE .. "/big", { max_bytes = 99 }); eq(v, nil); eq(err, "http: response body is larger than max_bytes (99)")
-			v, err = http.get(BASE .. "/big-chunked", { max_bytes = 50 }); eq(v, nil); eq(err, "http: response body is larger than max_bytes (50)")`},
+			v, err = http.get(BASE .. "/big-chunked", { max_bytes = 50 }); eq(v, nil); eq(err, "http: response body is larger than max_bytes (50)")
+			-- The bound is exact for a body of unknown length too.
+			eq(#http.get(BASE .. "/big-chunked", { max_bytes = 100 }).body, 100)
+			v, err = http.get(BASE .. "/big-chunked", { max_bytes = 99 }); eq(v, nil); eq(err, "http: response body is larger than max_bytes (99)")`},
+		// Nine redirects are followed; the tenth is refused, as Go's default
+		// policy does: a redirect loop ends.
+		{"redirect limit", `eq(http.get(BASE .. "/chain?n=9").body, "end")
+			local v, err = http.get(BASE .. "/chain?n=10"); eq(v, nil); eq(err, "http: stopped after 10 redirects")`},
 		{"timeout", `local v, err = http.get(BASE .. "/slow", { timeout_ms = 100 }); eq(v, nil); eq(err, "http: timed out after 100 ms")`},
 		{"network error", `local v, err = http.get("http://` + api.hostPort() + `:1/"); eq(v, nil)`},
 		{"wrong types raise", `fails(http.get, {}); fails(http.request, { url = BASE, timeout = 5 }); fails(http.request, { url = BASE, headers = 5 })
