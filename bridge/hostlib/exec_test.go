@@ -108,6 +108,13 @@ func TestExec(t *testing.T) {
 			eq(exec.run{ "sh", "-c", "echo $ld_preload", env = { ld_preload = "c" } }.stdout, "c\n")`},
 		{"wrong types raise", `fails(exec.run, {}); fails(exec.run, "sh"); fails(exec.run, { "sh", timeout = 5 })
 			fails(exec.run, { "sh", {} }); fails(exec.run, { "sh", env = { ["A=B"] = "x" } }); fails(exec.run, { "sh", max_bytes = -1 })`},
+		// A NUL cannot pass to a program: it would cut the argument or the
+		// variable short where the script did not mean it to end. Each is
+		// refused by name, before any program starts.
+		{"NUL bytes raise", `local err = fails(exec.run, { "/bin/echo", "a\0b" })
+			if not err:find("exec.run: argument 2 contains a NUL byte", 1, true) then error(err) end
+			err = fails(exec.run, { "/bin/echo", env = { FOO = "a\0b" } })
+			if not err:find("exec.run: env.FOO: a name of letters", 1, true) then error(err) end`},
 	})
 
 	t.Run("timeout kills the group", func(t *testing.T) {
