@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -142,5 +144,59 @@ func TestUntrustedNATSClient(t *testing.T) {
 	a.mu.Unlock()
 	if !known {
 		t.Errorf("a forged `left` made the node forget another")
+	}
+}
+
+// TestSignerVerify pins what a message's signature covers and when it
+// holds: the key, the subject, the origin header, the data and a time
+// within msgMaxSkew either way. TestUntrustedNATSClient sends unsigned
+// messages only, which a verify that checked no more than the header's
+// form, or no time, would drop as well; a forged or replayed one it would
+// take.
+func TestSignerVerify(t *testing.T) {
+	s := newSigner([]byte("the cluster's key"))
+	signed := func() *nats.Msg {
+		m := &nats.Msg{Subject: "luamcp.push.n1", Data: []byte("payload"), Header: nats.Header{}}
+		m.Header.Set(originHeader, "n2")
+		s.sign(m)
+		return m
+	}
+	// at signs m as of d from now.
+	at := func(m *nats.Msg, d time.Duration) {
+		unix := strconv.FormatInt(time.Now().Add(d).Unix(), 10)
+		sum := s.mac(m.Data, "luamcp msg v1", m.Subject, m.Header.Get(originHeader), unix)
+		m.Header.Set(sigHeader, unix+"."+base64.RawURLEncoding.EncodeToString(sum))
+	}
+	tests := []struct {
+		name   string
+		change func(m *nats.Msg)
+		ok     bool
+	}{
+		{"as signed", func(*nats.Msg) {}, true},
+		{"unsigned", func(m *nats.Msg) { m.Header.Del(sigHeader) }, false},
+		{"forged signature", func(m *nats.Msg) {
+			unix, _, _ := strings.Cut(m.Header.Get(sigHeader), ".")
+			m.Header.Set(sigHeader, unix+"."+base64.RawURLEncoding.EncodeToString(make([]byte, 32)))
+		}, false},
+		{"another key", func(m *nats.Msg) { newSigner([]byte("another key")).sign(m) }, false},
+		{"other data", func(m *nats.Msg) { m.Data = []byte("payloaD") }, false},
+		{"another subject", func(m *nats.Msg) { m.Subject = "luamcp.push.n3" }, false},
+		{"another origin", func(m *nats.Msg) { m.Header.Set(originHeader, "n3") }, false},
+		{"another time", func(m *nats.Msg) {
+			_, sig, _ := strings.Cut(m.Header.Get(sigHeader), ".")
+			m.Header.Set(sigHeader, strconv.FormatInt(time.Now().Unix()-5, 10)+"."+sig)
+		}, false},
+		{"within the skew", func(m *nats.Msg) { at(m, -msgMaxSkew+10*time.Second) }, true},
+		{"too old (a replay)", func(m *nats.Msg) { at(m, -msgMaxSkew-10*time.Second) }, false},
+		{"too far ahead", func(m *nats.Msg) { at(m, msgMaxSkew+10*time.Second) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := signed()
+			tt.change(m)
+			if got := s.verify(m); got != tt.ok {
+				t.Fatalf("verify = %v, want %v (%s)", got, tt.ok, m.Header.Get(sigHeader))
+			}
+		})
 	}
 }
