@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,6 +135,29 @@ func TestLoadFunction(t *testing.T) {
 		if !strings.Contains(got, tt.want) {
 			t.Errorf("load(%.20q...) = %q, want %q", tt.code, got, tt.want)
 		}
+	}
+}
+
+// TestLoadReaderStopsAtTheLimit pins that load with a reader function stops
+// calling it once the pieces pass maxLoadSize: a reader that never ends
+// makes at most maxLoadSize of Go memory, not whatever the compile-time
+// check would find later. TestLoadFunction only passes strings.
+func TestLoadReaderStopsAtTheLimit(t *testing.T) {
+	const piece = 64 << 10
+	s, _ := loadSource(t, "a.lua", `
+return {
+  init = function() return { name = "a", version = "1" }, { tools = {} }, {} end,
+  tools = function() return { { name = "reader" } } end,
+  handle_tool = function()
+    local calls = 0
+    local f, err = load(function() calls = calls + 1; return string.rep(" ", `+strconv.Itoa(piece)+`) end)
+    return tostring(f) .. " " .. tostring(err) .. " " .. calls
+  end,
+}`)
+	ss, _ := open(t, s, "")
+	want := fmt.Sprintf("nil chunk too large (at most %d KiB) %d", maxLoadSize>>10, maxLoadSize/piece+1)
+	if got := text(t, mustCall(t, ss, "reader", `{}`)); got != want {
+		t.Fatalf("load(reader) = %q, want %q", got, want)
 	}
 }
 
