@@ -58,7 +58,8 @@ return {
 // string, a bad argument quoted) are new strings that pcall hands to the
 // script: they count against the budget like any string. Uncharged, 8 of
 // them held 32 MiB (error, select) or 128 MiB (require's %q) under a 16 MiB
-// budget, and any number could be kept.
+// budget, and any number could be kept. (require now quotes only the start
+// of a long name: TestRequire.)
 func TestBudgetChargesErrorMessages(t *testing.T) {
 	s, _ := loadSource(t, "escape.lua", escape)
 	for _, way := range []string{"error", "select", "require"} {

@@ -348,7 +348,7 @@ func newModules(dir string) *modules {
 // paths and symbolic links that lead outside).
 func (m *modules) get(name string) (*lua.FunctionProto, error) {
 	if !validModuleName(name) {
-		return nil, fmt.Errorf("invalid module name %q: modules are named like \"lib.util\" (DIR/lib/util.lua), inside the script folder", name)
+		return nil, fmt.Errorf("invalid module name %s: modules are named like \"lib.util\" (DIR/lib/util.lua), inside the script folder", quoteName(name))
 	}
 	m.mu.Lock()
 	proto := m.protos[name]
@@ -382,9 +382,14 @@ func (m *modules) get(name string) (*lua.FunctionProto, error) {
 	return nil, fmt.Errorf("module '%s' not found in the script folder (no %s.lua or %s/init.lua)", name, base, base)
 }
 
-// validModuleName accepts dot-separated words of letters, digits, _ and -.
+// maxModuleName is the longest module name: a file path of a few folders,
+// and what an error message quotes whole.
+const maxModuleName = 200
+
+// validModuleName accepts dot-separated words of letters, digits, _ and -,
+// at most maxModuleName bytes.
 func validModuleName(name string) bool {
-	if name == "" {
+	if name == "" || len(name) > maxModuleName {
 		return false
 	}
 	for part := range strings.SplitSeq(name, ".") {
@@ -401,4 +406,18 @@ func validModuleName(name string) bool {
 		}
 	}
 	return true
+}
+
+// quoteName quotes a module name for an error message, its first
+// maxModuleName bytes when it is longer: require(string.rep("x", 2^22))
+// made a message of 4 MiB or more for each call that pcall caught.
+func quoteName(name string) string {
+	if len(name) <= maxModuleName {
+		return strconv.Quote(name)
+	}
+	cut := maxModuleName
+	for cut > maxModuleName-utf8.UTFMax && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return strconv.Quote(name[:cut]) + "... (" + strconv.Itoa(len(name)) + " bytes)"
 }

@@ -54,12 +54,19 @@ func TestRequire(t *testing.T) {
 		{name: "lib/util", fail: "invalid module name"},
 		{name: "lib..util", fail: "invalid module name"},
 		{name: "", fail: "invalid module name"},
+		// A long name is quoted by its start (a message of the name's
+		// size each time, or four times it, otherwise).
+		{name: strings.Repeat("a", 201), fail: `invalid module name "` + strings.Repeat("a", 200) + `"... (201 bytes): modules`},
+		{name: strings.Repeat("€", 334), fail: `invalid module name "` + strings.Repeat("€", 66) + `"... (1002 bytes): modules`}, // cut on a rune
 		{name: "nope", fail: at(t, "sandbox.lua", "pcall(require") + " module 'nope' not found in the script folder"},
 	}
 	for _, tt := range tests {
 		res := text(t, mustCall(t, ss, "require", `{"name":`+quote(tt.name)+`}`))
 		if tt.fail != "" {
 			contains(t, res, tt.fail)
+			if len(res) > 600 {
+				t.Errorf("require of a %d-byte name: a message of %d bytes", len(tt.name), len(res))
+			}
 			continue
 		}
 		if res != tt.want {
