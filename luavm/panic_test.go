@@ -1,11 +1,15 @@
 package luavm
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // Go panics that escaped gopher-lua's PCall: its deferred handler formats a
@@ -147,5 +151,31 @@ return table.concat(out, ";")`))
 	contains(t, got, "attempt to yield across metamethod/C-call boundary")
 	if strings.Contains(got, "runtime error") {
 		t.Errorf("a Go panic: %s", got)
+	}
+}
+
+// A Go nil among a call's results (a corrupt VM stack: what an interpreter
+// bug left, FuzzChunk's first finding) is a crash that drops the state, not
+// a value the host reads and panics on with the session's lock held.
+func TestGoNilResultIsACrash(t *testing.T) {
+	s, _ := load(t, "echo.lua", nil)
+	v, err := s.current().newVM(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.close()
+	r := v.start(context.Background(), &timeoutError{what: "test", limit: time.Minute})
+	defer r.end()
+	corrupt := v.L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LString("ok"))
+		L.Push(nil)
+		return 2
+	})
+	rets, err := r.call("corrupt", corrupt, 2)
+	if err == nil || !strings.Contains(err.Error(), "invalid value") {
+		t.Fatalf("got %v, %v; want the crash of an invalid value", rets, err)
+	}
+	if !v.broken {
+		t.Error("the state is still in use after it returned a Go nil")
 	}
 }

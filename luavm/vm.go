@@ -286,6 +286,14 @@ func (r *run) call(name string, fn *lua.LFunction, nret int, args ...lua.LValue)
 	}
 	for i := range nret {
 		rets[i] = L.Get(i - nret)
+		if rets[i] == nil {
+			// A Go nil is no Lua value: the VM's stack is corrupt (an
+			// interpreter bug, such as FuzzChunk found). Reading it would
+			// panic on the host's side with the session's lock held;
+			// the call is a crash instead, and fail drops the state.
+			L.Pop(nret)
+			return [3]lua.LValue{}, r.fail(name, errCorrupt)
+		}
 	}
 	L.Pop(nret)
 	for i := nret; i < len(rets); i++ {
@@ -293,6 +301,9 @@ func (r *run) call(name string, fn *lua.LFunction, nret int, args ...lua.LValue)
 	}
 	return rets, nil
 }
+
+// errCorrupt is the crash of a call whose results the VM left corrupt.
+var errCorrupt = errors.New("the Lua VM returned an invalid value")
 
 // fail turns a failed call into the error the transport expects: one wrapping
 // the context's error when the caller cancelled it, a crash otherwise. A crash
