@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/luamcp/luamcp/internal/cluster"
 	"github.com/luamcp/luamcp/internal/cluster/localcluster"
 
 	"github.com/luamcp/luamcp/internal/syncbuf"
@@ -109,22 +107,12 @@ func buildLuamcp(t *testing.T) string {
 // works on a survivor (issue 13: the client re-initializes).
 func TestClusterProcessKill(t *testing.T) {
 	bin := buildLuamcp(t)
-	e, err := cluster.StartEmbedded("127.0.0.1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	dir := t.TempDir()
-	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
-	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
-	key := filepath.Join(t.TempDir(), "state.key")
-	if err := os.WriteFile(key, clusterStateKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	natsURL, dir := natsAndScripts(t, "session.lua")
+	key := stateKeyFile(t)
 	var procs []*serveProcess
 	var urls []string
 	for _, id := range []string{"p1", "p2", "p3"} {
-		p := startServeProcess(t, bin, e.URL(), id, dir, key)
+		p := startServeProcess(t, bin, natsURL, id, dir, key)
 		procs = append(procs, p)
 		urls = append(urls, p.base)
 	}
@@ -190,25 +178,15 @@ func TestClusterProcessKill(t *testing.T) {
 // is where it was.
 func TestClusterRestartKeepsSessions(t *testing.T) {
 	bin := buildLuamcp(t)
-	e, err := cluster.StartEmbedded("127.0.0.1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	dir := t.TempDir()
-	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
-	copyFile(t, filepath.Join("testdata", "servers", "session.lua"), filepath.Join(dir, "session.lua"))
-	key := filepath.Join(t.TempDir(), "state.key")
-	if err := os.WriteFile(key, clusterStateKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	natsURL, dir := natsAndScripts(t, "session.lua")
+	key := stateKeyFile(t)
 	sessions := filepath.Join(t.TempDir(), "sessions.json")
 	owner := func() *serveProcess {
 		return startServe(t, bin, "p1", "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch",
-			"--nats", e.URL(), "--node-id", "p1", "--state-key-file", key, "--sessions-file", sessions)
+			"--nats", natsURL, "--node-id", "p1", "--state-key-file", key, "--sessions-file", sessions)
 	}
 	p1 := owner()
-	p2 := startServeProcess(t, bin, e.URL(), "p2", dir, key)
+	p2 := startServeProcess(t, bin, natsURL, "p2", dir, key)
 
 	s := nodesClient(t)
 	sid := s.initialize(t, p1.base+"/mcp/session")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -28,6 +29,34 @@ import (
 
 // clusterStateKey is the requestState key every node of a test cluster shares.
 var clusterStateKey = []byte("0123456789abcdef0123456789abcdef")
+
+// natsAndScripts starts an embedded NATS server for the test and a script
+// folder holding testdata/servers/lib and the named servers of
+// testdata/servers; it returns the server's URL and the folder.
+func natsAndScripts(t *testing.T, servers ...string) (natsURL, dir string) {
+	t.Helper()
+	e, err := cluster.StartEmbedded("127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	dir = t.TempDir()
+	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
+	for _, name := range servers {
+		copyFile(t, filepath.Join("testdata", "servers", name), filepath.Join(dir, name))
+	}
+	return e.URL(), dir
+}
+
+// stateKeyFile writes clusterStateKey to a file for --state-key-file.
+func stateKeyFile(t *testing.T) string {
+	t.Helper()
+	key := filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(key, clusterStateKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
 
 // testNode is one luamcp node of a test cluster (localcluster.Node), with
 // the requests it received counted.
@@ -525,15 +554,8 @@ func TestClusterSpoofedLink(t *testing.T) {
 // returns: it must not wait for the end of the exchange), and the call's
 // effect lands.
 func TestClusterForwardedTimeout(t *testing.T) {
-	e, err := cluster.StartEmbedded("127.0.0.1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	dir := t.TempDir()
-	copyDir(t, filepath.Join("testdata", "servers", "lib"), filepath.Join(dir, "lib"))
-	copyFile(t, filepath.Join("testdata", "servers", "timeout.lua"), filepath.Join(dir, "timeout.lua"))
-	a, b := startNode(t, e.URL(), "n1", dir), startNode(t, e.URL(), "n2", dir)
+	natsURL, dir := natsAndScripts(t, "timeout.lua")
+	a, b := startNode(t, natsURL, "n1", dir), startNode(t, natsURL, "n2", dir)
 	s := nodesClient(t)
 	sid := s.initialize(t, a.URL+"/mcp/timeout")
 	for i, id := range []int{5, 6} { // the second goes on the link the first opened

@@ -88,28 +88,8 @@ func TestRequestAllSharesTheBudget(t *testing.T) {
 	for _, path := range []string{"/sized", "/chunked"} {
 		t.Run(path, func(t *testing.T) {
 			L.SetGlobal("PATH", lstr(path))
-			runtime.GC()
-			sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-			metrics.Read(sample)
-			base := sample[0].Value.Uint64()
-			var peak atomic.Uint64
-			stop, stopped := make(chan struct{}), make(chan struct{})
-			go func() {
-				defer close(stopped)
-				s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-				for {
-					metrics.Read(s)
-					if v := s[0].Value.Uint64(); v > peak.Load() {
-						peak.Store(v)
-					}
-					select {
-					case <-stop:
-						return
-					case <-time.After(time.Millisecond):
-					}
-				}
-			}()
-			runCases(t, L, []luaCase{{"request_all", `local reqs = {}
+			grew := heapGrowth(func() {
+				runCases(t, L, []luaCase{{"request_all", `local reqs = {}
 				for i = 1, 40 do reqs[i] = { url = BASE .. PATH } end
 				local kept = 0
 				for _, r in ipairs(http.request_all(reqs)) do
@@ -119,9 +99,7 @@ func TestRequestAllSharesTheBudget(t *testing.T) {
 				-- is read, so the first wins; unsized ones draw as they go,
 				-- and may all run out of room together
 				if PATH == "/sized" then eq(kept, 1) elseif kept > 1 then error(kept .. " kept") end`}})
-			close(stop)
-			<-stopped
-			grew := int64(peak.Load()) - int64(base)
+			})
 			t.Logf("heap grew by %d MiB at most (budget %d MiB, %d bodies of %d MiB)", grew>>20, limit>>20, n, size>>20)
 			if grew > 10*limit {
 				t.Errorf("heap grew by %d MiB under a %d MiB budget", grew>>20, limit>>20)

@@ -40,16 +40,7 @@ func TestReFindAllCapturesWithinTheBudget(t *testing.T) {
 				if err := L.DoString(`function refused(v, err) eq(v, nil); eq(err:find(REFUSED, 1, true) ~= nil, true, err) end`); err != nil {
 					t.Fatal(err)
 				}
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				if err := L.DoString(code); err != nil {
-					t.Errorf("%s", strings.TrimSpace(err.Error()))
-				}
-				runtime.ReadMemStats(&after)
-				if mib := (after.TotalAlloc - before.TotalAlloc) >> 20; mib > 64 && !raceEnabled {
-					t.Errorf("allocated %d MiB under a 16 MiB budget", mib)
-				}
+				runBounded(t, L, code)
 				// What fits is still found.
 				if err := L.DoString(`local ms = re.find_all(GROUPS, "xy"); eq(#ms, 3); eq(#ms[1], 1000)
 					eq(#re.find_all("(x)(y)", string.rep("xy", 1000)), 1000)`); err != nil {
@@ -147,16 +138,7 @@ func TestJSONEncodeEscapesWithinTheBudget(t *testing.T) {
 				function refused(v, err) eq(v, nil); eq(err:find("memory", 1, true) ~= nil, true, err) end`); err != nil {
 				t.Fatal(err)
 			}
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			if err := L.DoString(code); err != nil {
-				t.Errorf("%s", strings.TrimSpace(err.Error()))
-			}
-			runtime.ReadMemStats(&after)
-			if mib := (after.TotalAlloc - before.TotalAlloc) >> 20; mib > 64 && !raceEnabled {
-				t.Errorf("allocated %d MiB under a 16 MiB budget", mib)
-			}
+			runBounded(t, L, code)
 			// What fits is still encoded.
 			if err := L.DoString(`eq(#json.encode(string.rep("\1", 2^20)), 6 * 2^20 + 2)
 				eq(json.encode({ ["\1"] = "\n" }), '{"\\u0001":"\\n"}')`); err != nil {
@@ -226,4 +208,21 @@ func TestURLParseMessagesNameTheModule(t *testing.T) {
 		{"control character", `local v, err = url.parse("http://h/\n"); eq(v, nil); eq(err, "url: invalid control character in URL")`},
 		{"others unchanged", `local v, err = url.parse("http://[::1"); eq(err, "url: missing ']' in host")`},
 	})
+}
+
+// runBounded runs code on L, whose budget is 16 MiB, and fails when it
+// raises or when the process allocated more than 64 MiB meanwhile (not
+// judged under the race detector, whose shadow memory counts).
+func runBounded(t *testing.T, L *lua.LState, code string) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := L.DoString(code); err != nil {
+		t.Errorf("%s", strings.TrimSpace(err.Error()))
+	}
+	runtime.ReadMemStats(&after)
+	if mib := (after.TotalAlloc - before.TotalAlloc) >> 20; mib > 64 && !raceEnabled {
+		t.Errorf("allocated %d MiB under a 16 MiB budget", mib)
+	}
 }

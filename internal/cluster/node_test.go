@@ -22,18 +22,7 @@ import (
 
 func joinNode(t *testing.T, url, id, advertise string) *Node {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	n, err := Join(ctx, Config{Conn: nc, NodeID: id, Advertise: advertise})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return joinKeyed(t, url, id, advertise, nil)
 }
 
 // TestNodeForward: Forward streams the owner's answer through as it is
