@@ -144,8 +144,8 @@ func FuzzTime(f *testing.F) {
 }
 
 // FuzzJSONIndent: what json.decode reads, json.encode writes again, with
-// or without indent, as the same JSON value; no option raises but an
-// unknown one.
+// or without indent, as the same JSON value (-0 written as 0, as
+// JavaScript's JSON.stringify does); no option raises but an unknown one.
 func FuzzJSONIndent(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2,{"b":null}],"c":"\u00e9"}`, `[]`, `{}`, `[[[[[]]]]]`, `"x"`, `1e400`, `{"a":1,"a":2}`, `[1,`} {
 		f.Add(s, true)
@@ -169,8 +169,8 @@ func FuzzJSONIndent(f *testing.F) {
 		if err := json.Unmarshal([]byte(out[0].String()), &b); err != nil {
 			t.Fatalf("encode(decode(%q)) = %q, not JSON: %v", text, out[0], err)
 		}
-		ja, _ := json.Marshal(a)
-		jb, _ := json.Marshal(b)
+		ja, _ := json.Marshal(positiveZero(a))
+		jb, _ := json.Marshal(positiveZero(b))
 		if string(ja) != string(jb) {
 			t.Fatalf("encode(decode(%q), {indent = %v}) = %s", text, indent, out[0])
 		}
@@ -179,4 +179,23 @@ func FuzzJSONIndent(f *testing.F) {
 			t.Fatalf("encode with an unknown option did not raise")
 		}
 	})
+}
+
+// positiveZero returns v, a decoded JSON value, with every -0 made 0.
+func positiveZero(v any) any {
+	switch v := v.(type) {
+	case float64:
+		if v == 0 {
+			return 0.0
+		}
+	case []any:
+		for i := range v {
+			v[i] = positiveZero(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = positiveZero(v[k])
+		}
+	}
+	return v
 }
