@@ -330,7 +330,10 @@ func TestHostileSpinningSessions(t *testing.T) {
 	backToBaseline(t, before)
 }
 
-// A 60 MB error message is logged once, cut to the log's cap.
+// A 25 MB error message is logged once, cut to the log's cap (the message
+// and the copy error() makes behind its position fit the budget; past it
+// the error is "memory limit exceeded", which TestBudgetChargesErrorMessages
+// pins).
 func TestHostileBigError(t *testing.T) {
 	warmUp(t)
 	before := measure(t)
