@@ -26,9 +26,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // MaxDepth bounds the nesting of arrays and objects, in both directions, so
@@ -261,11 +262,7 @@ func writeSeg(b *strings.Builder, k lua.LValue) {
 		} else {
 			// A key of a MiB would make a message of up to four,
 			// nested ones more: its start names it well enough.
-			cut := maxPathKey
-			for cut > maxPathKey-utf8.UTFMax && !utf8.RuneStart(k[cut]) {
-				cut--
-			}
-			b.WriteString(strconv.Quote(string(k[:cut])))
+			b.WriteString(strconv.Quote(logcap.Prefix(string(k), maxPathKey)))
 			b.WriteString("...")
 		}
 		b.WriteByte(']')

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -203,11 +202,8 @@ func (v *vm) print(L *lua.LState) int {
 		// Cut as logcap.String would, but short of Max by room for the
 		// marker, or the log would cut the text again, counting only what
 		// was built.
-		end := logcap.Max - 64
-		for end > logcap.Max-64-utf8.UTFMax && !utf8.RuneStart(text[end]) {
-			end--
-		}
-		text = text[:end] + "… [" + strconv.Itoa(total-end) + " bytes cut]"
+		head := logcap.Prefix(text, logcap.Max-64)
+		text = head + "… [" + strconv.Itoa(total-len(head)) + " bytes cut]"
 	}
 	v.s.logger.Info("print", "text", text)
 	return 0
@@ -415,9 +411,5 @@ func quoteName(name string) string {
 	if len(name) <= maxModuleName {
 		return strconv.Quote(name)
 	}
-	cut := maxModuleName
-	for cut > maxModuleName-utf8.UTFMax && !utf8.RuneStart(name[cut]) {
-		cut--
-	}
-	return strconv.Quote(name[:cut]) + "... (" + strconv.Itoa(len(name)) + " bytes)"
+	return strconv.Quote(logcap.Prefix(name, maxModuleName)) + "... (" + strconv.Itoa(len(name)) + " bytes)"
 }

@@ -31,11 +31,21 @@ func String(s string) string {
 	if len(s) <= Max {
 		return s
 	}
-	end := Max
-	for end > Max-utf8.UTFMax && !utf8.RuneStart(s[end]) {
+	head := Prefix(s, Max)
+	return head + "… [" + strconv.Itoa(len(s)-len(head)) + " bytes cut]"
+}
+
+// Prefix returns the longest prefix of s of at most n bytes that does not
+// end inside a UTF-8 sequence (of valid text: a few bytes shorter at most).
+func Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	end := n
+	for end > n-utf8.UTFMax && end > 0 && !utf8.RuneStart(s[end]) {
 		end--
 	}
-	return s[:end] + "… [" + strconv.Itoa(len(s)-end) + " bytes cut]"
+	return s[:end]
 }
 
 // Handler is a [slog.Handler] that cuts every attribute value of a record

@@ -91,3 +91,23 @@ func TestHandler(t *testing.T) {
 		t.Errorf("plain record: %s", buf.String())
 	}
 }
+
+// Prefix cuts on a rune boundary, never inside a UTF-8 sequence.
+func TestPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"},
+		{"abcdef", 3, "abc"},
+		{"a€b", 2, "a"}, // € is 3 bytes: 1..3
+		{"a€b", 4, "a€"},
+		{"€€", 1, ""},
+		{"", 0, ""},
+	} {
+		if got := Prefix(tc.s, tc.n); got != tc.want {
+			t.Errorf("Prefix(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

@@ -65,7 +65,8 @@ func strFormatLua(L *LState, f string) string {
 	return b.String()
 }
 
-// formatNumber reads a run of at most two digits at *i.
+// formatNumber reads the run of digits at *i (formatSize has refused runs
+// longer than two).
 func formatNumber(f string, i *int) (int, bool) {
 	start := *i
 	n := 0
