@@ -678,10 +678,7 @@ func (h *Handler) serveClientResponse(w http.ResponseWriter, r *http.Request, m 
 		writeJSONError(w, http.StatusBadRequest, nil, CodeInvalidRequest, "Invalid Request")
 		return
 	}
-	table, owner := &h.pending, ""
-	if info := AuthFromContext(r.Context()); info != nil {
-		owner = info.Subject
-	}
+	table, owner := &h.pending, h.clientKey(r)
 	if h.opts.Sessions {
 		s := h.lookupSession(w, r, nil)
 		if s == nil {
@@ -996,12 +993,10 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, m *mess
 	defer cancel()
 	j := newJob(h, nil, m, acc)
 	j.call.Auth = AuthFromContext(r.Context())
-	if j.call.Auth != nil {
-		j.out.owner = j.call.Auth.Subject
-	}
-	// The client gets a share of the route's table of requests to
-	// clients, not all of it.
-	j.out.quota = key
+	// Only the client that made the call may answer its requests (the
+	// table is the route's), and it gets a share of the table, not all of
+	// it.
+	j.out.owner, j.out.quota = key, key
 	j.call.ProtocolVersion = latestVersion
 	if v := r.Header["Mcp-Protocol-Version"]; len(v) > 0 && sessionEraVersion(v[0]) {
 		j.call.ProtocolVersion = v[0]

@@ -42,8 +42,9 @@ const stateKeyMin = 16
 type mrtr struct {
 	client   clientCaps
 	logLevel int // the request's _meta log level, or noLogs
-	// subject is the OAuth subject of the request, else the credential its
-	// route's auth hook accepted (Handler.clientKey), "" for neither: its
+	// subject is the request's client (Handler.clientKey: its OAuth
+	// subject, else the credential its route's auth hook accepted, each
+	// with the prefix of its namespace), "" for neither: its
 	// requestState is bound to it, as the spec advises, so that another
 	// principal cannot finish the call with this one's answers.
 	subject string

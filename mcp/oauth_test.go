@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,22 +139,32 @@ func TestOAuthMetadataDocument(t *testing.T) {
 
 const oauthInitBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
-// On a stateless oauth route the table of requests to clients is the
-// route's: an answer reaches a call only from the subject that made it, and
-// request ids reveal nothing of each other (no shared prefix and counter).
+// On a stateless route the table of requests to clients is the route's: an
+// answer reaches a call only from the client that made it (the token's
+// subject on an oauth route, the credential an auth hook accepted on a hook
+// route), and request ids reveal nothing of each other (no shared prefix and
+// counter).
 func TestStatelessClientAnswerOnlyFromCaller(t *testing.T) {
+	hookOnly := mcp.Options{Path: "/mcp", Sessions: false, Auth: func(_ context.Context, r *mcp.AuthRequest) int {
+		if strings.HasPrefix(r.Headers["authorization"], "Bearer tok-") {
+			return 0
+		}
+		return http.StatusUnauthorized
+	}}
 	for _, tc := range []struct {
 		name     string
+		opts     mcp.Options
 		answerer string
 		status   int
 	}{
-		{"another subject", "tok-bob", http.StatusBadRequest},
-		{"the caller", "tok-alice", http.StatusAccepted},
+		{"oauth: another subject", statelessOAuthOptions(), "tok-bob", http.StatusBadRequest},
+		{"oauth: the caller", statelessOAuthOptions(), "tok-alice", http.StatusAccepted},
+		{"hook: another credential", hookOnly, "tok-bob", http.StatusBadRequest},
+		{"hook: the caller", hookOnly, "tok-alice", http.StatusAccepted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeServer()
-			opts := statelessOAuthOptions()
-			rt := newRoute(t, f, opts)
+			rt := newRoute(t, f, tc.opts)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			bs := rt.stream(ctx, "", elicitCall, "Authorization: Bearer tok-bob")
@@ -275,23 +287,42 @@ func TestOAuthChallengeBehindTLSProxy(t *testing.T) {
 
 // TestRequestStateBoundToSubject: a 2026-07-28 requestState is bound to the
 // token subject whose call it continues (the spec's SHOULD): another
-// subject presenting it is refused, its holder goes on.
+// subject presenting it is refused, its holder goes on. On a route with
+// both oauth and an auth hook, a token without a subject is told apart by
+// its credential, and a subject that spells that credential's key is still
+// another principal.
 func TestRequestStateBoundToSubject(t *testing.T) {
-	rt := newRoute(t, newFakeServer(), statelessOAuthOptions())
-	call := func(token, extra string) reply {
-		return rt.modern("tools/call", `{"name":"ask","arguments":{"keys":["a"],"again":true}`+extra+`}`, "Authorization: Bearer "+token)
-	}
-	r := call("tok-alice", `,"inputResponses":{"a":{"action":"accept","content":{"pin":"1234"}}}`)
-	state, _ := r.result()["requestState"].(string)
-	if state == "" {
-		t.Fatalf("alice's first round: %s", r.body)
-	}
-	retry := `,"inputResponses":{"again":{"roots":[]}},"requestState":` + mustJSON(state)
-	if r := call("tok-bob", retry); r.errorCode() != -32602 {
-		t.Errorf("bob presenting alice's requestState: %d %s", r.status, r.body)
-	}
-	if r := call("tok-alice", retry); r.result()["resultType"] != "complete" || !strings.Contains(r.text(), "1234") {
-		t.Errorf("alice presenting her requestState: %d %s", r.status, r.body)
+	const holderless = "tok--r" // a valid token with no subject
+	sum := sha256.Sum256([]byte("Bearer " + holderless))
+	spelled := "tok-credential " + base64.RawURLEncoding.EncodeToString(sum[:12])
+	both := statelessOAuthOptions()
+	both.Auth = func(context.Context, *mcp.AuthRequest) int { return 0 }
+	for _, tc := range []struct {
+		name              string
+		opts              mcp.Options
+		holder, presenter string
+	}{
+		{"another subject", statelessOAuthOptions(), "tok-alice", "tok-bob"},
+		{"a subject spelling a credential's key", both, holderless, spelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newRoute(t, newFakeServer(), tc.opts)
+			call := func(token, extra string) reply {
+				return rt.modern("tools/call", `{"name":"ask","arguments":{"keys":["a"],"again":true}`+extra+`}`, "Authorization: Bearer "+token)
+			}
+			r := call(tc.holder, `,"inputResponses":{"a":{"action":"accept","content":{"pin":"1234"}}}`)
+			state, _ := r.result()["requestState"].(string)
+			if state == "" {
+				t.Fatalf("the holder's first round: %s", r.body)
+			}
+			retry := `,"inputResponses":{"again":{"roots":[]}},"requestState":` + mustJSON(state)
+			if r := call(tc.presenter, retry); r.errorCode() != -32602 {
+				t.Errorf("%s presenting the holder's requestState: %d %s", tc.presenter, r.status, r.body)
+			}
+			if r := call(tc.holder, retry); r.result()["resultType"] != "complete" || !strings.Contains(r.text(), "1234") {
+				t.Errorf("the holder presenting its requestState: %d %s", r.status, r.body)
+			}
+		})
 	}
 }
 

@@ -86,11 +86,12 @@ type pendingTable struct {
 // pendingRequest is one request to a client awaiting its answer.
 type pendingRequest struct {
 	ch chan clientAnswer
-	// owner is the OAuth subject that may answer: in stateless mode the
-	// table is the route's, shared by every client, so an answer from
-	// another subject must not reach the call. Empty in session mode (the
-	// session's owner is checked before its table is reached) and on a
-	// route without oauth.
+	// owner is the client that may answer (Handler.clientKey: its OAuth
+	// subject, else the credential its auth hook accepted): in stateless
+	// mode the table is the route's, shared by every client, so another
+	// client's answer must not reach the call. Empty in session mode (the
+	// session's owner is checked before its table is reached) and for an
+	// anonymous client.
 	owner string
 	// quota is the key the request counts under in the table's owned
 	// (outbound.quota); "" under none.
@@ -159,13 +160,12 @@ type outbound struct {
 	// deadline bounds waits for the client in buffered session calls: it is
 	// when the caller stops waiting (request_timeout). Zero means none.
 	deadline time.Time
-	// owner is the OAuth subject of a stateless call's caller, the only one
+	// owner is a stateless call's client (Handler.clientKey), the only one
 	// whose answers reach the call's requests to the client; empty in
-	// session mode and on a route without oauth.
+	// session mode and for an anonymous client.
 	owner string
 	// quota is the client a stateless call's requests to the client count
-	// for (maxPendingPerOwner): its owner, or without one a digest of the
-	// Authorization header an auth hook accepted; "" for none.
+	// for (maxPendingPerOwner): in stateless mode its owner; "" for none.
 	quota string
 	// mrtr is the call's multi-round-trip record in the 2026-07-28 era,
 	// where requests to the client become input_required; nil in the

@@ -160,13 +160,10 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 			return
 		}
 	}
-	// Who the call's requestState and task are bound to: the token's
-	// subject, else the credential the auth hook accepted (key).
-	principal := key
-	if j.call.Auth != nil && j.call.Auth.Subject != "" {
-		principal = j.call.Auth.Subject
-	}
-	record, e := h.newRecord(m, spec, &rm, principal, cancel)
+	// Who the call's requestState and task are bound to: the client's key,
+	// the token's subject or else the credential the auth hook accepted,
+	// each in its namespace (a raw subject could spell a credential's key).
+	record, e := h.newRecord(m, spec, &rm, key, cancel)
 	if e != nil {
 		h.log.Debug("mcp: invalid params", "method", m.method, "err", e.Message)
 		h.observeError(start, m, e.Code)
