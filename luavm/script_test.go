@@ -21,7 +21,7 @@ func TestLoadErrors(t *testing.T) {
 		{"syntax.lua", "syntax.lua:3: syntax error near '='"},
 		{"eof.lua", "eof.lua:3: syntax error at end of file"},
 		{"goto.lua", "goto.lua:4: no visible label 'nowhere' for <goto> at line 2"},
-		{"runtime.lua", "runtime.lua:2: attempt to index a non-table object(nil) with key 'field'"},
+		{"runtime.lua", "runtime.lua:2: attempt to index a nil value with key 'field'"},
 		{"notable.lua", "notable.lua:1: the script must return the server module (a table), got 42"},
 		{"missing.lua", "missing.lua:1: the server module has no handle_tool function"},
 		{"route_type.lua", "route_type.lua:1: route.sessions must be true or false, got a string"},

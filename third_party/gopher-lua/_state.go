@@ -1137,7 +1137,7 @@ func (ls *LState) getField(obj LValue, key LValue) LValue {
 		metaindex := ls.metaOp1(curobj, "__index")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key.String())
+				ls.RaiseError("attempt to index a %v value with key '%s'", curobj.Type().String(), key.String()) // patched for luamcp: Lua's message
 			}
 			return LNil
 		}
@@ -1168,7 +1168,7 @@ func (ls *LState) getFieldString(obj LValue, key string) LValue {
 		metaindex := ls.metaOp1(curobj, "__index")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
+				ls.RaiseError("attempt to index a %v value with key '%s'", curobj.Type().String(), key) // patched for luamcp: Lua's message
 			}
 			return LNil
 		}
@@ -1199,7 +1199,7 @@ func (ls *LState) setField(obj LValue, key LValue, value LValue) {
 		metaindex := ls.metaOp1(curobj, "__newindex")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key.String())
+				ls.RaiseError("attempt to index a %v value with key '%s'", curobj.Type().String(), key.String()) // patched for luamcp: Lua's message
 			}
 			ls.RawSet(tb, key, value)
 			return
@@ -1231,7 +1231,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 		metaindex := ls.metaOp1(curobj, "__newindex")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
+				ls.RaiseError("attempt to index a %v value with key '%s'", curobj.Type().String(), key) // patched for luamcp: Lua's message
 			}
 			ls.tableSetString(tb, key, value) // patched for luamcp: charged
 			return

@@ -518,11 +518,11 @@ func init() {
 				if v2, ok2 := rhs.(LNumber); ok2 {
 					ret = v1 <= v2
 				} else {
-					L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+					L.compareError(lhs, rhs) // patched for luamcp: Lua's message
 				}
 			} else {
 				if lhs.Type() != rhs.Type() {
-					L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+					L.compareError(lhs, rhs) // patched for luamcp: Lua's message
 				}
 				switch lhs.Type() {
 				case LTString:
@@ -718,13 +718,13 @@ func init() {
 							// +inline-call reg.SetTop RA+1
 						}
 					} else {
-						L.RaiseError("for statement step must be a number")
+						L.RaiseError("'for' step must be a number") // patched for luamcp: Lua's message
 					}
 				} else {
-					L.RaiseError("for statement limit must be a number")
+					L.RaiseError("'for' limit must be a number") // patched for luamcp: Lua's message
 				}
 			} else {
-				L.RaiseError("for statement init must be a number")
+				L.RaiseError("'for' initial value must be a number") // patched for luamcp: Lua's message
 			}
 			return 0
 		},
@@ -739,10 +739,10 @@ func init() {
 				if step, ok2 := reg.Get(RA + 2).(LNumber); ok2 {
 					// +inline-call reg.SetNumber RA LNumber(init-step)
 				} else {
-					L.RaiseError("for statement step must be a number")
+					L.RaiseError("'for' step must be a number") // patched for luamcp: Lua's message
 				}
 			} else {
-				L.RaiseError("for statement init must be a number")
+				L.RaiseError("'for' initial value must be a number") // patched for luamcp: Lua's message
 			}
 			cf.Pc += Sbx
 			return 0
@@ -944,8 +944,7 @@ func objectArith(L *LState, opcode int, lhs, rhs LValue) LValue {
 			return numberArith(L, opcode, LNumber(v1), LNumber(v2))
 		}
 	}
-	L.RaiseError(fmt.Sprintf("cannot perform %v operation between %v and %v",
-		strings.TrimLeft(event, "_"), lhs.Type().String(), rhs.Type().String()))
+	L.arithError(lhs, rhs) // patched for luamcp: Lua's message
 
 	return LNil
 }
@@ -966,7 +965,7 @@ func stringConcat(L *LState, total, last int) LValue {
 				total--
 				i--
 			} else {
-				L.RaiseError("cannot perform concat operation between %v and %v", lhs.Type().String(), rhs.Type().String())
+				L.concatError(lhs, rhs) // patched for luamcp: Lua's message
 				return LNil
 			}
 		} else {
@@ -999,10 +998,10 @@ func lessThan(L *LState, lhs, rhs LValue) bool {
 		if v2, ok2 := rhs.(LNumber); ok2 {
 			return v1 < v2
 		}
-		L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+		L.compareError(lhs, rhs) // patched for luamcp: Lua's message
 	}
 	if lhs.Type() != rhs.Type() {
-		L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+		L.compareError(lhs, rhs) // patched for luamcp: Lua's message
 		return false
 	}
 	ret := false
@@ -1057,7 +1056,7 @@ func objectRationalWithError(L *LState, lhs, rhs LValue, event string) bool {
 	case 0:
 		return false
 	}
-	L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+	L.compareError(lhs, rhs) // patched for luamcp: Lua's message
 	return false
 }
 

@@ -12,11 +12,11 @@ import (
 // (FuzzChunk's fourth finding: `t=setmetatable({},{})getmetatabl,(0).A=A0`).
 func TestAssignToConstantField(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{`(0).A = 1`, "non-table object(number) with key 'A'"},
-		{`a, (0).A = 1`, "non-table object(number) with key 'A'"},
-		{`t=setmetatable({},{})getmetatabl,(0).A=A0`, "non-table object(number) with key 'A'"},
-		{`a, (0)[1] = 1, 2`, "non-table object(number) with key '1'"},
-		{`local x; x, (2.5).y, ("s").z = 1, 2, 3`, "non-table object(string) with key 'z'"},
+		{`(0).A = 1`, "index a number value with key 'A'"},
+		{`a, (0).A = 1`, "index a number value with key 'A'"},
+		{`t=setmetatable({},{})getmetatabl,(0).A=A0`, "index a number value with key 'A'"},
+		{`a, (0)[1] = 1, 2`, "index a number value with key '1'"},
+		{`local x; x, (2.5).y, ("s").z = 1, 2, 3`, "index a string value with key 'z'"},
 		{`getmetatable("").__newindex = function(s, k, v) assert(s == "s" and k == "k" and v == 1) error("ok") end
 		  ("s").k = 1`, "ok"},
 		{`getmetatable("").__newindex = function(s, k, v) assert(s == "s" and k == "k" and v == 2) error("ok") end

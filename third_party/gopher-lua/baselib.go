@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 )
 
@@ -402,32 +401,33 @@ func baseSetMetatable(L *LState) int {
 	return 1
 }
 
+// baseToNumber is tonumber (patched for luamcp: Lua 5.1's, see number.go):
+// without a base or in base 10, a number stays itself and a string converts
+// as arithmetic converts it; in another base (2 to 36, else an argument
+// error) a string, or a number's text, is read as Lua 5.2 reads it.
 func baseToNumber(L *LState) int {
 	base := L.OptInt(2, 10)
-	noBase := L.Get(2) == LNil
-
-	switch lv := L.CheckAny(1).(type) {
-	case LNumber:
-		L.Push(lv)
-	case LString:
-		str := strings.Trim(string(lv), " \n\t")
-		if strings.Index(str, ".") > -1 {
-			if v, err := strconv.ParseFloat(str, LNumberBit); err != nil {
-				L.Push(LNil)
+	if base == 10 {
+		switch lv := L.CheckAny(1).(type) {
+		case LNumber:
+			L.Push(lv)
+		case LString:
+			if v, ok := str2number(string(lv)); ok {
+				L.Push(v)
 			} else {
-				L.Push(LNumber(v))
-			}
-		} else {
-			if noBase && strings.HasPrefix(strings.ToLower(str), "0x") {
-				base, str = 16, str[2:] // Hex number
-			}
-			if v, err := strconv.ParseInt(str, base, LNumberBit); err != nil {
 				L.Push(LNil)
-			} else {
-				L.Push(LNumber(v))
 			}
+		default:
+			L.Push(LNil)
 		}
-	default:
+		return 1
+	}
+	if base < 2 || base > 36 {
+		L.ArgError(2, "base out of range")
+	}
+	if v, ok := str2numberBase(L.CheckString(1), base); ok {
+		L.Push(v)
+	} else {
 		L.Push(LNil)
 	}
 	return 1

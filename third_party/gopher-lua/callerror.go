@@ -33,3 +33,51 @@ func (ls *LState) calleeName() string {
 	}
 	return ""
 }
+
+// patched for luamcp: the errors of arithmetic, concatenation and comparison
+// say what Lua 5.1 says (luaG_aritherror, luaG_concaterror,
+// luaG_ordererror), naming the operand at fault. Upstream said "cannot
+// perform add operation between nil and number", which no Lua manual or
+// tutorial a script author searches uses.
+
+// arithError raises the error of arithmetic on lhs and rhs, at least one of
+// which is no number nor a string that converts to one: the first such.
+func (ls *LState) arithError(lhs, rhs LValue) {
+	bad := rhs
+	if !convertsToNumber(lhs) {
+		bad = lhs
+	}
+	ls.RaiseError("attempt to perform arithmetic on a %s value", bad.Type().String())
+}
+
+// convertsToNumber reports whether arithmetic takes lv: a number, or a
+// string that reads as one.
+func convertsToNumber(lv LValue) bool {
+	switch v := lv.(type) {
+	case LNumber:
+		return true
+	case LString:
+		_, ok := str2number(string(v))
+		return ok
+	}
+	return false
+}
+
+// concatError raises the error of concatenating lhs and rhs, at least one
+// of which is neither a string nor a number: the first such.
+func (ls *LState) concatError(lhs, rhs LValue) {
+	bad := lhs
+	if LVCanConvToString(lhs) {
+		bad = rhs
+	}
+	ls.RaiseError("attempt to concatenate a %s value", bad.Type().String())
+}
+
+// compareError raises the error of ordering lhs and rhs (<, <=, >, >=).
+func (ls *LState) compareError(lhs, rhs LValue) {
+	lt, rt := lhs.Type().String(), rhs.Type().String()
+	if lt == rt {
+		ls.RaiseError("attempt to compare two %s values", lt)
+	}
+	ls.RaiseError("attempt to compare %s with %s", lt, rt)
+}

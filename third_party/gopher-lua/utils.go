@@ -2,6 +2,7 @@ package lua
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -140,20 +141,17 @@ func isArrayKey(v LNumber) bool {
 	return isInteger(v) && v < LNumber(int((^uint(0))>>1)) && v > LNumber(0) && v < LNumber(MaxArrayIndex)
 }
 
+// parseNumber converts a string as Lua does (patched for luamcp: see
+// str2number in number.go; upstream read Go's number syntax).
 func parseNumber(number string) (LNumber, error) {
-	var value LNumber
-	number = strings.Trim(number, " \t\n")
-	if v, err := strconv.ParseInt(number, 0, LNumberBit); err != nil {
-		if v2, err2 := strconv.ParseFloat(number, LNumberBit); err2 != nil {
-			return LNumber(0), err2
-		} else {
-			value = LNumber(v2)
-		}
-	} else {
-		value = LNumber(v)
+	if v, ok := str2number(number); ok {
+		return v, nil
 	}
-	return value, nil
+	return 0, errNotANumber
 }
+
+// errNotANumber is parseNumber's error (patched for luamcp).
+var errNotANumber = errors.New("not a number")
 
 func popenArgs(arg string) (string, []string) {
 	cmd := "/bin/sh"

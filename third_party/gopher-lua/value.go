@@ -3,6 +3,7 @@ package lua
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"sync/atomic"
 )
@@ -115,6 +116,19 @@ func (st LString) Format(f fmt.State, c rune) {
 func (nm LNumber) String() string {
 	if isInteger(nm) {
 		return fmt.Sprint(int64(nm))
+	}
+	// patched for luamcp: infinities and NaN as C's printf writes them,
+	// which Lua's tostring uses (Go writes +Inf and NaN; 0/0 is -nan on
+	// x86, as string.format's %g says too).
+	switch f := float64(nm); {
+	case f != f && math.Signbit(f):
+		return "-nan"
+	case f != f:
+		return "nan"
+	case f > math.MaxFloat64:
+		return "inf"
+	case f < -math.MaxFloat64:
+		return "-inf"
 	}
 	return fmt.Sprint(float64(nm))
 }

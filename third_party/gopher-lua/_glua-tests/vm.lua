@@ -30,31 +30,31 @@ local ok, msg = pcall(function()
     print(1)
   end
 end)
-assert(not ok and string.find(msg, "for statement init must be a number"))
+assert(not ok and string.find(msg, "'for' initial value must be a number")) -- patched for luamcp: Lua's message
 
 local ok, msg = pcall(function()
   for n = 1,nil do
     print(1)
   end
 end)
-assert(not ok and string.find(msg, "for statement limit must be a number"))
+assert(not ok and string.find(msg, "'for' limit must be a number")) -- patched for luamcp: Lua's message
 
 local ok, msg = pcall(function()
   for n = 1,10,nil do
     print(1)
   end
 end)
-assert(not ok and string.find(msg, "for statement step must be a number"))
+assert(not ok and string.find(msg, "'for' step must be a number")) -- patched for luamcp: Lua's message
 
 local ok, msg = pcall(function()
   return {} + (function() end)
 end)
-assert(not ok and string.find(msg, "cannot perform add operation between table and function"))
+assert(not ok and string.find(msg, "attempt to perform arithmetic on a table value")) -- patched for luamcp: Lua's message
 
 local ok, msg = pcall(function()
   return {} .. (function() end)
 end)
-assert(not ok and string.find(msg, "cannot perform concat operation between table and function"))
+assert(not ok and string.find(msg, "attempt to concatenate a table value")) -- patched for luamcp: Lua's message
 
 -- test table with initial elements over 511
 local bigtable = {1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
