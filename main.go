@@ -78,6 +78,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.IntFlag{Name: "max-stateless", Value: mcp.DefaultMaxStateless, Usage: "open requests served without a session (stateless routes, 2026-07-28) across all routes; one past it gets 503"},
 					&cli.IntFlag{Name: "replay-budget-mb", Value: mcp.DefaultReplayBudget >> 20, Usage: "events (MiB) all sessions and listen streams together keep for clients to read or resume; past it a stream pushed to gives up its own oldest events"},
 					&cli.IntFlag{Name: "max-connections", Usage: "open TCP connections; past it new ones wait for one to close. 0: three quarters of the open-file limit"},
+					&cli.IntFlag{Name: "max-header-kb", Value: edge.DefaultMaxHeaderBytes >> 10, Usage: "a request's headers (KiB); past it HTTP/1.1 answers 431, and HTTP/2 and HTTP/3 tell the client the limit"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
 					&cli.StringFlag{Name: "sessions-file", Usage: "on shutdown, save the live sessions of session-mode routes to FILE (0600), and resume them from it at the next start (it is then removed): clients keep their Mcp-Session-Id and state across a restart"},
 					&cli.StringFlag{Name: "state-key-file", Usage: "file holding the key (16 bytes or more) that signs the 2026-07-28 era's requestState; default: $" + stateKeyEnv + ", else random per process"},
@@ -179,6 +180,11 @@ func serve(c *cli.Context) error {
 	if n := c.Int("max-connections"); n < 0 {
 		return fmt.Errorf("--max-connections must be at least 1 (0: from the open-file limit), not %d", n)
 	}
+	const maxHeaderKB = 64 << 10 // 64 MiB: past any sane header, and no int overflow in bytes
+	headerKB := c.Int("max-header-kb")
+	if headerKB < 1 || headerKB > maxHeaderKB {
+		return fmt.Errorf("--max-header-kb must be from 1 to %d, not %d", maxHeaderKB, headerKB)
+	}
 	// In bytes these are int64: past maxMiB a value would wrap to a
 	// negative one, which means "no limit".
 	const maxMiB = 1 << 30 // a PiB
@@ -208,7 +214,7 @@ func serve(c *cli.Context) error {
 	srv, err := edge.Listen(edge.Config{
 		Addr: c.String("addr"), Listener: activated, CertFile: c.String("tls-cert"), KeyFile: c.String("tls-key"), HTTP3: c.Bool("http3"),
 		Logger: logger, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
-		MaxConnections: c.Int("max-connections"),
+		MaxConnections: c.Int("max-connections"), MaxHeaderBytes: headerKB << 10,
 	})
 	if err != nil {
 		if activated != nil {

@@ -85,6 +85,7 @@ func TestServeErrors(t *testing.T) {
 		{"max sessions", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions must be at least 1"},
 		{"max listens", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-listens", "-1"}, "--max-listens must be at least 1"},
 		{"max connections", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-connections", "-1"}, "--max-connections must be at least 1"},
+		{"max header", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--max-header-kb", "0"}, "--max-header-kb must be from 1 to 65536"},
 		{"drain", []string{"--dir", scripts, "--drain", "-1s"}, "--drain must not be negative"},
 		{"watch poll", []string{"--dir", scripts, "--watch-poll", "0s"}, "--watch-poll must be auto, off or a positive duration"},
 		{"watch poll unparsable", []string{"--dir", scripts, "--watch-poll", "sometimes"}, "--watch-poll must be auto"},

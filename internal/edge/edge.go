@@ -80,7 +80,19 @@ type Config struct {
 	// MaxConnections caps the open TCP connections (limit.go); past it new
 	// ones wait. 0 means DefaultMaxConnections(); negative, no cap.
 	MaxConnections int
+	// MaxHeaderBytes caps a request's header block on every protocol (HTTP/1.1
+	// answers 431 past it; HTTP/2 and HTTP/3 advertise it to the client). 0
+	// means [DefaultMaxHeaderBytes].
+	MaxHeaderBytes int
 }
+
+// DefaultMaxHeaderBytes is the header cap of a [Config] that sets none: 64
+// KiB, where net/http's default is 1 MiB. Every connection may hold that
+// much while its headers arrive (a slow client has ReadHeaderTimeout to send
+// them), so the cap times MaxConnections bounds what a connection flood can
+// make the process hold; MCP requests carry a few hundred bytes of headers,
+// a bearer token a few KiB, and Node's HTTP server refuses past 16 KiB.
+const DefaultMaxHeaderBytes = 64 << 10
 
 // protocols validates the TLS and HTTP/3 settings.
 func (c *Config) protocols() (Protocols, error) {
@@ -133,11 +145,16 @@ func Listen(cfg Config) (*Server, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	maxHeader := cfg.MaxHeaderBytes
+	if maxHeader <= 0 {
+		maxHeader = DefaultMaxHeaderBytes
+	}
 	s := &Server{
 		protocols: protocols,
 		http: &http.Server{
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 			IdleTimeout:       cfg.IdleTimeout,
+			MaxHeaderBytes:    maxHeader,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		},
 	}
@@ -173,10 +190,11 @@ func Listen(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("HTTP/3 needs UDP port %d too: %w", port, err)
 		}
 		s.h3 = &http3.Server{
-			TLSConfig:   tlsConf.Clone(), // Serve offers h3 by ALPN on it
-			QUICConfig:  &quic.Config{KeepAlivePeriod: quicKeepAlive},
-			IdleTimeout: cfg.IdleTimeout,
-			Logger:      logger,
+			TLSConfig:      tlsConf.Clone(), // Serve offers h3 by ALPN on it
+			QUICConfig:     &quic.Config{KeepAlivePeriod: quicKeepAlive},
+			IdleTimeout:    cfg.IdleTimeout,
+			MaxHeaderBytes: maxHeader,
+			Logger:         logger,
 		}
 		if maxConns > 0 {
 			q := &quicLimit{max: int64(maxConns), conf: s.h3.QUICConfig.Clone(), logger: logger}
