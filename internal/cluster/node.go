@@ -87,6 +87,11 @@ type Node struct {
 	linksOut      atomic.Int64 // links open to other nodes (Stats)
 	linksIn       atomic.Int64 // links open from other nodes (Stats)
 
+	// seenPush and seenLeft refuse the messages sub and left accepted
+	// already (replays): one guard per subscription, as NATS keeps a
+	// publisher's order per subscription only (replay.go).
+	seenPush, seenLeft replayGuard
+
 	// deliver hands a push from another node to the hub (Attach); nil
 	// before, and pushes arriving then are dropped.
 	deliver atomic.Pointer[func([]byte)]
@@ -135,7 +140,7 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: the %s bucket (the NATS server needs JetStream): %w", nodesBucket, err)
 	}
 	n := &Node{
-		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger, roots: cfg.RootCAs, sig: newSigner(cfg.Key),
+		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger, roots: cfg.RootCAs, sig: newSigner(cfg.Key, cfg.NodeID),
 		known: make(map[string]knownAddr), stop: make(chan struct{}),
 	}
 	if err := n.register(ctx); err != nil {
@@ -151,7 +156,7 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: subscribing to %s: %w", nodePrefix+n.id, err)
 	}
 	if n.left, err = cfg.Conn.Subscribe(leftSubject, func(m *nats.Msg) {
-		if n.checked(m) {
+		if n.sig.checked(m, &n.seenLeft, n.log, n.id) {
 			n.forget(string(m.Data))
 		}
 	}); err != nil {
@@ -209,7 +214,7 @@ func (n *Node) Send(node string, push []byte) {
 }
 
 func (n *Node) receive(m *nats.Msg) {
-	if !n.checked(m) {
+	if !n.sig.checked(m, &n.seenPush, n.log, n.id) {
 		return
 	}
 	n.count.received.Add(1)
@@ -217,9 +222,6 @@ func (n *Node) receive(m *nats.Msg) {
 		(*d)(m.Data)
 	}
 }
-
-// checked reports whether m is signed with the cluster's key (signer.checked).
-func (n *Node) checked(m *nats.Msg) bool { return n.sig.checked(m, n.log, n.id) }
 
 // heartbeat renews the address until Close.
 func (n *Node) heartbeat(every time.Duration) {

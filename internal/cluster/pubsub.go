@@ -10,7 +10,9 @@ import (
 )
 
 // originHeader names the node that published a message, so that it is not
-// delivered twice on that node (once locally, once from the bus).
+// delivered twice on that node (once locally, once from the bus). With a key
+// every signed message carries it: it is the signer whose sequence numbers
+// the receivers track (replay.go).
 const originHeader = "Luamcp-Node"
 
 // PubSub is an [mcp.PubSub] spanning every node connected to one NATS
@@ -25,6 +27,8 @@ type PubSub struct {
 	sub   *nats.Subscription
 	count pushCounts
 	sig   *signer // nil: messages neither signed nor checked
+	// seen refuses the messages sub accepted already (replays).
+	seen replayGuard
 }
 
 // NewPubSub returns a PubSub for node on nc. Every node receives every
@@ -80,7 +84,7 @@ func (p *PubSub) receive(m *nats.Msg) {
 	if m.Header.Get(originHeader) == p.node {
 		return
 	}
-	if !p.sig.checked(m, p.log, p.node) {
+	if !p.sig.checked(m, &p.seen, p.log, p.node) {
 		return
 	}
 	p.count.received.Add(1)

@@ -148,24 +148,24 @@ func TestUntrustedNATSClient(t *testing.T) {
 }
 
 // TestSignerVerify pins what a message's signature covers and when it
-// holds: the key, the subject, the origin header, the data and a time
-// within msgMaxSkew either way. TestUntrustedNATSClient sends unsigned
-// messages only, which a verify that checked no more than the header's
-// form, or no time, would drop as well; a forged or replayed one it would
-// take.
+// holds: the key, the subject, the origin header, the boot id, the sequence
+// number, the data and a time within msgMaxSkew either way.
+// TestUntrustedNATSClient sends unsigned messages only, which a verify that
+// checked no more than the header's form, or no time, would drop as well; a
+// forged or replayed one it would take.
 func TestSignerVerify(t *testing.T) {
-	s := newSigner([]byte("the cluster's key"))
+	key := []byte("the cluster's key")
+	s := newSigner(key, "n2")
 	signed := func() *nats.Msg {
 		m := &nats.Msg{Subject: "luamcp.push.n1", Data: []byte("payload"), Header: nats.Header{}}
-		m.Header.Set(originHeader, "n2")
 		s.sign(m)
 		return m
 	}
-	// at signs m as of d from now.
-	at := func(m *nats.Msg, d time.Duration) {
-		unix := strconv.FormatInt(time.Now().Add(d).Unix(), 10)
-		sum := s.mac(m.Data, "luamcp msg v1", m.Subject, m.Header.Get(originHeader), unix)
-		m.Header.Set(sigHeader, unix+"."+base64.RawURLEncoding.EncodeToString(sum))
+	// field replaces field i of the signature ("v2", unix, boot, seq, MAC).
+	field := func(m *nats.Msg, i int, v string) {
+		f := strings.Split(m.Header.Get(sigHeader), ".")
+		f[i] = v
+		m.Header.Set(sigHeader, strings.Join(f, "."))
 	}
 	tests := []struct {
 		name   string
@@ -174,29 +174,42 @@ func TestSignerVerify(t *testing.T) {
 	}{
 		{"as signed", func(*nats.Msg) {}, true},
 		{"unsigned", func(m *nats.Msg) { m.Header.Del(sigHeader) }, false},
-		{"forged signature", func(m *nats.Msg) {
-			unix, _, _ := strings.Cut(m.Header.Get(sigHeader), ".")
-			m.Header.Set(sigHeader, unix+"."+base64.RawURLEncoding.EncodeToString(make([]byte, 32)))
-		}, false},
-		{"another key", func(m *nats.Msg) { newSigner([]byte("another key")).sign(m) }, false},
+		{"forged signature", func(m *nats.Msg) { field(m, 4, base64.RawURLEncoding.EncodeToString(make([]byte, 32))) }, false},
+		{"another key", func(m *nats.Msg) { newSigner([]byte("another key"), "n2").sign(m) }, false},
 		{"other data", func(m *nats.Msg) { m.Data = []byte("payloaD") }, false},
 		{"another subject", func(m *nats.Msg) { m.Subject = "luamcp.push.n3" }, false},
 		{"another origin", func(m *nats.Msg) { m.Header.Set(originHeader, "n3") }, false},
-		{"another time", func(m *nats.Msg) {
-			_, sig, _ := strings.Cut(m.Header.Get(sigHeader), ".")
-			m.Header.Set(sigHeader, strconv.FormatInt(time.Now().Unix()-5, 10)+"."+sig)
+		{"no origin", func(m *nats.Msg) { m.Header.Del(originHeader) }, false},
+		{"another time", func(m *nats.Msg) { field(m, 1, strconv.FormatInt(time.Now().Unix()-5, 10)) }, false},
+		{"another boot", func(m *nats.Msg) { field(m, 2, "AAAAAAAAAAAAAAAA") }, false},
+		{"another number", func(m *nats.Msg) { field(m, 3, "12345") }, false},
+		{"the number spelled otherwise", func(m *nats.Msg) { field(m, 3, "0"+strings.Split(m.Header.Get(sigHeader), ".")[3]) }, false},
+		{"another version", func(m *nats.Msg) { field(m, 0, "v3") }, false},
+		{"within the skew", func(m *nats.Msg) { s.signAt(m, time.Now().Add(-msgMaxSkew+10*time.Second)) }, true},
+		{"too old", func(m *nats.Msg) { s.signAt(m, time.Now().Add(-msgMaxSkew-10*time.Second)) }, false},
+		{"too far ahead", func(m *nats.Msg) { s.signAt(m, time.Now().Add(msgMaxSkew+10*time.Second)) }, false},
+		{"version 1", func(m *nats.Msg) { signV1(s, m, time.Now()) }, false},
+		{"version 2 fields, version 1 MAC", func(m *nats.Msg) {
+			f := strings.Split(m.Header.Get(sigHeader), ".")
+			sum := s.mac(m.Data, msgDomainV1, m.Subject, "n2", f[1], f[2], f[3])
+			field(m, 4, base64.RawURLEncoding.EncodeToString(sum[:]))
 		}, false},
-		{"within the skew", func(m *nats.Msg) { at(m, -msgMaxSkew+10*time.Second) }, true},
-		{"too old (a replay)", func(m *nats.Msg) { at(m, -msgMaxSkew-10*time.Second) }, false},
-		{"too far ahead", func(m *nats.Msg) { at(m, msgMaxSkew+10*time.Second) }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := signed()
 			tt.change(m)
-			if got := s.verify(m); got != tt.ok {
+			if _, got := s.verify(m, time.Now()); got != tt.ok {
 				t.Fatalf("verify = %v, want %v (%s)", got, tt.ok, m.Header.Get(sigHeader))
 			}
 		})
 	}
+}
+
+// signV1 signs m as a node of the version before sequence numbers did
+// ("<unix>.<MAC>" over "luamcp msg v1").
+func signV1(s *signer, m *nats.Msg, now time.Time) {
+	unix := strconv.FormatInt(now.Unix(), 10)
+	sum := s.mac(m.Data, msgDomainV1, m.Subject, m.Header.Get(originHeader), unix)
+	m.Header.Set(sigHeader, unix+"."+base64.RawURLEncoding.EncodeToString(sum[:]))
 }
