@@ -735,8 +735,15 @@ func init() {
 			A := int(inst>>18) & 0xff //GETA
 			RA := lbase + A
 			Sbx := int(inst&0x3ffff) - opMaxArgSbx //GETSBX
-			if init, ok1 := reg.Get(RA).(LNumber); ok1 {
-				if step, ok2 := reg.Get(RA + 2).(LNumber); ok2 {
+			// patched for luamcp: the three values are checked in Lua's
+			// order and a string that reads as a number is converted in
+			// place, as Lua 5.1's OP_FORPREP does (upstream raised
+			// "'for' initial value must be a number" for "1").
+			if init, ok1 := forNumber(reg, RA); ok1 {
+				if _, ok2 := forNumber(reg, RA+1); !ok2 {
+					L.RaiseError("'for' limit must be a number")
+				}
+				if step, ok2 := forNumber(reg, RA+2); ok2 {
 					// +inline-call reg.SetNumber RA LNumber(init-step)
 				} else {
 					L.RaiseError("'for' step must be a number") // patched for luamcp: Lua's message
@@ -1074,4 +1081,20 @@ func objectRational(L *LState, lhs, rhs LValue, event string) int {
 		return 0
 	}
 	return -1
+}
+
+// forNumber is the control value of a numeric for in register i as a number
+// (patched for luamcp): a string that reads as one is converted in place, as
+// Lua 5.1's OP_FORPREP converts it (tonumber).
+func forNumber(reg *registry, i int) (LNumber, bool) {
+	switch v := reg.Get(i).(type) {
+	case LNumber:
+		return v, true
+	case LString:
+		if n, ok := str2number(string(v)); ok {
+			reg.Set(i, n)
+			return n, true
+		}
+	}
+	return 0, false
 }

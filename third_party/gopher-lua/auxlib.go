@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 )
@@ -17,19 +18,51 @@ func (ls *LState) CheckAny(n int) LValue {
 	return ls.Get(n)
 }
 
+// patched for luamcp: the integer arguments (CheckInt, CheckInt64, OptInt,
+// OptInt64) and OptNumber take a string that reads as a number, as Lua 5.1's
+// luaL_checkinteger and luaL_optnumber do (upstream only CheckNumber did:
+// ("abc"):sub("2") and string.char("65") were errors), and convert a number
+// to an integer as Lua 5.1 does on x86-64 (toInteger).
+
+// argNumber is the number argument n reads as: a number, or a string that
+// converts to one.
+func (ls *LState) argNumber(n int) (LNumber, bool) {
+	switch v := ls.Get(n).(type) {
+	case LNumber:
+		return v, true
+	case LString:
+		if num, err := parseNumber(string(v)); err == nil {
+			return num, true
+		}
+	}
+	return 0, false
+}
+
+// toInteger converts a number to an integer as Lua 5.1's lua_tointeger does on
+// x86-64 (a C cast, truncating toward zero): a NaN, an infinity or a number
+// out of the 64-bit range is the least integer (the "integer indefinite" of
+// cvttsd2si), whatever Go's conversion gives on the platform at hand.
+// ("abc"):sub(-math.huge) is the whole string, and ("abc"):sub(2, math.huge)
+// "", as in Lua 5.1 on x86-64.
+func toInteger(v LNumber) int64 {
+	f := float64(v)
+	if f != f || f >= 0x1p63 || f < -0x1p63 {
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
 func (ls *LState) CheckInt(n int) int {
-	v := ls.Get(n)
-	if intv, ok := v.(LNumber); ok {
-		return int(intv)
+	if v, ok := ls.argNumber(n); ok {
+		return int(toInteger(v))
 	}
 	ls.TypeError(n, LTNumber)
 	return 0
 }
 
 func (ls *LState) CheckInt64(n int) int64 {
-	v := ls.Get(n)
-	if intv, ok := v.(LNumber); ok {
-		return int64(intv)
+	if v, ok := ls.argNumber(n); ok {
+		return toInteger(v)
 	}
 	ls.TypeError(n, LTNumber)
 	return 0
@@ -146,8 +179,8 @@ func (ls *LState) OptInt(n int, d int) int {
 	if v == LNil {
 		return d
 	}
-	if intv, ok := v.(LNumber); ok {
-		return int(intv)
+	if num, ok := ls.argNumber(n); ok { // patched for luamcp
+		return int(toInteger(num))
 	}
 	ls.TypeError(n, LTNumber)
 	return 0
@@ -158,8 +191,8 @@ func (ls *LState) OptInt64(n int, d int64) int64 {
 	if v == LNil {
 		return d
 	}
-	if intv, ok := v.(LNumber); ok {
-		return int64(intv)
+	if num, ok := ls.argNumber(n); ok { // patched for luamcp
+		return toInteger(num)
 	}
 	ls.TypeError(n, LTNumber)
 	return 0
@@ -170,8 +203,8 @@ func (ls *LState) OptNumber(n int, d LNumber) LNumber {
 	if v == LNil {
 		return d
 	}
-	if lv, ok := v.(LNumber); ok {
-		return lv
+	if num, ok := ls.argNumber(n); ok { // patched for luamcp
+		return num
 	}
 	ls.TypeError(n, LTNumber)
 	return 0
@@ -184,6 +217,12 @@ func (ls *LState) OptString(n int, d string) string {
 	}
 	if lv, ok := v.(LString); ok {
 		return string(lv)
+	}
+	// patched for luamcp: a number is its string, as Lua 5.1's
+	// luaL_optlstring (and CheckString here) take it:
+	// table.concat(t, 0) joined with "0".
+	if lv, ok := v.(LNumber); ok {
+		return lv.String()
 	}
 	ls.TypeError(n, LTString)
 	return ""
@@ -241,12 +280,14 @@ func (ls *LState) OptUserData(n int, d *LUserData) *LUserData {
 
 /* error operations {{{ */
 
+// patched for luamcp: the function's name is quoted, as in Lua 5.1's
+// luaL_argerror ("bad argument #1 to 'max' (number expected, got nil)").
 func (ls *LState) ArgError(n int, message string) {
-	ls.RaiseError("bad argument #%v to %v (%v)", n, ls.rawFrameFuncName(ls.currentFrame), message)
+	ls.RaiseError("bad argument #%v to '%v' (%v)", n, ls.rawFrameFuncName(ls.currentFrame), message)
 }
 
 func (ls *LState) TypeError(n int, typ LValueType) {
-	ls.RaiseError("bad argument #%v to %v (%v expected, got %v)", n, ls.rawFrameFuncName(ls.currentFrame), typ.String(), ls.Get(n).Type().String())
+	ls.RaiseError("bad argument #%v to '%v' (%v expected, got %v)", n, ls.rawFrameFuncName(ls.currentFrame), typ.String(), ls.Get(n).Type().String())
 }
 
 /* }}} */

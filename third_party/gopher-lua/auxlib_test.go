@@ -219,10 +219,14 @@ func TestOptString(t *testing.T) {
 		errorIfNotEqual(t, "bbb", L.OptString(1, "bbb"))
 		L.Push(LString("aaa"))
 		errorIfNotEqual(t, "aaa", L.OptString(2, "bbb"))
+		// patched for luamcp: a number is a string to OptString, as to
+		// Lua 5.1's luaL_optlstring
 		L.Push(LNumber(10))
-		L.OptString(3, "bbb")
+		errorIfNotEqual(t, "10", L.OptString(3, "bbb"))
+		L.Push(LTrue)
+		L.OptString(4, "bbb")
 		return 0
-	}, "string expected, got number")
+	}, "string expected, got boolean")
 }
 
 func TestOptBool(t *testing.T) {

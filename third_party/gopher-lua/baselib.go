@@ -55,9 +55,13 @@ var baseFuncs = map[string]LGFunction{
 	"newproxy": baseNewProxy,
 }
 
+// patched for luamcp: as Lua 5.1's luaB_assert, a first argument is
+// required and the message may be a number. Upstream's assert() was
+// "assertion failed!" and assert(false, 42) an argument error.
 func baseAssert(L *LState) int {
+	L.CheckAny(1)
 	if !L.ToBool(1) {
-		L.RaiseError(L.OptString(2, "assertion failed!"))
+		L.RaiseError("%s", L.OptString(2, "assertion failed!"))
 		return 0
 	}
 	return L.GetTop()
@@ -81,9 +85,15 @@ func baseDoFile(L *LState) int {
 	return L.GetTop() - top
 }
 
+// patched for luamcp: as Lua 5.1's luaB_error, error() raises nil (upstream:
+// "bad argument #1 to error (value expected)"), and a number message gets
+// the position as a string does (error(42) raises "chunk:1: 42").
 func baseError(L *LState) int {
-	obj := L.CheckAny(1)
+	obj := L.Get(1)
 	level := L.OptInt(2, 1)
+	if n, ok := obj.(LNumber); ok && level > 0 {
+		obj = LString(n.String())
+	}
 	L.Error(obj, level)
 	return 0
 }
@@ -316,29 +326,26 @@ func baseRawSet(L *LState) int {
 	return 0
 }
 
+// patched for luamcp: as Lua 5.1's luaB_select, a string starting with '#'
+// counts, and any other index is read as an integer (a string that reads as
+// a number included: select("2", ...)). Upstream refused every string but
+// "#".
 func baseSelect(L *LState) int {
-	L.CheckTypes(1, LTNumber, LTString)
-	switch lv := L.Get(1).(type) {
-	case LNumber:
-		idx := int(lv)
-		num := L.GetTop()
-		if idx < 0 {
-			idx = num + idx
-		} else if idx > num {
-			idx = num
-		}
-		if 1 > idx {
-			L.ArgError(1, "index out of range")
-		}
-		return num - idx
-	case LString:
-		if string(lv) != "#" {
-			L.ArgError(1, "invalid string '"+string(lv)+"'")
-		}
-		L.Push(LNumber(L.GetTop() - 1))
+	num := L.GetTop()
+	if s, ok := L.Get(1).(LString); ok && strings.HasPrefix(string(s), "#") {
+		L.Push(LNumber(num - 1))
 		return 1
 	}
-	return 0
+	idx := L.CheckInt64(1)
+	if idx < 0 {
+		idx = int64(num) + idx
+	} else if idx > int64(num) {
+		idx = int64(num)
+	}
+	if 1 > idx {
+		L.ArgError(1, "index out of range")
+	}
+	return num - int(idx)
 }
 
 func baseSetFEnv(L *LState) int {
@@ -384,12 +391,17 @@ func baseSetFEnv(L *LState) int {
 	return 0
 }
 
+// patched for luamcp: as Lua 5.1's luaB_setmetatable, the object is a table
+// and the metatable argument is required. Upstream set the metatable of any
+// value: setmetatable("", mt) replaced every string's, setmetatable(1, mt)
+// gave numbers one (debug.setmetatable's business in Lua).
 func baseSetMetatable(L *LState) int {
+	L.CheckTable(1)
+	if L.GetTop() < 2 {
+		L.ArgError(2, "nil or table expected")
+	}
 	L.CheckTypes(2, LTNil, LTTable)
 	obj := L.Get(1)
-	if obj == LNil {
-		L.RaiseError("cannot set metatable to a nil object.")
-	}
 	mt := L.Get(2)
 	if m := L.metatable(obj, true); m != LNil {
 		if tb, ok := m.(*LTable); ok && tb.RawGetString("__metatable") != LNil {

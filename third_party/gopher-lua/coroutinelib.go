@@ -40,10 +40,26 @@ func coYield(L *LState) int {
 	return -1
 }
 
+// patched for luamcp: Lua 5.1's messages ("cannot resume dead coroutine";
+// upstream said "can not resume a dead thread"), and a coroutine that is
+// resuming another one, directly or through others ("normal"), cannot be
+// resumed, as in Lua 5.1. Upstream resumed it: co1 resuming co2 resuming co1
+// made each the other's parent and resumed them in turn on one Go stack until
+// the stack passed its maximum, a fatal error ending the process.
 func coResume(L *LState) int {
 	th := L.CheckThread(1)
+	if !th.Dead && L.G.CurrentThread != th && resuming(L, th) {
+		msg := "cannot resume normal coroutine"
+		if th.wrapped {
+			L.RaiseError(msg)
+			return 0
+		}
+		L.Push(LFalse)
+		L.Push(LString(msg))
+		return 2
+	}
 	if L.G.CurrentThread == th {
-		msg := "can not resume a running thread"
+		msg := "cannot resume running coroutine"
 		if th.wrapped {
 			L.RaiseError(msg)
 			return 0
@@ -53,7 +69,7 @@ func coResume(L *LState) int {
 		return 2
 	}
 	if th.Dead {
-		msg := "can not resume a dead thread"
+		msg := "cannot resume dead coroutine"
 		if th.wrapped {
 			L.RaiseError(msg)
 			return 0
@@ -92,8 +108,29 @@ func coRunning(L *LState) int {
 	return 1
 }
 
+// resuming reports whether th is in the chain of threads resuming L (patched
+// for luamcp). While L runs, L.Parent is inside its resume of L, its Parent
+// inside its resume of it, and so on up to the main thread; a suspended
+// thread's Parent may be stale, but none is on this chain.
+func resuming(L, th *LState) bool {
+	for p := L.Parent; p != nil; p = p.Parent {
+		if p == th {
+			return true
+		}
+		if p == L { // a chain that loops (defensive: resume refuses to make one)
+			break
+		}
+	}
+	return false
+}
+
 func coStatus(L *LState) int {
-	L.Push(LString(L.Status(L.CheckThread(1))))
+	th := L.CheckThread(1)
+	status := L.Status(th)
+	if status == "suspended" && resuming(L, th) { // patched for luamcp: "normal" further up the chain too
+		status = "normal"
+	}
+	L.Push(LString(status))
 	return 1
 }
 

@@ -127,10 +127,10 @@ func mathLog10(L *LState) int {
 	return 1
 }
 
+// patched for luamcp: no argument is Lua 5.1's "bad argument #1 to 'max'
+// (number expected, got no value)" (CheckNumber's), not "wrong number of
+// arguments".
 func mathMax(L *LState) int {
-	if L.GetTop() == 0 {
-		L.RaiseError("wrong number of arguments")
-	}
 	max := L.CheckNumber(1)
 	top := L.GetTop()
 	for i := 2; i <= top; i++ {
@@ -143,10 +143,10 @@ func mathMax(L *LState) int {
 	return 1
 }
 
+// patched for luamcp: no argument is Lua 5.1's "bad argument #1 to 'max'
+// (number expected, got no value)" (CheckNumber's), not "wrong number of
+// arguments".
 func mathMin(L *LState) int {
-	if L.GetTop() == 0 {
-		L.RaiseError("wrong number of arguments")
-	}
 	min := L.CheckNumber(1)
 	top := L.GetTop()
 	for i := 2; i <= top; i++ {
@@ -196,13 +196,15 @@ func mathRandom(L *LState) int {
 			L.ArgError(1, "interval is empty")
 		}
 		L.Push(LNumber(randomIn(1, n)))
-	default:
+	case 2:
 		min := L.CheckInt64(1)
 		max := L.CheckInt64(2)
 		if min > max {
 			L.ArgError(2, "interval is empty")
 		}
 		L.Push(LNumber(randomIn(min, max)))
+	default: // patched for luamcp: as Lua 5.1 (upstream ignored the rest)
+		L.RaiseError("wrong number of arguments")
 	}
 	return 1
 }

@@ -72,8 +72,9 @@ func osClock(L *LState) int {
 	return 1
 }
 
+// patched for luamcp: the second time is optional (0), as in Lua 5.1.
 func osDiffTime(L *LState) int {
-	L.Push(LNumber(L.CheckInt64(1) - L.CheckInt64(2)))
+	L.Push(LNumber(L.CheckInt64(1) - L.OptInt64(2, 0)))
 	return 1
 }
 
@@ -104,36 +105,35 @@ func osExit(L *LState) int {
 }
 
 func osDate(L *LState) int {
+	// patched for luamcp: as Lua 5.1's os_date, the format defaults to "%c"
+	// (a nil one too), the time to now (a nil one too), one '!' asks for
+	// UTC, "*t" alone asks for a table, whose yday and isdst are set
+	// (upstream: yday 0, isdst false).
 	t := time.Now()
-	isUTC := false
-	cfmt := "%c"
-	if L.GetTop() >= 1 {
-		cfmt = L.CheckString(1)
-		if strings.HasPrefix(cfmt, "!") {
-			cfmt = strings.TrimLeft(cfmt, "!")
-			isUTC = true
-		}
-		if L.GetTop() >= 2 {
-			t = time.Unix(L.CheckInt64(2), 0)
-		}
-		if isUTC {
-			t = t.UTC()
-		}
-		if strings.HasPrefix(cfmt, "*t") {
-			ret := L.NewTable()
-			ret.RawSetString("year", LNumber(t.Year()))
-			ret.RawSetString("month", LNumber(t.Month()))
-			ret.RawSetString("day", LNumber(t.Day()))
-			ret.RawSetString("hour", LNumber(t.Hour()))
-			ret.RawSetString("min", LNumber(t.Minute()))
-			ret.RawSetString("sec", LNumber(t.Second()))
-			ret.RawSetString("wday", LNumber(t.Weekday()+1))
-			// TODO yday & dst
-			ret.RawSetString("yday", LNumber(0))
-			ret.RawSetString("isdst", LFalse)
-			L.Push(ret)
-			return 1
-		}
+	cfmt := L.OptString(1, "%c")
+	isUTC := strings.HasPrefix(cfmt, "!")
+	if isUTC {
+		cfmt = cfmt[1:]
+	}
+	if L.Get(2) != LNil {
+		t = time.Unix(L.CheckInt64(2), 0)
+	}
+	if isUTC {
+		t = t.UTC()
+	}
+	if cfmt == "*t" {
+		ret := L.NewTable()
+		ret.RawSetString("year", LNumber(t.Year()))
+		ret.RawSetString("month", LNumber(t.Month()))
+		ret.RawSetString("day", LNumber(t.Day()))
+		ret.RawSetString("hour", LNumber(t.Hour()))
+		ret.RawSetString("min", LNumber(t.Minute()))
+		ret.RawSetString("sec", LNumber(t.Second()))
+		ret.RawSetString("wday", LNumber(t.Weekday()+1))
+		ret.RawSetString("yday", LNumber(t.YearDay()))
+		ret.RawSetString("isdst", LBool(t.IsDST()))
+		L.Push(ret)
+		return 1
 	}
 	// Patched for luamcp: the result is charged before it is built (a
 	// directive expands to 32 bytes at most), and built a piece at a time
@@ -149,7 +149,7 @@ func osDate(L *LState) int {
 			i++
 		}
 		i = min(i, len(cfmt))
-		b.WriteString(strftime(t, cfmt[:i]))
+		b.WriteString(strftime(t, cfmt[:i], isUTC))
 		L.step(16 * i)
 		cfmt = cfmt[i:]
 	}

@@ -30,10 +30,11 @@ func TestStringFormat(t *testing.T) {
 		{`loadstring("return " .. string.format("%q", "x\0\n\r\"\\y\255"))() == "x\0\n\r\"\\y\255"`, "true"},
 		{`string.format("%%|%5%%d", 1)`, ""}, // "%5%" is an invalid option, as in Lua 5.1
 		{`string.format("%d", "10")`, "10"},  // a numeric string converts
-		{`string.format("%d")`, "bad argument #2 to format (number expected, got nil)"},
-		{`string.format("%d", "x")`, "bad argument #2 to format (number expected, got string)"},
-		{`string.format("%d %s", 1)`, "bad argument #3 to format (no value)"},
-		{`string.format("%q", {})`, "bad argument #2 to format (string expected, got table)"},
+		// patched for luamcp: the function name is quoted, as in Lua 5.1
+		{`string.format("%d")`, "bad argument #2 to 'format' (number expected, got nil)"},
+		{`string.format("%d", "x")`, "bad argument #2 to 'format' (number expected, got string)"},
+		{`string.format("%d %s", 1)`, "bad argument #3 to 'format' (no value)"},
+		{`string.format("%q", {})`, "bad argument #2 to 'format' (string expected, got table)"},
 		{`string.format("%s", setmetatable({}, {__tostring = function() return {} end}))`, "'__tostring' must return a string"},
 		{`string.format("%v", {})`, "invalid option '%v' to 'format'"},
 		{`string.format("%T", 1)`, "invalid option '%T' to 'format'"},

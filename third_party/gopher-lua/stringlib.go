@@ -42,36 +42,41 @@ var strFuncs = map[string]LGFunction{
 	"upper":   strUpper,
 }
 
+// patched for luamcp: positions as Lua 5.1's str_byte (posrelat, then
+// clamped to the string), the end defaulting to the start. Upstream read a
+// start of 0 or before the string as nothing when no end was given
+// (("abc"):byte(0) was nothing, (""):byte(-10, 10) too, Lua gives 97 for
+// ("abc"):byte(-10, 1)).
 func strByte(L *LState) int {
 	str := L.CheckString(1)
-	start := L.OptInt(2, 1) - 1
-	end := L.OptInt(3, -1)
-	l := len(str)
-	if start < 0 {
-		start = l + start + 1
+	l := int64(len(str))
+	posi := posrelat(L.OptInt64(2, 1), len(str))
+	pose := posrelat(L.OptInt64(3, posi), len(str))
+	if posi <= 0 {
+		posi = 1
 	}
-	if end < 0 {
-		end = l + end + 1
+	if pose > l {
+		pose = l
 	}
-
-	if L.GetTop() == 2 {
-		if start < 0 || start >= l {
-			return 0
-		}
-		L.Push(LNumber(str[start]))
-		return 1
-	}
-
-	start = intMax(start, 0)
-	end = intMin(end, l)
-	if end < 0 || end <= start || start >= l {
+	if posi > pose {
 		return 0
 	}
-
-	for i := start; i < end; i++ {
+	for i := posi - 1; i < pose; i++ {
 		L.Push(LNumber(str[i]))
 	}
-	return end - start
+	return int(pose - posi + 1)
+}
+
+// posrelat is Lua 5.1's relative string position (patched for luamcp): a
+// negative position counts back from the end, and one before the start is 0.
+func posrelat(pos int64, l int) int64 {
+	if pos < 0 {
+		pos += int64(l) + 1
+	}
+	if pos >= 0 {
+		return pos
+	}
+	return 0
 }
 
 func strChar(L *LState) int {
@@ -79,7 +84,11 @@ func strChar(L *LState) int {
 	L.charge(top) // patched for luamcp
 	bytes := make([]byte, L.GetTop())
 	for i := 1; i <= top; i++ {
-		bytes[i-1] = uint8(L.CheckInt(i))
+		c := L.CheckInt(i)
+		if c < 0 || c > 255 { // patched for luamcp: as Lua 5.1 (upstream wrapped: char(256) was "\0")
+			L.ArgError(i, "invalid value")
+		}
+		bytes[i-1] = uint8(c)
 	}
 	L.Push(LString(string(bytes)))
 	return 1
@@ -93,16 +102,13 @@ func strDump(L *LState) int {
 func strFind(L *LState) int {
 	str := L.CheckString(1)
 	pattern := L.CheckString(2)
-	if len(pattern) == 0 {
-		L.Push(LNumber(1))
-		L.Push(LNumber(0))
-		return 2
-	}
-	init := luaIndex2StringIndex(str, L.OptInt(3, 1), true)
-	plain := false
-	if L.GetTop() == 4 {
-		plain = LVAsBool(L.Get(4))
-	}
+	// patched for luamcp: the start as Lua 5.1's str_find_aux (init), and a
+	// pattern without special characters searched for as plain text, as Lua
+	// 5.1 does. Upstream found an empty pattern at 1 whatever the start
+	// (("abc"):find("", 10) is 4, 3 in Lua), and sliced the subject at a
+	// start past its end under plain = true (a Go panic).
+	init := strInit(L, str, 3)
+	plain := LVAsBool(L.Get(4)) || strings.IndexAny(pattern, luaPatternSpecials) < 0
 
 	if plain {
 		pos := strings.Index(str[init:], pattern)
@@ -132,6 +138,24 @@ func strFind(L *LState) int {
 	return md.CaptureLength()/2 + 1
 }
 
+// luaPatternSpecials are the bytes that make string.find match a pattern
+// rather than search for plain text (Lua 5.1's SPECIALS; patched for luamcp).
+const luaPatternSpecials = "^$*+?.([%-"
+
+// strInit is the start of a search, argument n (default 1), as Lua 5.1's
+// str_find_aux computes it (patched for luamcp): relative to the end when
+// negative, then clamped to [0, len(str)] as a 0-based offset.
+func strInit(L *LState, str string, n int) int {
+	init := posrelat(L.OptInt64(n, 1), len(str)) - 1
+	if init < 0 {
+		return 0
+	}
+	if init > int64(len(str)) {
+		return len(str)
+	}
+	return int(init)
+}
+
 func strFormat(L *LState) int {
 	str := L.CheckString(1)
 	L.charge(formatSize(L, str)) // patched for luamcp
@@ -151,10 +175,12 @@ func strGsub(L *LState) int {
 	pat := L.compilePattern(L.CheckString(2))
 	L.CheckTypes(3, LTString, LTNumber, LTTable, LTFunction)
 	repl := L.Get(3)
-	limit := L.OptInt(4, -1)
+	// patched for luamcp: at most n replacements, none when n <= 0, as Lua
+	// 5.1 (upstream replaced every match when n was negative).
+	limit := L.OptInt(4, len(src)+1)
 	var out []byte
 	pos, count := 0, 0
-	for (limit < 0 || count < limit) && pos <= len(src) {
+	for count < limit && pos <= len(src) {
 		m := L.findPattern(pat, src, pos)
 		if m == nil {
 			break
@@ -243,24 +269,28 @@ func strGsubAppend(L *LState, out []byte, src string, m *pm.MatchData, repl LVal
 		s := LVAsString(r)
 		for s != "" {
 			i := strings.IndexByte(s, '%')
-			if i < 0 || i+1 == len(s) {
+			if i < 0 {
 				i = len(s)
 			}
 			out = appendCharged(L, out, s[:i])
 			if i == len(s) {
 				break
 			}
-			c, s0 := s[i+1], s
+			// patched for luamcp: a '%' ending the replacement is Lua
+			// 5.2's error (Lua 5.1 appended the C string's terminating
+			// NUL byte; upstream kept the '%').
+			if i+1 == len(s) {
+				L.RaiseError("%s", "invalid use of '%' in replacement string")
+			}
+			c := s[i+1]
 			s = s[i+2:]
 			switch {
 			case c == '0':
 				out = appendCharged(L, out, whole)
 			case '1' <= c && c <= '9':
 				out = appendCharged(L, out, strGsubCaptureText(L, src, m, int(c-'0')))
-			case c == '%':
-				out = appendCharged(L, out, "%")
-			default: // as upstream (Lua 5.1 drops the %; 5.2 raises)
-				out = appendCharged(L, out, s0[i:i+2])
+			default: // patched for luamcp: '%' then any other byte is that byte, as Lua 5.1 (upstream kept "%x")
+				out = appendCharged(L, out, byteStrings[c:int(c)+1])
 			}
 		}
 		return out
@@ -299,7 +329,14 @@ func strGsubAppend(L *LState, out []byte, src string, m *pm.MatchData, repl LVal
 func strGmatch(L *LState) int {
 	src := L.CheckString(1)
 	ud := L.NewUserData()
-	ud.Value = &gmatchState{src: src, pat: L.compilePattern(L.CheckString(2))}
+	// patched for luamcp: a '^' starting the pattern is a plain '^' in
+	// gmatch, as in Lua 5.1 (whose gmatch has no anchor); upstream anchored
+	// it, finding at most one match at the start.
+	p := L.CheckString(2)
+	if strings.HasPrefix(p, "^") {
+		p = "%" + p
+	}
+	ud.Value = &gmatchState{src: src, pat: L.compilePattern(p)}
 	L.Push(L.NewClosure(strGmatchIter, ud))
 	return 1
 }
@@ -362,27 +399,19 @@ func strLower(L *LState) int {
 	str := L.CheckString(1)
 	L.charge(len(str)) // patched for luamcp
 	L.step(len(str))
-	L.Push(LString(strings.ToLower(str)))
+	L.Push(LString(asciiCase(str, 'A', 'Z', 'a'))) // patched for luamcp: bytes, as C's tolower
 	return 1
 }
 
 func strMatch(L *LState) int {
 	str := L.CheckString(1)
 	pattern := L.CheckString(2)
-	offset := L.OptInt(3, 1)
-	l := len(str)
-	if offset < 0 {
-		offset = l + offset + 1
-	}
-	offset--
-	if offset < 0 {
-		offset = 0
-	}
+	offset := strInit(L, str, 3) // patched for luamcp: clamped as Lua 5.1's
 
 	md := L.findPattern(L.compilePattern(pattern), str, offset) // patched for luamcp: guarded
 	if md == nil {
 		L.Push(LNil)
-		return 0
+		return 1 // patched for luamcp: one nil, as Lua 5.1 (upstream returned nothing)
 	}
 	nsubs := md.CaptureLength() / 2
 	switch nsubs {
@@ -436,15 +465,25 @@ func strReverse(L *LState) int {
 	return 1
 }
 
+// patched for luamcp: positions as Lua 5.1's str_sub (posrelat, then
+// clamped). Upstream's arithmetic overflowed on the least integer, which a
+// NaN or -math.huge converts to: ("abc"):sub(-math.huge, 2) was "", "ab" in
+// Lua 5.1.
 func strSub(L *LState) int {
 	str := L.CheckString(1)
-	start := luaIndex2StringIndex(str, L.CheckInt(2), true)
-	end := luaIndex2StringIndex(str, L.OptInt(3, -1), false)
-	l := len(str)
-	if start >= l || end < start {
+	l := int64(len(str))
+	start := posrelat(L.CheckInt64(2), len(str))
+	end := posrelat(L.OptInt64(3, -1), len(str))
+	if start < 1 {
+		start = 1
+	}
+	if end > l {
+		end = l
+	}
+	if start > end {
 		L.Push(emptyLString)
 	} else {
-		L.Push(L.substring(str, start, end)) // patched for luamcp: a copy
+		L.Push(L.substring(str, int(start-1), int(end))) // patched for luamcp: a copy
 	}
 	return 1
 }
@@ -453,23 +492,33 @@ func strUpper(L *LState) int {
 	str := L.CheckString(1)
 	L.charge(len(str)) // patched for luamcp
 	L.step(len(str))
-	L.Push(LString(strings.ToUpper(str)))
+	L.Push(LString(asciiCase(str, 'a', 'z', 'A'))) // patched for luamcp: bytes, as C's toupper
 	return 1
 }
 
-func luaIndex2StringIndex(str string, i int, start bool) int {
-	if start && i != 0 {
-		i -= 1
+// asciiCase maps the bytes from lo to hi of s to those from to on, leaving every
+// other byte alone: Lua 5.1's upper and lower in the C locale (patched for
+// luamcp). Upstream used strings.ToUpper and ToLower, which map Unicode
+// letters ("é" became "É"), rewrite invalid UTF-8 as U+FFFD and change a
+// string's length ("İ" lowered is 3 bytes).
+func asciiCase(s string, lo, hi, to byte) string {
+	i := 0
+	for i < len(s) && (s[i] < lo || s[i] > hi) {
+		i++
 	}
-	l := len(str)
-	if i < 0 {
-		i = l + i + 1
+	if i == len(s) {
+		return s
 	}
-	i = intMax(0, i)
-	if !start && i > l {
-		i = l
+	b := make([]byte, len(s))
+	copy(b, s[:i])
+	for ; i < len(s); i++ {
+		c := s[i]
+		if lo <= c && c <= hi {
+			c = c - lo + to
+		}
+		b[i] = c
 	}
-	return i
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 //

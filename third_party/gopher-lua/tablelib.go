@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"sort"
 	"strings"
 )
 
@@ -20,15 +19,104 @@ var tableFuncs = map[string]LGFunction{
 	"sort":   tableSort,
 }
 
+// patched for luamcp: table.sort is Lua 5.1's (ltablib.c's auxsort, a
+// quicksort with a median of three): it sorts t[1] to t[#t], puts elements
+// that compare equal in the order Lua 5.1 does (a script sorting records by
+// one field gets the order it gets from Lua), and raises "invalid order
+// function for sorting" when the order function is inconsistent. Upstream ran
+// Go's sort.Sort over the table's array part, trailing nils included
+// ({3, 1, 2, 4} with t[4] = nil was "attempt to compare nil with number"),
+// and accepted any order function.
 func tableSort(L *LState) int {
 	tbl := L.CheckTable(1)
-	sorter := lValueArraySorter{L, nil, tbl.array}
-	tbl.written() // patched for luamcp: written.go
-	if L.GetTop() != 1 {
-		sorter.Fn = L.CheckFunction(2)
+	n := tbl.Len()
+	s := luaSorter{L: L, t: tbl}
+	if L.Get(2) != LNil {
+		s.fn = L.CheckFunction(2)
 	}
-	sort.Sort(sorter)
+	tbl.written() // patched for luamcp: written.go
+	s.sort(1, n)
 	return 0
+}
+
+// luaSorter is Lua 5.1's auxsort over t[l..u], reading and writing the table
+// raw, as Lua does (an order function may look at the table meanwhile).
+type luaSorter struct {
+	L  *LState
+	t  *LTable
+	fn *LFunction
+}
+
+// less is sort_comp: the order function's verdict on a < b, or Lua's <.
+func (s *luaSorter) less(a, b LValue) bool {
+	s.L.step(1) // sorting honours cancellation
+	if s.fn == nil {
+		return lessThan(s.L, a, b)
+	}
+	s.L.Push(s.fn)
+	s.L.Push(a)
+	s.L.Push(b)
+	s.L.Call(2, 1)
+	return LVAsBool(s.L.reg.Pop())
+}
+
+func (s *luaSorter) get(i int) LValue    { return s.t.RawGetInt(i) }
+func (s *luaSorter) set(i int, v LValue) { s.t.RawSetInt(i, v) }
+func (s *luaSorter) swap(i, j int) {
+	vi, vj := s.get(i), s.get(j)
+	s.set(i, vj)
+	s.set(j, vi)
+}
+
+func (s *luaSorter) sort(l, u int) {
+	for l < u {
+		// sort a[l], a[(l+u)/2] and a[u]
+		if s.less(s.get(u), s.get(l)) {
+			s.swap(l, u)
+		}
+		if u-l == 1 {
+			break
+		}
+		i := l + (u-l)/2
+		if s.less(s.get(i), s.get(l)) {
+			s.swap(i, l)
+		} else if s.less(s.get(u), s.get(i)) {
+			s.swap(i, u)
+		}
+		if u-l == 2 {
+			break
+		}
+		p := s.get(i) // the pivot
+		s.swap(i, u-1)
+		// a[l] <= P == a[u-1] <= a[u]: only l+1 to u-2 remain
+		i, j := l, u-1
+		for {
+			for i++; s.less(s.get(i), p); i++ {
+				if i > u {
+					s.L.RaiseError("invalid order function for sorting")
+				}
+			}
+			for j--; s.less(p, s.get(j)); j-- {
+				if j < l {
+					s.L.RaiseError("invalid order function for sorting")
+				}
+			}
+			if j < i {
+				break
+			}
+			s.swap(i, j)
+		}
+		s.swap(u-1, i)
+		// a[l..i-1] <= a[i] == P <= a[i+1..u]: recurse into the smaller
+		// half, loop on the larger one
+		if i-l < u-i {
+			s.sort(l, i-1)
+			l = i + 1
+		} else {
+			s.sort(i+1, u)
+			u = i - 1
+		}
+	}
 }
 
 func tableGetN(L *LState) int {
@@ -36,34 +124,47 @@ func tableGetN(L *LState) int {
 	return 1
 }
 
+// patched for luamcp: as Lua 5.1's maxn, the largest positive number key,
+// wherever it is stored and whether or not it is an integer (upstream looked
+// at the array part only: table.maxn({[1.5] = 1}) was 0).
 func tableMaxN(L *LState) int {
-	L.Push(LNumber(L.CheckTable(1).MaxN()))
+	tbl := L.CheckTable(1)
+	max := LNumber(tbl.MaxN())
+	tbl.ForEach(func(k, v LValue) {
+		L.step(1)
+		if n, ok := k.(LNumber); ok && n > max {
+			max = n
+		}
+	})
+	L.Push(max)
 	return 1
 }
 
+// patched for luamcp: as Lua 5.1's tremove, the position defaults to #t and
+// one outside 1..#t removes and returns nothing. Upstream removed the last
+// element of the array part for a position of 0 or below
+// (table.remove(t, 0)), and that element even when it was a nil past #t
+// ({1, 2, 3, 4} with t[4] = nil: table.remove(t) returned nil and left 3).
 func tableRemove(L *LState) int {
 	tbl := L.CheckTable(1)
-	if L.GetTop() == 1 {
-		L.Push(tbl.Remove(-1))
-	} else {
-		L.Push(tbl.Remove(L.CheckInt(2)))
+	n := tbl.Len()
+	pos := L.OptInt(2, n)
+	if pos < 1 || pos > n {
+		return 0
 	}
+	L.Push(tbl.Remove(pos))
 	return 1
 }
 
 func tableConcat(L *LState) int {
 	tbl := L.CheckTable(1)
 	sep := LString(L.OptString(2, ""))
+	// patched for luamcp: t[i] to t[j] as given, as Lua 5.1's tconcat:
+	// a nil or other value that is not a string or number in that range is
+	// an error. Upstream clamped i and j to #t, so table.concat(t, ",", 1, 5)
+	// of a three-element t joined three.
 	i := L.OptInt(3, 1)
 	j := L.OptInt(4, tbl.Len())
-	if L.GetTop() == 3 {
-		if i > tbl.Len() || i < 1 {
-			L.Push(emptyLString)
-			return 1
-		}
-	}
-	i = intMax(intMin(i, tbl.Len()), 1)
-	j = intMin(intMin(j, tbl.Len()), tbl.Len())
 	if i > j {
 		L.Push(emptyLString)
 		return 1
@@ -80,7 +181,7 @@ func tableConcat(L *LState) int {
 		case LNumber:
 			size = addSize(size, 24)
 		default:
-			L.RaiseError("invalid value (%s) at index %d in table for concat", v.Type().String(), k)
+			L.RaiseError("invalid value (%s) at index %d in table for 'concat'", v.Type().String(), k) // patched for luamcp: quoted, as Lua
 		}
 		if k != j {
 			size = addSize(size, len(sep))
@@ -105,8 +206,8 @@ func tableConcat(L *LState) int {
 func tableInsert(L *LState) int {
 	tbl := L.CheckTable(1)
 	nargs := L.GetTop()
-	if nargs == 1 {
-		L.RaiseError("wrong number of arguments")
+	if nargs != 2 && nargs != 3 { // patched for luamcp: Lua 5.1's check and message (upstream took table.insert(t, 1, 2, 3))
+		L.RaiseError("wrong number of arguments to 'insert'")
 	}
 
 	// Patched for luamcp: the table's growth is charged.

@@ -100,36 +100,170 @@ func (fs *flagScanner) Next() (byte, bool) {
 	return c, false
 }
 
-var cDateFlagToGo = map[byte]string{
-	'a': "mon", 'A': "Monday", 'b': "Jan", 'B': "January", 'c': "02 Jan 06 15:04 MST", 'd': "02",
-	'F': "2006-01-02", 'H': "15", 'I': "03", 'm': "01", 'M': "04", 'p': "PM", 'P': "pm", 'S': "05",
-	'x': "15/04/05", 'X': "15:04:05", 'y': "06", 'Y': "2006", 'z': "-0700", 'Z': "MST"}
+// strftime formats t as C's strftime does in the C locale, with glibc's
+// conversions (patched for luamcp): os.date passes each "%x" of its format to
+// strftime, as Lua 5.1's os_date does. Upstream mapped a few conversions to
+// Go layouts, some wrongly ("%a" was "mon", "%x" the time, "%c" neither C's
+// nor glibc's form) and left %j, %U, %W and most of glibc's as text. utc
+// tells whether t comes from gmtime ("!"), whose zone glibc names "GMT".
+// A conversion glibc does not know is written as it stands, as glibc does.
+func strftime(t time.Time, cfmt string, utc bool) string {
+	b := make([]byte, 0, len(cfmt))
+	for i := 0; i < len(cfmt); i++ {
+		c := cfmt[i]
+		if c != '%' || i+1 == len(cfmt) {
+			b = append(b, c)
+			continue
+		}
+		i++
+		b = appendStrftime(b, t, cfmt[i], utc)
+	}
+	return string(b)
+}
 
-func strftime(t time.Time, cfmt string) string {
-	sc := newFlagScanner('%', "", "", cfmt)
-	for c, eos := sc.Next(); !eos; c, eos = sc.Next() {
-		if !sc.ChangeFlag {
-			if sc.HasFlag {
-				if v, ok := cDateFlagToGo[c]; ok {
-					sc.AppendString(t.Format(v))
-				} else {
-					switch c {
-					case 'w':
-						sc.AppendString(fmt.Sprint(int(t.Weekday())))
-					default:
-						sc.AppendChar('%')
-						sc.AppendChar(c)
-					}
-				}
-				sc.HasFlag = false
-			} else {
-				sc.AppendChar(c)
-			}
+var (
+	cWeekdays = [...]string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
+	cMonths   = [...]string{"January", "February", "March", "April", "May", "June", "July",
+		"August", "September", "October", "November", "December"}
+)
+
+// appendStrftime appends the conversion %c of t to b.
+func appendStrftime(b []byte, t time.Time, c byte, utc bool) []byte {
+	num := func(v, width int, pad byte) []byte {
+		s := strconv.Itoa(v)
+		for n := len(s); n < width; n++ {
+			b = append(b, pad)
+		}
+		return append(b, s...)
+	}
+	hour12 := t.Hour() % 12
+	if hour12 == 0 {
+		hour12 = 12
+	}
+	yday := t.YearDay() - 1
+	wday := int(t.Weekday())
+	switch c {
+	case 'a':
+		return append(b, cWeekdays[wday][:3]...)
+	case 'A':
+		return append(b, cWeekdays[wday]...)
+	case 'b', 'h':
+		return append(b, cMonths[t.Month()-1][:3]...)
+	case 'B':
+		return append(b, cMonths[t.Month()-1]...)
+	case 'c':
+		return appendStrftimes(b, t, "a b e H:M:S Y", utc)
+	case 'C':
+		return num(floorDiv(t.Year(), 100), 2, '0')
+	case 'd':
+		return num(t.Day(), 2, '0')
+	case 'D', 'x':
+		return appendStrftimes(b, t, "m/d/y", utc)
+	case 'e':
+		return num(t.Day(), 2, ' ')
+	case 'F':
+		b = num(t.Year(), 1, '0')
+		return appendStrftimes(b, t, "-m-d", utc)
+	case 'g':
+		y, _ := t.ISOWeek()
+		return num(floorMod(y, 100), 2, '0')
+	case 'G':
+		y, _ := t.ISOWeek()
+		return num(y, 1, '0')
+	case 'H':
+		return num(t.Hour(), 2, '0')
+	case 'I':
+		return num(hour12, 2, '0')
+	case 'j':
+		return num(yday+1, 3, '0')
+	case 'k':
+		return num(t.Hour(), 2, ' ')
+	case 'l':
+		return num(hour12, 2, ' ')
+	case 'm':
+		return num(int(t.Month()), 2, '0')
+	case 'M':
+		return num(t.Minute(), 2, '0')
+	case 'n':
+		return append(b, '\n')
+	case 'p', 'P':
+		s := "AM"
+		if t.Hour() >= 12 {
+			s = "PM"
+		}
+		if c == 'P' {
+			s = strings.ToLower(s)
+		}
+		return append(b, s...)
+	case 'r':
+		return appendStrftimes(b, t, "I:M:S p", utc)
+	case 'R':
+		return appendStrftimes(b, t, "H:M", utc)
+	case 's':
+		return strconv.AppendInt(b, t.Unix(), 10)
+	case 'S':
+		return num(t.Second(), 2, '0')
+	case 't':
+		return append(b, '\t')
+	case 'T', 'X':
+		return appendStrftimes(b, t, "H:M:S", utc)
+	case 'u':
+		return num((wday+6)%7+1, 1, '0')
+	case 'U':
+		return num((yday+7-wday)/7, 2, '0')
+	case 'V':
+		_, w := t.ISOWeek()
+		return num(w, 2, '0')
+	case 'w':
+		return num(wday, 1, '0')
+	case 'W':
+		return num((yday+7-(wday+6)%7)/7, 2, '0')
+	case 'y':
+		return num(floorMod(t.Year(), 100), 2, '0')
+	case 'Y':
+		return num(t.Year(), 1, '0')
+	case 'z':
+		_, off := t.Zone()
+		sign := byte('+')
+		if off < 0 {
+			sign, off = '-', -off
+		}
+		b = append(b, sign)
+		return num(off/3600*100+off%3600/60, 4, '0')
+	case 'Z':
+		if utc {
+			return append(b, "GMT"...)
+		}
+		name, _ := t.Zone()
+		return append(b, name...)
+	case '%':
+		return append(b, '%')
+	}
+	return append(b, '%', c)
+}
+
+// appendStrftimes appends the conversions of layout, each letter one and any
+// other byte itself.
+func appendStrftimes(b []byte, t time.Time, layout string, utc bool) []byte {
+	for i := 0; i < len(layout); i++ {
+		if c := layout[i]; 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' {
+			b = appendStrftime(b, t, c, utc)
+		} else {
+			b = append(b, c)
 		}
 	}
-
-	return sc.String()
+	return b
 }
+
+func floorDiv(a, b int) int {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func floorMod(a, b int) int { return a - floorDiv(a, b)*b }
 
 func isInteger(v LNumber) bool {
 	return float64(v) == float64(int64(v))

@@ -5,7 +5,7 @@ end)
 local ok, msg = pcall(function()
   co()
 end)
-assert(not ok and string.find(msg, "can not resume a running thread"))
+assert(not ok and string.find(msg, "cannot resume running coroutine")) -- patched for luamcp: Lua 5.1's message
 
 co = coroutine.wrap(function()
   return 1
@@ -14,4 +14,4 @@ assert(co() == 1)
 local ok, msg = pcall(function()
   co()
 end)
-assert(not ok and string.find(msg, "can not resume a dead thread"))
+assert(not ok and string.find(msg, "cannot resume dead coroutine")) -- patched for luamcp: Lua 5.1's message

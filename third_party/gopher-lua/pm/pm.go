@@ -181,6 +181,7 @@ const (
 	opPSave
 	opBrace
 	opNumber
+	opFrontier // patched for luamcp: %f[set]
 )
 
 type inst struct {
@@ -314,6 +315,14 @@ type bracePattern struct {
 	End   int
 }
 
+// frontierPattern is %f[set] (patched for luamcp), which Lua 5.1 implements
+// (undocumented in its manual, documented in 5.2's): the empty string where
+// the byte before (NUL at the start) is not in the set and the byte at the
+// position (NUL at the end) is. Upstream read "%f" as a plain "f".
+type frontierPattern struct {
+	Set class
+}
+
 // }}}
 
 /* parse {{{ */
@@ -322,7 +331,11 @@ func parseClass(sc *scanner, allowset bool) class {
 	ch := sc.Next()
 	switch ch {
 	case '%':
-		return &singleClass{sc.Next()}
+		c := sc.Next()
+		if c == EOS { // patched for luamcp: Lua 5.1's error (upstream matched nothing)
+			panic(newError(_UNKNOWN, "%s", "malformed pattern (ends with '%')"))
+		}
+		return &singleClass{c}
 	case '.':
 		if allowset {
 			return &dotClass{}
@@ -342,49 +355,50 @@ func parseClass(sc *scanner, allowset bool) class {
 	}
 }
 
+// parseClassSet parses a set, the scanner at its '[' (patched for luamcp):
+// as Lua 5.1's classEnd and matchbracketclass read it. The set ends at the
+// first ']' after at least one byte ("[]]" and "[^]]" hold ']'), '%' escapes
+// the byte after it, and a range is a byte, '-' and a byte before that end:
+// "[%a-z]" is letters, '-' and 'z', "[a-]" is 'a' and '-'. Upstream's
+// parser made a range of anything around a '-' (the range of "%a" to "z"
+// matched nothing) and refused "[]" ("unexpected EOS").
 func parseClassSet(sc *scanner) class {
+	src := sc.src
 	set := &setClass{false, []class{}}
-	if sc.Peek() == '^' {
+	p := sc.CurrentPos() + 1
+	if p < len(src) && src[p] == '^' {
 		set.IsNot = true
-		sc.Next()
+		p++
 	}
-	isrange := false
+	ec := p // the closing ']'
 	for {
-		ch := sc.Peek()
-		switch ch {
-		// case '[':
-		// 	panic(newError(sc.CurrentPos(), "'[' can not be nested"))
-		case EOS:
-			panic(newError(sc.CurrentPos(), "unexpected EOS"))
-		case ']':
-			if len(set.Classes) > 0 {
-				sc.Next()
-				goto exit
-			}
-			fallthrough
-		case '-':
-			if len(set.Classes) > 0 {
-				sc.Next()
-				isrange = true
-				continue
-			}
-			fallthrough
+		sc.tk.tick()
+		if ec >= len(src) {
+			panic(newError(_UNKNOWN, "malformed pattern (missing ']')"))
+		}
+		c := src[ec]
+		ec++
+		if c == '%' && ec < len(src) {
+			ec++
+		}
+		if ec < len(src) && src[ec] == ']' {
+			break
+		}
+	}
+	for i := p; i < ec; i++ {
+		sc.tk.tick()
+		switch c := src[i]; {
+		case c == '%':
+			i++
+			set.Classes = append(set.Classes, &singleClass{int(src[i])})
+		case src[i+1] == '-' && i+2 < ec:
+			set.Classes = append(set.Classes, &rangeClass{&charClass{int(c)}, &charClass{int(src[i+2])}})
+			i += 2
 		default:
-			set.Classes = append(set.Classes, parseClass(sc, false))
-		}
-		if isrange {
-			begin := set.Classes[len(set.Classes)-2]
-			end := set.Classes[len(set.Classes)-1]
-			set.Classes = set.Classes[0 : len(set.Classes)-2]
-			set.Classes = append(set.Classes, &rangeClass{begin, end})
-			isrange = false
+			set.Classes = append(set.Classes, &charClass{int(c)})
 		}
 	}
-exit:
-	if isrange {
-		set.Classes = append(set.Classes, &charClass{'-'})
-	}
-
+	sc.State.Pos = ec
 	return set
 }
 
@@ -404,12 +418,23 @@ func parsePattern(sc *scanner, toplevel bool) *seqPattern {
 			sc.Next()
 			switch sc.Peek() {
 			case '0':
-				panic(newError(sc.CurrentPos(), "invalid capture index"))
+				panic(newError(_UNKNOWN, "invalid capture index")) // patched for luamcp: Lua's message, no position
 			case '1', '2', '3', '4', '5', '6', '7', '8', '9':
 				pat.Patterns = append(pat.Patterns, &numberPattern{sc.Next() - 48})
 			case 'b':
 				sc.Next()
-				pat.Patterns = append(pat.Patterns, &bracePattern{sc.Next(), sc.Next()})
+				b, e := sc.Next(), sc.Next()
+				if b == EOS || e == EOS { // patched for luamcp: Lua 5.1's error (upstream matched nothing)
+					panic(newError(_UNKNOWN, "unbalanced pattern"))
+				}
+				pat.Patterns = append(pat.Patterns, &bracePattern{b, e})
+			case 'f': // patched for luamcp: frontiers, as Lua 5.1
+				sc.Next()
+				if sc.Peek() != '[' {
+					panic(newError(_UNKNOWN, "%s", "missing '[' after '%f' in pattern"))
+				}
+				sc.Next()
+				pat.Patterns = append(pat.Patterns, &frontierPattern{parseClassSet(sc)})
 			default:
 				sc.Restore()
 				pat.Patterns = append(pat.Patterns, &singlePattern{parseClass(sc, true)})
@@ -420,7 +445,7 @@ func parsePattern(sc *scanner, toplevel bool) *seqPattern {
 		//	panic(newError(sc.CurrentPos(), "invalid ']'"))
 		case ')':
 			if toplevel {
-				panic(newError(sc.CurrentPos(), "invalid ')'"))
+				panic(newError(_UNKNOWN, "invalid pattern capture")) // patched for luamcp: Lua's message
 			}
 			return pat
 		case '(':
@@ -436,7 +461,7 @@ func parsePattern(sc *scanner, toplevel bool) *seqPattern {
 			} else {
 				ret := &capPattern{parsePattern(sc, false)}
 				if sc.Peek() != ')' {
-					panic(newError(sc.CurrentPos(), "unfinished capture"))
+					panic(newError(_UNKNOWN, "unfinished capture")) // patched for luamcp: Lua's message, no position
 				}
 				sc.Next()
 				pat.Patterns = append(pat.Patterns, ret)
@@ -565,6 +590,8 @@ func compilePattern(p pattern, ptr *iptr) {
 		ptr.closed |= 1 << (c0 / 2)
 	case *bracePattern:
 		ptr.insts = append(ptr.insts, inst{opBrace, nil, pat.Begin, pat.End})
+	case *frontierPattern: // patched for luamcp
+		ptr.insts = append(ptr.insts, inst{opFrontier, pat.Set, -1, -1})
 	case *numberPattern:
 		// Patched for luamcp: Operand2 is 1 when capture N is not closed
 		// before the back-reference (one still open, as in "((%1))", or one
@@ -781,6 +808,19 @@ func (mt *matcher) match(pc, sp int) (bool, int, *MatchData) {
 				pc++
 				sp += len(capture)
 			}
+		case opFrontier: // patched for luamcp: %f[set]
+			prev, cur := 0, 0
+			if sp > 0 {
+				prev = int(src[sp-1])
+			}
+			if sp < len(src) {
+				cur = int(src[sp])
+			}
+			if inst.Class.Matches(prev) || !inst.Class.Matches(cur) {
+				ok = false
+				break
+			}
+			pc++
 		default:
 			panic("should not reach here")
 		}

@@ -1,0 +1,212 @@
+package lua
+
+// patched for luamcp: the standard libraries against Lua 5.1 (expected values
+// printed by Lua 5.1.5 on x86-64, lua5.1 of Debian, but where a comment says
+// otherwise).
+
+import "testing"
+
+// lua51Show formats a call's results as the tests expect them: strings
+// quoted (%q) with a leading "chunk:line: " cut, tables, functions and
+// threads by their type, others by tostring.
+const lua51Show = `function show(...)
+  local t = {}
+  for i = 1, select('#', ...) do
+    local v = select(i, ...)
+    if type(v) == "string" then
+      v = v:gsub("^[^:\n]*:%d+: ", "")
+      t[#t+1] = (string.format("%q", v):gsub("[\128-\255]", function(c) return "\\" .. c:byte() end))
+    elseif type(v) == "table" or type(v) == "function" or type(v) == "thread" then
+      t[#t+1] = type(v)
+    else
+      t[#t+1] = tostring(v)
+    end
+  end
+  return table.concat(t, ", ")
+end
+`
+
+// checkLua51 runs each case as the body of a function under pcall and
+// compares show(pcall(...)) with the expected text.
+func checkLua51(t *testing.T, cases [][2]string) {
+	t.Helper()
+	for _, tc := range cases {
+		L := NewState()
+		if err := L.DoString(lua51Show); err != nil {
+			t.Fatal(err)
+		}
+		err := L.DoString("return show(pcall(function() " + tc[0] + " end))")
+		got := ""
+		if err != nil {
+			got = "error: " + err.Error()
+		} else {
+			got = L.Get(-1).String()
+		}
+		L.Close()
+		if got != tc[1] {
+			t.Errorf("%s\n got  %s\n want %s", tc[0], got, tc[1])
+		}
+	}
+}
+
+// sub, byte, find and match read their positions as Lua 5.1 (posrelat, clamping; a NaN or an infinity is the least integer, as a C cast on x86-64), and take numbers written as strings.
+func TestStringPositions5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return (\"abc\"):sub(2, math.huge), (\"abc\"):sub(-math.huge, 2), (\"abc\"):sub(0/0)", "true, \"\", \"ab\", \"abc\""},
+		{"return (\"abc\"):sub(-100, 100), (\"abc\"):sub(0), (\"abc\"):sub(3, 2), (\"abc\"):sub(1.5, 2.7), (\"abc\"):sub(\"2\")", "true, \"abc\", \"abc\", \"\", \"ab\", \"bc\""},
+		{"return (\"abc\"):byte(0), (\"abc\"):byte(-10, 1), (\"\"):byte(), (\"abc\"):byte(-1, -2), (\"abc\"):byte(10)", "true, nil, 97, nil, nil"},
+		{"return (\"abc\"):byte(1, -1)", "true, 97, 98, 99"},
+		{"return (\"abc\"):byte(0/0), (\"abc\"):byte(1, 0/0), (\"\\200\\255\"):byte(1, -1)", "true, nil, nil, 200, 255"},
+		{"return (\"abc\"):find(\"\", 10), (\"abc\"):find(\"\", 4), (\"abc\"):find(\"\", 3), (\"abc\"):find(\"\", -10)", "true, 4, 4, 3, 1, 0"},
+		{"return (\"abc\"):find(\"b\", 10), (\"abc\"):find(\"b\", 10, true), (\"abc\"):find(\"\", 10, true), (\"abc\"):find(\"c\", -1, true)", "true, nil, nil, 4, 3, 3"},
+		{"return (\"abc\"):match(\"\", 5), (\"abc\"):match(\"b\", \"2\")", "true, \"\", \"b\""},
+		{"return select('#', (\"abc\"):match(\"x\")), (\"abc\"):match(\"x\")", "true, 1, nil"},
+		{"return string.find(\"a)b\", \")\"), string.find(\"a+b\", \"+\", 1, true)", "true, 2, 2, 2"},
+		{"return string.char(\"65\", 66.7), string.char(0, 255) == \"\\0\\255\"", "true, \"AB\", true"},
+		{"return string.char(256)", "false, \"bad argument #1 to 'char' (invalid value)\""},
+		{"return string.char(-1)", "false, \"bad argument #1 to 'char' (invalid value)\""},
+		{"return string.rep(\"ab\", \"2\"), string.rep(\"ab\", 0), string.rep(\"ab\", -1), string.rep(\"ab\", 2.7)", "true, \"abab\", \"\", \"\", \"abab\""},
+	})
+}
+
+// upper and lower map ASCII letters only, byte by byte, as C's toupper and tolower in the C locale.
+func TestStringCase5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return (\"h\\195\\169llo \\195\\159\"):upper(), (\"\\195\\128\\195\\137x\"):lower()", "true, \"H\\195\\169LLO \\195\\159\", \"\\195\\128\\195\\137x\""},
+		{"return #(\"\\196\\176\"):lower(), (\"\\200\\233AbC\"):upper(), (\"\\200\\233AbC\"):lower()", "true, 2, \"\\200\\233ABC\", \"\\200\\233abc\""},
+	})
+}
+
+// Sets, frontiers and pattern errors as Lua 5.1's matcher.
+func TestStringPatterns5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return string.find(\"abc\", \"[%a-z]\"), string.find(\"-\", \"[%a-z]\"), string.find(\"a-b\", \"[a-]\", 2)", "true, 1, 1, 2, 2"},
+		{"return string.find(\"a]c\", \"[]]\"), string.find(\"x%y\", \"[]%%]\"), string.find(\"^\", \"[^^]\"), string.find(\"a\", \"[^^]\")", "true, 2, 2, nil, 1, 1"},
+		{"return string.find(\"e\", \"[a-c-e]\"), string.find(\"-\", \"[a-c-e]\"), string.find(\"d\", \"[a-c-e]\")", "true, 1, 1, nil"},
+		{"return string.find(\"%\", \"[a-%]]\"), string.find(\"]\", \"[a-%]]\")", "true, nil, 1, 1"},
+		{"return string.gsub(\"aaa aa a aaa a\", \"%f[%w]a\", \"x\")", "true, \"xaa xa x xaa x\", 5"},
+		{"return string.gsub(\"THE (quick) fox\", \"%f[%a]%a+\", \"W\")", "true, \"W (W) W\", 3"},
+		{"return string.find(\" alo aalo allo\", \"%f[%S].-%f[%s].-%f[%S]\")", "true, 2, 5"},
+		{"return string.gsub(\"function\", \"%f[^\\1-\\255]\", \".\")", "true, \"function.\", 1"},
+		{"return string.find(\"abc\", \"%fa\")", "false, \"missing '[' after '%f' in pattern\""},
+		{"return string.find(\"abc\", \"[a\")", "false, \"malformed pattern (missing ']')\""},
+		{"return string.find(\"abc\", \"[]\")", "false, \"malformed pattern (missing ']')\""},
+		{"return string.find(\"abc\", \"[^]\")", "false, \"malformed pattern (missing ']')\""},
+		{"return string.find(\"abc\", \"%\")", "false, \"malformed pattern (ends with '%')\""},
+		{"return string.find(\"abc\", \"(\")", "false, \"unfinished capture\""},
+		{"return string.find(\"abc\", \"%b\")", "false, \"unbalanced pattern\""},
+		{"return string.find(\"abc\", \"a)\")", "true, nil"},
+	})
+}
+
+// gsub's replacement string ("%x" is "x") and count (none when n <= 0), and gmatch's '^' (a plain character) as Lua 5.1.
+func TestGsubReplacement5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return (\"hello world\"):gsub(\"o\", \"%a\"), (\"a.b\"):gsub(\"%.\", \"%.\"), (\"x\"):gsub(\"x\", \"%%\")", "true, \"hella warld\", \"a.b\", \"%\", 1"},
+		{"return (\"hello world\"):gsub(\"(o)\", \"%0%1\"), (\"abc\"):gsub(\"%w\", \"%0%0\")", "true, \"helloo woorld\", \"aabbcc\", 3"},
+		{"return (\"hello world\"):gsub(\"o\", \"0\", -1), (\"hello world\"):gsub(\"o\", \"0\", 0), (\"hello world\"):gsub(\"o\", \"0\", 1.5), (\"hello world\"):gsub(\"o\", \"0\", \"1\")", "true, \"hello world\", \"hello world\", \"hell0 world\", \"hell0 world\", 1"},
+		{"return (\"hello world\"):gsub(\"o\", \"%\")", "false, \"invalid use of '%' in replacement string\""},  // Lua 5.1: true, "hell\000 w\000rld", 2
+		{"return (\"hello world\"):gsub(\"o\", \"x%\")", "false, \"invalid use of '%' in replacement string\""}, // Lua 5.1: true, "hellx\000 wx\000rld", 2
+		{"local t = {} for w in (\"^a^b\"):gmatch(\"^.\") do t[#t+1] = w end return unpack(t)", "true, \"^a\", \"^b\""},
+		{"local t = {} for w in (\"aaa\"):gmatch(\"^a\") do t[#t+1] = w end return #t", "true, 0"},
+		{"local t = {} for w in (\"a^^b\"):gmatch(\"^*\") do t[#t+1] = w end return table.concat(t, \"|\")", "true, \"|^^||\""},
+	})
+}
+
+// select, assert, error and setmetatable as Lua 5.1's base library.
+func TestBaseLib5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return select(\"2\", \"a\", \"b\", \"c\"), select(\"#x\", 1, 2), select(-1, 1, 2, 3)", "true, \"b\", 2, 3"},
+		{"return select(0, 1)", "false, \"bad argument #1 to 'select' (index out of range)\""},
+		{"return select(2.7, 1, 2, 3)", "true, 2, 3"},
+		{"return assert(false, 42)", "false, \"42\""},
+		{"return assert()", "false, \"bad argument #1 to 'assert' (value expected)\""},
+		{"return assert(nil)", "false, \"assertion failed!\""},
+		{"return assert(1, 2, 3)", "true, 1, 2, 3"},
+		{"error()", "false, nil"},
+		{"return select('#', pcall(error))", "true, 2"},
+		{"error(42)", "false, \"42\""},
+		{"error(42, 0)", "false, 42"},
+		{"error(\"x\", \"0\")", "false, \"x\""},
+		{"return setmetatable(1, {})", "false, \"bad argument #1 to 'setmetatable' (table expected, got number)\""},
+		{"return setmetatable(\"\", {})", "false, \"bad argument #1 to 'setmetatable' (table expected, got string)\""},
+		{"return setmetatable({})", "false, \"bad argument #2 to 'setmetatable' (nil or table expected)\""},
+		{"return getmetatable(setmetatable({}, nil))", "true, nil"},
+		{"local t = setmetatable({}, {__metatable = \"locked\"}) return getmetatable(t), pcall(setmetatable, t, {})", "true, \"locked\", false, \"cannot change a protected metatable\""},
+		{"return unpack({1, 2, 3}, \"2\", \"3\")", "true, 2, 3"},
+	})
+}
+
+// A numeric for converts strings that read as numbers, as Lua 5.1's OP_FORPREP, and checks its values in Lua's order.
+func TestNumericForStrings(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local n = 0 for i = \"1\", \"3\" do n = n + i end return n", "true, 6"},
+		{"local n = 0 for i = 1, \"3\", \"1\" do n = n + i end return n", "true, 6"},
+		{"local n = 0 for i = \" 0x10 \", 17 do n = n + i end return n", "true, 33"},
+		{"for i = \"x\", 2 do end", "false, \"'for' initial value must be a number\""},
+		{"for i = 1, {} do end", "false, \"'for' limit must be a number\""},
+		{"for i = 1, {}, {} do end", "false, \"'for' limit must be a number\""},
+		{"for i = 1, 2, {} do end", "false, \"'for' step must be a number\""},
+	})
+}
+
+// math's argument checks and coercions as Lua 5.1.
+func TestMathArgs5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return math.max()", "false, \"bad argument #1 to 'max' (number expected, got nil)\""}, // Lua 5.1: false, "bad argument #1 to 'max' (number expected, got no value)"
+		{"return math.min()", "false, \"bad argument #1 to 'min' (number expected, got nil)\""}, // Lua 5.1: false, "bad argument #1 to 'min' (number expected, got no value)"
+		{"return math.random(1, 2, 3)", "false, \"wrong number of arguments\""},
+		{"return math.floor(\"3.7\"), math.max(\"10\", 9), math.random(\"1\")", "true, 3, 10, 1"},
+	})
+}
+
+// table.insert, remove, concat, maxn and sort as Lua 5.1's table library.
+func TestTableLib5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local t = {1, 2, 3} table.insert(t, 1, 2, 3) return unpack(t)", "false, \"wrong number of arguments to 'insert'\""},
+		{"local t = {1, 2, 3} table.insert(t) return unpack(t)", "false, \"wrong number of arguments to 'insert'\""},
+		{"local t = {1, 2, 3} table.insert(t, \"2\", 9) return unpack(t)", "true, 1, 9, 2, 3"},
+		{"local t = {} return select('#', table.remove(t)), select('#', table.remove(t, 1)), select('#', table.remove(t, 5))", "true, 0, 0, 0"},
+		{"local t = {1, 2, 3} return table.remove(t, 0), table.remove(t, -1), table.remove(t, 5), #t", "true, nil, nil, nil, 3"},
+		{"local t = {1, 2, 3} return table.remove(t, \"1\"), table.remove(t), #t, t[1]", "true, 1, 3, 1, 2"},
+		{"local t = {1, 2, 3, 4} t[4] = nil return table.remove(t), #t", "true, 3, 2"},
+		{"local t = {n = 1} return select('#', table.remove(t))", "true, 0"},
+		{"return table.concat({1, 2, 3}, \",\", 2, 5)", "false, \"invalid value (nil) at index 4 in table for 'concat'\""},
+		{"return table.concat({1, {}, 3}, \",\")", "false, \"invalid value (table) at index 2 in table for 'concat'\""},
+		{"return table.concat({1, 2, 3}, 0), table.concat({1, 2, 3}, \",\", \"2\", \"3\"), table.concat({1, 2, 3}, \",\", 3, 2)", "true, \"10203\", \"2,3\", \"\""},
+		{"return table.maxn({[1.5] = 1}), table.maxn({1, 2, nil, 4}), table.maxn({[-1] = 1}), table.maxn({[100] = 1, x = 2}), table.maxn({})", "true, 1.5, 4, 0, 100, 0"},
+		{"local t = {3, 1, 2, 4} t[4] = nil table.sort(t) return unpack(t)", "true, 1, 2, 3"},
+		{"local t = {} for i = 1, 50 do t[i] = {k = i % 5, id = i} end table.sort(t, function(a, b) return a.k < b.k end) local r = {} for i = 1, 50 do r[i] = t[i].id end return table.concat(r, \",\")", "true, \"50,30,20,15,35,45,40,10,25,5,31,26,21,36,46,41,6,1,11,16,12,32,37,42,27,7,2,47,17,22,43,38,13,28,18,23,48,33,3,8,44,34,4,49,24,39,29,14,9,19\""},
+		{"local t = {} for i = 1, 30 do t[i] = (i * 7) % 11 end table.sort(t, function(a, b) return a > b end) return table.concat(t, \",\")", "true, \"10,10,10,9,9,9,8,8,7,7,7,6,6,6,5,5,5,4,4,3,3,3,2,2,2,1,1,1,0,0\""},
+		{"local t = {} for i = 1, 100 do t[i] = i % 7 end table.sort(t, function(a, b) return true end)", "false, \"invalid order function for sorting\""},
+		{"local t = {} for i = 1, 100 do t[i] = i % 7 end table.sort(t, function(a, b) return a <= b end)", "false, \"attempt to compare number with nil\""},
+		{"local t = {5, 4, 3, 2, 1} table.sort(t, nil) return table.concat(t)", "true, \"12345\""},
+		{"local t = {3, 1, \"2\"} table.sort(t)", "false, \"attempt to compare string with number\""},
+		{"local t = {3, 2, 1} table.sort(t, false)", "false, \"bad argument #2 to 'sort' (function expected, got boolean)\""},
+	})
+}
+
+// os.date formats as C's strftime in the C locale (glibc), "*t" has yday and isdst, and difftime's second time is optional.
+func TestOSDate5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return os.date(\"!%c\", 0), os.date(\"!%x %X %p %a %A %b %B %j %U %w %W %y %Z %%\", 0)", "true, \"Thu Jan  1 00:00:00 1970\", \"01/01/70 00:00:00 AM Thu Thursday Jan January 001 00 4 00 70 GMT %\""},
+		{"return os.date(\"!%C %d %D %e %F %g %G %h %H %I %j %k %l %m %M %n %P %r %R %S %t %T %u %V\", 1700000000)", "true, \"20 14 11/14/23 14 2023-11-14 23 2023 Nov 22 10 318 22 10 11 13 \\\n pm 10:13:20 PM 22:13 20 \t 22:13:20 2 46\""},
+		{"return os.date(\"!%U %W %V %G %j %u %w\", 1704067200), os.date(\"!%U %W %V %G\", 1735603200), os.date(\"!%U %W %V\", 1609459200)", "true, \"00 01 01 2024 001 1 1\", \"52 53 01 2025\", \"00 00 53\""},
+		{"return os.date(\"!%Y-%m-%dT%H:%M:%S\", 1e9), os.date(\"!%I %p\", 43200), os.date(\"!%l %p\", 0), os.date(\"!%s\", 86400)", "true, \"2001-09-09T01:46:40\", \"12 PM\", \"12 AM\", \"86400\""},
+		{"local t = os.date(\"!*t\", 86400 * 59) return t.yday, t.month, t.day, t.isdst, t.wday", "true, 60, 3, 1, false, 1"},
+		{"return os.date(\"!!%Y\", 0), os.date(\"!*tx\", 0), type(os.date(nil, 0)), os.date(\"!%Y\", nil) == os.date(\"!%Y\")", "true, \"!1970\", \"*tx\", \"string\", true"},
+		{"return os.date(\"!%Y\", 1.9), os.date(\"!%S\", \"59.9\"), os.date(\"!%E%O%q%i\", 0), os.date(\"!\", 0), os.date(\"!%\", 0)", "true, \"1970\", \"59\", \"%E%O%q%i\", \"\", \"%\""},
+		{"return os.difftime(10), os.difftime(\"10\", 5.5), os.difftime(1.5, 0.5)", "true, 10, 5, 1"},
+	})
+}
+
+// A coroutine resuming another is "normal" and cannot be resumed, with Lua 5.1's messages.
+func TestCoroutineStatus5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local co1 co1 = coroutine.create(function() local co2 = coroutine.create(function() return coroutine.status(co1), coroutine.resume(co1) end) return coroutine.resume(co2) end) return coroutine.resume(co1)", "true, true, true, \"normal\", false, \"cannot resume normal coroutine\""},
+		{"local a, b, c a = coroutine.create(function() return coroutine.resume(b) end) b = coroutine.create(function() return coroutine.resume(c) end) c = coroutine.create(function() return coroutine.status(a), coroutine.resume(a) end) return coroutine.resume(a)", "true, true, true, true, \"normal\", false, \"cannot resume normal coroutine\""},
+		{"local co = coroutine.create(function() end) coroutine.resume(co) return coroutine.resume(co)", "true, false, \"cannot resume dead coroutine\""},
+		{"local co co = coroutine.create(function() return coroutine.resume(co) end) return coroutine.resume(co)", "true, true, false, \"cannot resume running coroutine\""},
+		{"local f = coroutine.wrap(function() return 1 end) f() return f()", "false, \"cannot resume dead coroutine\""},
+	})
+}
