@@ -217,6 +217,7 @@ func chunkSeeds() []string {
 		`local function f() local co = coroutine.create(f) return coroutine.resume(co) end return f()`,
 		`local co = coroutine.create(function() return pcall(function() coroutine.yield(1) error("after") end) end) return coroutine.resume(co), coroutine.resume(co), coroutine.resume(co)`,
 		`local co co = coroutine.create(function() return coroutine.resume(co) end) return coroutine.resume(co)`,
+		`local a, b a = coroutine.create(function() return coroutine.resume(b) end) b = coroutine.create(function() return coroutine.resume(a) end) return coroutine.resume(a)`,
 		`local co = coroutine.wrap(function() while true do coroutine.yield(pcall(coroutine.yield)) end end) for i = 1, 1e6 do co() end`,
 		`return coroutine.yield()`,
 		`return pcall(coroutine.yield, 1)`,
