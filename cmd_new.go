@@ -88,8 +88,10 @@ local mcp = require("mcp")
 
 ---@type luamcp.Server
 return {
-  -- Route options (all optional). Session mode keeps state between calls.
-  route = { sessions = true },
+  -- Route options (all optional). Session mode keeps state between calls;
+  -- validate_arguments checks each call's arguments against the tool's
+  -- input_schema, so handle_tool only sees arguments that fit it.
+  route = { sessions = true, validate_arguments = true },
 
   -- Runs once per session. Returns server info, capabilities and the
   -- initial state. params.clientInfo is absent under "luamcp call" and when

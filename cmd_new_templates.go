@@ -40,7 +40,7 @@ local http = require("http")
 
 ---@type luamcp.Server
 return {
-  route = { allow = { http = { "api.github.com" } } },
+  route = { allow = { http = { "api.github.com" } }, validate_arguments = true },
 
   init = function(params)
     return { name = "NAME", version = "0.1.0" }, { tools = {} }, {}
@@ -107,7 +107,7 @@ end
 
 ---@type luamcp.Server
 return {
-  route = { allow = { write = { "data" } } },
+  route = { allow = { write = { "data" } }, validate_arguments = true },
 
   init = function(params)
     return { name = "NAME", version = "0.1.0" }, { tools = {} }, {}
@@ -165,7 +165,7 @@ local exec = require("exec")
 
 ---@type luamcp.Server
 return {
-  route = { allow = { exec = { "wc" } } },
+  route = { allow = { exec = { "wc" } }, validate_arguments = true },
 
   init = function(params)
     return { name = "NAME", version = "0.1.0" }, { tools = {} }, {}
@@ -216,7 +216,7 @@ local exec = require("exec")
 
 ---@type luamcp.Server
 return {
-  route = { allow = { exec = { "hostname" } } },
+  route = { allow = { exec = { "hostname" } }, validate_arguments = true },
 
   init = function(params)
     return { name = "NAME", version = "0.1.0" }, { tools = {} }, {}

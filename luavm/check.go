@@ -204,6 +204,13 @@ func (c *checker) tool(root string, t *lua.LTable) {
 	if typ, _ := st.RawGetString("type").(lua.LString); typ != "object" {
 		c.add(line, "%s.input_schema.type: the root of an input schema must be type = \"object\", got %s", root, describe(st.RawGetString("type")))
 	}
+	// With validate_arguments, a schema the checker cannot read refuses
+	// every call of its tool.
+	if c.ver.validateArgs {
+		if _, _, err := c.v.compileInputSchema(t); err != nil {
+			c.add(line, "%s.input_schema (route.validate_arguments): %v", root, err)
+		}
+	}
 }
 
 // toolScopes reports the tools route.oauth.tool_scopes names that tools()

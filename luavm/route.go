@@ -24,6 +24,9 @@ type routeOptions struct {
 	// hibernate is how long a session stays idle before it gives its Lua
 	// state back (session_hibernate_ms, hibernate.go); 0: never.
 	hibernate time.Duration
+	// validateArgs checks tools/call arguments against the tool's
+	// input_schema (validate_arguments, validate.go).
+	validateArgs bool
 }
 
 // DefaultStateMemoryLimit is the default of the route option memory_limit_mb,
@@ -76,6 +79,8 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 		o.Sessions, err = boolOption(key, v)
 	case "allow_remote_access":
 		o.AllowRemoteAccess, err = boolOption(key, v)
+	case "validate_arguments":
+		o.validateArgs, err = boolOption(key, v)
 	case "reuse_lists":
 		var b bool
 		if b, err = boolOption(key, v); err == nil {

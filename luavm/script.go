@@ -115,6 +115,10 @@ type Version struct {
 	callTimeout timeoutError  // the bound of one callback: call_timeout_ms or Config.CallTimeout
 	slotWait    time.Duration // the longest wait for a scheduler slot: request_timeout_ms
 	reuseLists  listReuse     // reuse_lists (lists.go)
+	// validateArgs checks tools/call arguments against the tool's input
+	// schema (validate_arguments, validate.go), compiled into schemas.
+	validateArgs bool
+	schemas      schemaCache
 	// crashes throttles this version's crash lines, per place (crashlog.go):
 	// a reload starts afresh, since its places may be other lines.
 	crashes crashLog
@@ -265,6 +269,7 @@ func (s *Version) validate(v *vm) error {
 		return s.moduleError("%v", err)
 	}
 	s.opts, s.memory, s.reuseLists, s.hibernate = opts.Options, opts.memoryLimit, opts.reuseLists, opts.hibernate
+	s.validateArgs = opts.validateArgs
 	for i, fn := range v.fns {
 		s.defined[i] = fn != nil
 	}

@@ -445,6 +445,11 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 	if err := call.SetTaskSupport(taskSupport(tool)); err != nil {
 		return nil, err
 	}
+	if v.s.validateArgs {
+		if msg := v.checkArguments(tool, name, args); msg != "" {
+			return v.toolResult(lua.LString(msg), true, "error")
+		}
+	}
 	argv, err := v.decodeObject(args)
 	if err != nil {
 		return nil, c.paramsError("handle_tool", "arguments", err)

@@ -1,0 +1,32 @@
+package jsonschema
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzValidate: no schema and value make Compile or Validate panic or run
+// past maxSteps, and a value either passes or gets an error saying where.
+func FuzzValidate(f *testing.F) {
+	for _, seed := range [][2]string{
+		{`{"type":"object","properties":{"a":{"type":"integer","minimum":1}},"required":["a"]}`, `{"a":2}`},
+		{`{"anyOf":[{"items":{"$ref":"#"}},{"type":"string","pattern":"^x"}]}`, `[["x"],[[]]]`},
+		{`{"$defs":{"p":{"oneOf":[{"const":1},{"enum":[1,2]}]}},"additionalProperties":{"$ref":"#/$defs/p"}}`, `{"k":1,"j":2}`},
+		{`{"prefixItems":[true,false],"uniqueItems":true,"multipleOf":0.5}`, `[1.5,1.50]`},
+		{`{"if":{"type":"string"},"then":{"maxLength":1},"else":{"not":{}}}`, `"ab"`},
+		{`false`, `null`},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, schema, value string) {
+		s, err := Compile([]byte(schema))
+		if err != nil {
+			return
+		}
+		err = s.Validate([]byte(value))
+		var ve *ValidationError
+		if err != nil && !errors.As(err, &ve) && !errors.Is(err, ErrTooComplex) && len(err.Error()) == 0 {
+			t.Fatalf("an error without a message: %#v", err)
+		}
+	})
+}

@@ -1,0 +1,95 @@
+package luavm
+
+import (
+	"strings"
+	"testing"
+)
+
+// validateScript has a tool whose schema the arguments are checked against
+// when route.validate_arguments is set (VALIDATE), and a counter of the
+// handle_tool runs.
+const validateScript = `
+local runs = 0
+return {
+  route = { sessions = true, validate_arguments = VALIDATE },
+  init = function() return { name = "v", version = "1" }, { tools = {} }, {} end,
+  tools = function()
+    return {
+      { name = "forecast", description = "the weather",
+        input_schema = { type = "object", required = { "city" }, additionalProperties = false,
+          properties = { city = { type = "string", minLength = 1 },
+                         days = { type = "integer", minimum = 1, maximum = 7 } } } },
+      { name = "runs", description = "handle_tool runs", input_schema = { type = "object" } },
+      { name = "broken", description = "its schema does not compile",
+        input_schema = { type = "object", properties = { a = { pattern = "(?=x)" } } } },
+    }
+  end,
+  handle_tool = function(name, args)
+    runs = runs + 1
+    if name == "runs" then return tostring(runs) end
+    return name .. " " .. tostring(args.city) .. " " .. tostring(args.days)
+  end,
+}`
+
+// With validate_arguments, arguments that break the tool's input schema get
+// a tool error saying where and how, and handle_tool never runs; without it
+// they reach handle_tool as before.
+func TestValidateArguments(t *testing.T) {
+	for _, tc := range []struct {
+		name, tool, args string
+		validate         bool
+		want             string // the result's text
+		isError          bool
+	}{
+		{"valid", "forecast", `{"city":"Oslo","days":3}`, true, "forecast Oslo 3", false},
+		{"no arguments for no required ones", "runs", ``, true, "1", false},
+		{"missing required", "forecast", `{"days":3}`, true, `invalid arguments for "forecast": missing required property "city"`, true},
+		{"wrong type", "forecast", `{"city":"Oslo","days":"3"}`, true, `invalid arguments for "forecast": days: want integer, got string`, true},
+		{"out of range", "forecast", `{"city":"Oslo","days":8}`, true, `invalid arguments for "forecast": days: want at most 7, got 8`, true},
+		{"unexpected property", "forecast", `{"city":"Oslo","hours":1}`, true, `invalid arguments for "forecast": unexpected property "hours"`, true},
+		{"empty string", "forecast", `{"city":""}`, true, `invalid arguments for "forecast": city: want at least 1 characters, got 0`, true},
+		{"broken schema", "broken", `{}`, true, `the server cannot check the arguments of "broken": its input schema is invalid`, true},
+		{"off: passed through", "forecast", `{"days":"3"}`, false, "forecast nil 3", false},
+		{"off: broken schema unused", "broken", `{}`, false, "broken nil nil", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, logs := loadSource(t, "v.lua", strings.Replace(validateScript, "VALIDATE", map[bool]string{true: "true", false: "false"}[tc.validate], 1))
+			ss, _ := open(t, s, "sid")
+			res := mustCall(t, ss, tc.tool, tc.args)
+			if got := text(t, res); got != tc.want || strings.Contains(res, `"isError":true`) != tc.isError {
+				t.Errorf("%s(%s): %s, want %q (isError %v)", tc.tool, tc.args, res, tc.want, tc.isError)
+			}
+			runs := "2" // the call, then this check
+			if tc.isError {
+				runs = "1" // the refused call did not run
+			}
+			if got := text(t, mustCall(t, ss, "runs", `{}`)); got != runs {
+				t.Errorf("handle_tool ran %s times counting this check, want %s", got, runs)
+			}
+			if tc.name == "broken schema" {
+				mustCall(t, ss, tc.tool, tc.args) // logged once per schema
+				if n := strings.Count(logs.String(), "cannot be checked"); n != 1 {
+					t.Errorf("the broken schema was logged %d times, want once:\n%s", n, logs)
+				}
+			}
+		})
+	}
+}
+
+// luamcp check reports an input schema validate_arguments cannot read.
+func TestCheckValidateArguments(t *testing.T) {
+	for _, validate := range []string{"true", "false"} {
+		dir := t.TempDir()
+		path := dir + "/v.lua"
+		writeScript(t, path, strings.Replace(validateScript, "VALIDATE", validate, 1))
+		_, problems := Check(path, Config{Dir: dir})
+		var found []string
+		for _, p := range problems {
+			found = append(found, p.Message)
+		}
+		all := strings.Join(found, "\n")
+		if want := validate == "true"; strings.Contains(all, "tools[3].input_schema (route.validate_arguments)") != want {
+			t.Errorf("validate_arguments = %s: problems %q", validate, found)
+		}
+	}
+}
