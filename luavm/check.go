@@ -211,6 +211,11 @@ func (c *checker) tool(root string, t *lua.LTable) {
 			c.add(line, "%s.input_schema (route.validate_arguments): %v", root, err)
 		}
 	}
+	if c.ver.validateResults {
+		if _, _, err := c.v.compileSchema(t, "output_schema"); err != nil {
+			c.add(line, "%s.output_schema (route.validate_results): %v", root, err)
+		}
+	}
 }
 
 // toolScopes reports the tools route.oauth.tool_scopes names that tools()

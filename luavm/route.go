@@ -27,6 +27,9 @@ type routeOptions struct {
 	// validateArgs checks tools/call arguments against the tool's
 	// input_schema (validate_arguments, validate.go).
 	validateArgs bool
+	// validateResults checks tool results' structured_content against the
+	// tool's output_schema (validate_results, validate.go).
+	validateResults bool
 }
 
 // DefaultStateMemoryLimit is the default of the route option memory_limit_mb,
@@ -81,6 +84,8 @@ func setOption(o *routeOptions, key string, v lua.LValue) error {
 		o.AllowRemoteAccess, err = boolOption(key, v)
 	case "validate_arguments":
 		o.validateArgs, err = boolOption(key, v)
+	case "validate_results":
+		o.validateResults, err = boolOption(key, v)
 	case "reuse_lists":
 		var b bool
 		if b, err = boolOption(key, v); err == nil {

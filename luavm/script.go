@@ -118,7 +118,10 @@ type Version struct {
 	// validateArgs checks tools/call arguments against the tool's input
 	// schema (validate_arguments, validate.go), compiled into schemas.
 	validateArgs bool
-	schemas      schemaCache
+	// validateResults checks successful tool results' structured_content
+	// against the tool's output schema (validate_results, validate.go).
+	validateResults bool
+	schemas         schemaCache
 	// crashes throttles this version's crash lines, per place (crashlog.go):
 	// a reload starts afresh, since its places may be other lines.
 	crashes crashLog
@@ -269,7 +272,7 @@ func (s *Version) validate(v *vm) error {
 		return s.moduleError("%v", err)
 	}
 	s.opts, s.memory, s.reuseLists, s.hibernate = opts.Options, opts.memoryLimit, opts.reuseLists, opts.hibernate
-	s.validateArgs = opts.validateArgs
+	s.validateArgs, s.validateResults = opts.validateArgs, opts.validateResults
 	for i, fn := range v.fns {
 		s.defined[i] = fn != nil
 	}

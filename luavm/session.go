@@ -467,6 +467,11 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 		out, err = v.toolResult(failure, true, "error")
 	} else {
 		out, err = v.toolResult(res, false, "result")
+		if err == nil && v.s.validateResults {
+			if msg := v.checkResult(tool, res); msg != "" {
+				err = errors.New(msg)
+			}
+		}
 	}
 	if err != nil {
 		return nil, c.crashf("handle_tool", "%v", err)

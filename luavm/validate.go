@@ -1,6 +1,7 @@
 package luavm
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -8,12 +9,14 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// The route option validate_arguments checks a tools/call's arguments
+// The route options validate_arguments and validate_results. The first checks a tools/call's arguments
 // against the tool's input_schema before handle_tool runs (the MCP spec has
 // servers validate tool inputs): arguments that break it get a tool error
 // result saying where and how (an input validation failure is a tool
 // execution error, SEP-1303, so the model can correct its call), and the
-// script never sees them. jsonschema says which keywords are checked.
+// script never sees them. The second checks a successful result's
+// structured_content against the tool's output_schema, and makes a result
+// that breaks it a crash. jsonschema says which keywords are checked.
 
 // maxCachedSchemas bounds the compiled schemas a version keeps. A tools()
 // that builds its schemas from the state may make a new one per call; past
@@ -48,31 +51,39 @@ func (c *schemaCache) get(text []byte) (cs compiledSchema, fresh bool) {
 	return cs, true
 }
 
-// inputSchema is the input schema of a tool descriptor (input_schema, or the
-// wire's inputSchema), nil when it has none.
-func inputSchema(tool *lua.LTable) *lua.LTable {
-	schema := tool.RawGetString("input_schema")
-	if schema == lua.LNil {
-		schema = tool.RawGetString("inputSchema")
+// renamed is t's value under key, else under the wire's spelling of it
+// (wireNames: input_schema is inputSchema on the wire, and a script may
+// write either).
+func renamed(t *lua.LTable, key string) lua.LValue {
+	if v := t.RawGetString(key); v != lua.LNil {
+		return v
 	}
-	t, _ := schema.(*lua.LTable)
-	return t
+	if wire, ok := wireNames[key]; ok {
+		return t.RawGet(wire)
+	}
+	return lua.LNil
 }
 
-// compileInputSchema compiles tool's input schema; a tool without one
-// (which luamcp check reports) has nothing to check: nil, nil. fresh is
-// whether this call compiled it (not the version's cache).
-func (v *vm) compileInputSchema(tool *lua.LTable) (s *jsonschema.Schema, fresh bool, err error) {
-	schema := inputSchema(tool)
-	if schema == nil {
+// compileSchema compiles tool's schema under key (input_schema,
+// output_schema); a tool without one has nothing to check: nil, nil. fresh
+// is whether this call compiled it (not the version's cache).
+func (v *vm) compileSchema(tool *lua.LTable, key string) (s *jsonschema.Schema, fresh bool, err error) {
+	schema, ok := renamed(tool, key).(*lua.LTable)
+	if !ok {
 		return nil, false, nil
 	}
-	text, err := v.codec.Encode(schema, "input_schema")
+	text, err := v.codec.Encode(schema, key)
 	if err != nil {
 		return nil, true, err
 	}
 	cs, fresh := v.s.schemas.get(text)
 	return cs.s, fresh, cs.err
+}
+
+// compileInputSchema compiles tool's input schema (compileSchema); luamcp
+// check reports a tool without one.
+func (v *vm) compileInputSchema(tool *lua.LTable) (*jsonschema.Schema, bool, error) {
+	return v.compileSchema(tool, "input_schema")
 }
 
 // checkArguments checks args against tool's input schema. It returns "" when
@@ -96,6 +107,40 @@ func (v *vm) checkArguments(tool *lua.LTable, name string, args []byte) string {
 	}
 	if err := schema.Validate(args); err != nil {
 		return fmt.Sprintf("invalid arguments for %q: %v", name, err)
+	}
+	return ""
+}
+
+// checkResult checks a successful result of tool against its output_schema
+// (route.validate_results): the MCP spec has a tool that declares one give
+// structured content that conforms to it. It returns "" when the result
+// does, else what is wrong, for the crash the caller makes of it: the
+// script broke its own contract.
+func (v *vm) checkResult(tool *lua.LTable, res lua.LValue) string {
+	schema, _, err := v.compileSchema(tool, "output_schema")
+	if err != nil {
+		return fmt.Sprintf("the tool's output_schema cannot be checked: %v", err)
+	}
+	if schema == nil {
+		return ""
+	}
+	var sc lua.LValue = lua.LNil
+	if t, ok := res.(*lua.LTable); ok {
+		sc = renamed(t, "structured_content")
+	}
+	if sc == lua.LNil {
+		return "result: the tool declares an output_schema, so a result needs structured_content"
+	}
+	text, err := v.codec.Encode(sc, "result.structured_content")
+	if err != nil {
+		return err.Error()
+	}
+	if err := schema.Validate(text); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) && ve.Path != "" {
+			return fmt.Sprintf("result.structured_content.%s does not match the output_schema: %s", ve.Path, ve.Message)
+		}
+		return fmt.Sprintf("result.structured_content does not match the output_schema: %v", err)
 	}
 	return ""
 }

@@ -93,3 +93,69 @@ func TestCheckValidateArguments(t *testing.T) {
 		}
 	}
 }
+
+// resultScript's tool declares an output schema; its argument says what
+// structured content it returns, and every call counts in the state.
+const resultScript = `
+return {
+  route = { sessions = true, validate_results = VALIDATE },
+  init = function() return { name = "r", version = "1" }, { tools = {} }, { calls = 0 } end,
+  tools = function()
+    return {
+      { name = "temp", description = "a temperature", input_schema = { type = "object" },
+        output_schema = { type = "object", required = { "celsius" },
+          properties = { celsius = { type = "number", minimum = -273.15 } } } },
+      { name = "calls", description = "calls so far", input_schema = { type = "object" } },
+    }
+  end,
+  handle_tool = function(name, args, ctx, state)
+    state.calls = state.calls + 1
+    if name == "calls" then return tostring(state.calls), state end
+    if args.give == "none" then return "21 C", state end
+    if args.give == "error" then return nil, "no sensor", state end
+    return { content = { { type = "text", text = "t" } }, structured_content = { celsius = args.celsius } }, state
+  end,
+}`
+
+// With validate_results, a successful result of a tool that declares an
+// output_schema must carry structured_content that fits it; one that does
+// not is a crash (the script broke its contract): the client gets an
+// internal error, the log says where, and the state rolls back. Tool errors
+// need no structured content.
+func TestValidateResults(t *testing.T) {
+	for _, tc := range []struct {
+		name, args string
+		validate   bool
+		crash      string // "" when the call succeeds; else a substring of the log
+	}{
+		{"fits", `{"celsius":21.5}`, true, ""},
+		{"breaks the schema", `{"celsius":-300}`, true, "result.structured_content.celsius does not match the output_schema: want at least -273.15, got -300"},
+		{"missing property", `{}`, true, "result.structured_content does not match the output_schema: missing required property"},
+		{"no structured content", `{"give":"none"}`, true, "a result needs structured_content"},
+		{"a tool error needs none", `{"give":"error"}`, true, ""},
+		{"off", `{"celsius":-300}`, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, logs := loadSource(t, "r.lua", strings.Replace(resultScript, "VALIDATE", map[bool]string{true: "true", false: "false"}[tc.validate], 1))
+			ss, _ := open(t, s, "sid")
+			_, err := call(t, ss, "temp", tc.args)
+			calls := "2"
+			if tc.crash == "" {
+				if err != nil {
+					t.Fatalf("temp(%s): %v", tc.args, err)
+				}
+			} else {
+				if !isCrash(err) {
+					t.Fatalf("temp(%s): %v, want a crash", tc.args, err)
+				}
+				if !strings.Contains(logs.String(), tc.crash) {
+					t.Errorf("the log lacks %q:\n%s", tc.crash, logs)
+				}
+				calls = "1" // rolled back
+			}
+			if got := text(t, mustCall(t, ss, "calls", `{}`)); got != calls {
+				t.Errorf("state.calls = %s after the call, want %s", got, calls)
+			}
+		})
+	}
+}

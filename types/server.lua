@@ -9,7 +9,7 @@
 ---Route options. An unknown key or a value of the wrong type makes the script fail to load.
 ---Under `luamcp serve`, changing `path`, `sessions` or another transport option on a running script
 ---remounts its route: its sessions end with reason "normal". `call_timeout_ms`, `memory_limit_mb`,
----`session_hibernate_ms`, `reuse_lists`, `validate_arguments` and `allow` are applied by a reload: the sessions stay.
+---`session_hibernate_ms`, `reuse_lists`, `validate_arguments`, `validate_results` and `allow` are applied by a reload: the sessions stay.
 ---@field path string? mount path (default "/mcp/<file name>"); starts with /, no { } ? #
 ---@field sessions boolean? true: session mode (default false: stateless)
 ---@field origins string[]? allowed Origin values (default {}: any Origin but the server's own on a loopback Host gets 403)
@@ -27,6 +27,7 @@
 ---@field reuse_lists boolean? true: lookups (tools/call, resources/read, prompts/get) also reuse any list function's last result while the session state it was given is unchanged; false: they run list functions every time; unset (the default): they reuse a static table, or a function that builds its list from constants alone, and run any other function every time
 ---@field concurrent_tools string[]? tools whose calls run on a copy of the session state, in parallel with its other calls; their state changes are dropped (default {}: every call runs in order on the state)
 ---@field validate_arguments boolean? true: check each tools/call's arguments against the tool's input_schema (JSON Schema 2020-12) before handle_tool runs; arguments that break it get a tool error saying where and how, and handle_tool never sees them (default false)
+---@field validate_results boolean? true: a successful result of a tool with an output_schema must carry structured_content that fits it, else the call is a crash (default false)
 ---@field allow luamcp.Allow? what the script may reach through http, fs, env and exec (default {}: nothing)
 ---@field cache_ttl_ms integer? 2026-07-28 era: the ttlMs on lists, reads and server/discover, how long a client may reuse them (default 0, >= 0)
 ---@field cache_scope "private"|"public"? 2026-07-28 era: the cacheScope beside ttlMs (default "private": answers may hold per-user data)
