@@ -190,19 +190,9 @@ func TestNodeOutage(t *testing.T) {
 	a, b := join("a"), join("b")
 	got := make(chan []byte, 10)
 	b.Attach(func(p []byte) { got <- p })
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 10s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 
 	e.Shutdown()
-	waitFor("a sees NATS gone", func() bool { return a.nc.Status() == nats.RECONNECTING })
+	waitFor(t, 10*time.Second, "a sees NATS gone", func() bool { return a.nc.Status() == nats.RECONNECTING })
 	a.PubSub().Publish("news", []byte(`{"n":1}`))
 	a.PubSub().Publish("news", []byte(`{"n":2}`))
 	a.Send("b", []byte("lost"))
@@ -218,9 +208,9 @@ func TestNodeOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(e2.Shutdown)
-	waitFor("both reconnect", func() bool { return a.nc.IsConnected() && b.nc.IsConnected() })
+	waitFor(t, 10*time.Second, "both reconnect", func() bool { return a.nc.IsConnected() && b.nc.IsConnected() })
 	// b's subscription is back once a push sent now arrives.
-	waitFor("a push crosses again", func() bool {
+	waitFor(t, 10*time.Second, "a push crosses again", func() bool {
 		a.Send("b", []byte("after"))
 		a.nc.Flush()
 		select {
@@ -235,5 +225,17 @@ func TestNodeOutage(t *testing.T) {
 	})
 	if s := a.Stats(); s.Reconnects != 1 || !s.Connected {
 		t.Errorf("stats after NATS returned: %+v; want 1 reconnect, connected", s)
+	}
+}
+
+// waitFor fails t unless ok holds within d, polling it.
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -274,23 +274,13 @@ func TestReplayedNATSMessages(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not delivered", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 
 	a.Send("b", []byte("push"))
 	push := capture(nodePrefix + "b")
-	waitFor("the push", func() bool { return len(pushes()) == 1 })
+	waitFor(t, 5*time.Second, "the push", func() bool { return len(pushes()) == 1 })
 	a.PubSub().Publish("ch", []byte("broadcast"))
 	broadcast := capture(channelSubject("ch"))
-	waitFor("the broadcast", func() bool { return len(rec.got()) == 1 })
+	waitFor(t, 5*time.Second, "the broadcast", func() bool { return len(rec.got()) == 1 })
 
 	for _, m := range []*nats.Msg{push, push, broadcast} {
 		if err := nc.PublishMsg(m); err != nil {
@@ -302,8 +292,8 @@ func TestReplayedNATSMessages(t *testing.T) {
 	// Messages sent since still arrive, and once.
 	a.Send("b", []byte("push 2"))
 	a.PubSub().Publish("ch", []byte("broadcast 2"))
-	waitFor("the second push", func() bool { return len(pushes()) == 2 })
-	waitFor("the second broadcast", func() bool { return len(rec.got()) == 2 })
+	waitFor(t, 5*time.Second, "the second push", func() bool { return len(pushes()) == 2 })
+	waitFor(t, 5*time.Second, "the second broadcast", func() bool { return len(rec.got()) == 2 })
 	if got := strings.Join(pushes(), ","); got != "push,push 2" {
 		t.Errorf("pushes delivered: %q, want each once", got)
 	}
@@ -329,7 +319,7 @@ func TestReplayedNATSMessages(t *testing.T) {
 		_, ok := a.known["c"]
 		return ok
 	}
-	waitFor("c's left", func() bool { return !known() })
+	waitFor(t, 5*time.Second, "c's left", func() bool { return !known() })
 	joinKeyed(t, e.URL(), "c", "http://127.0.0.1:3", key)
 	if p, err := a.peerTo(ctx, "c"); p == nil || err != nil {
 		t.Fatalf("a does not know c back: %v", err)
