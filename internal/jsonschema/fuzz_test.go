@@ -15,6 +15,8 @@ func FuzzValidate(f *testing.F) {
 		{`{"prefixItems":[true,false],"uniqueItems":true,"multipleOf":0.5}`, `[1.5,1.50]`},
 		{`{"if":{"type":"string"},"then":{"maxLength":1},"else":{"not":{}}}`, `"ab"`},
 		{`false`, `null`},
+		{`{"contains":{"multipleOf":0.01},"minContains":2,"maxContains":3,"dependentRequired":{"a":["b"]}}`, `[1e-2,1.5e1,12345678901.001]`},
+		{`{"$defs":{"a%b":{"maximum":9007199254740992}},"$ref":"#/$defs/a%25b"}`, `9007199254740993`},
 	} {
 		f.Add(seed[0], seed[1])
 	}

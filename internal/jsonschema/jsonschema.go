@@ -1,17 +1,23 @@
 // Package jsonschema checks JSON values against the part of JSON Schema
 // (draft 2020-12, the MCP default dialect) that tool input schemas use: the
 // type, enum and const keywords; numbers' bounds and multipleOf; strings'
-// lengths and patterns; arrays' items, prefixItems, lengths and
-// uniqueItems; objects' properties, required, additionalProperties,
-// patternProperties, propertyNames and sizes; allOf, anyOf, oneOf, not and
-// if/then/else; and $ref to the schema's own root, $defs or definitions.
-// Other keywords (format, title, description, default, examples, ...) are
-// annotations: they never make a value invalid, as the specification says of
-// keywords a validator does not know.
+// lengths and patterns; arrays' items, prefixItems, lengths, uniqueItems,
+// contains, minContains and maxContains; objects' properties, required,
+// dependentRequired, additionalProperties, patternProperties, propertyNames
+// and sizes; allOf, anyOf, oneOf, not and if/then/else; and $ref to the
+// schema's own root, $defs or definitions (a JSON pointer, percent-decoded
+// as the URI fragment it is). Other keywords (format, title, description,
+// default, examples, ...) are annotations: they never make a value invalid,
+// as the specification says of keywords a validator does not know.
+//
+// Numbers compare as the decimals they are written as: 10000000001 is no
+// multiple of 2 and 9007199254740993 is above 9007199254740992, though
+// float64 rounds them otherwise.
 //
 // Patterns are Go's RE2, which reads the ECMA-262 patterns schemas use except
-// for backreferences and lookaround; a schema whose pattern RE2 refuses does
-// not compile.
+// for backreferences and lookaround, and whose \s is ASCII whitespace only
+// (ECMA's takes in Unicode's spaces); a schema whose pattern RE2 refuses
+// does not compile.
 package jsonschema
 
 import (
@@ -20,6 +26,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -55,7 +63,7 @@ type node struct {
 	hasConst bool
 	constV   any
 
-	minimum, maximum, exclMinimum, exclMaximum, multipleOf *float64
+	minimum, maximum, exclMinimum, exclMaximum, multipleOf *bound
 
 	minLength, maxLength int // -1: none
 	pattern              *regexp.Regexp
@@ -64,9 +72,14 @@ type node struct {
 	prefixItems         []*node
 	minItems, maxItems  int // -1: none
 	uniqueItems         bool
+	contains            *node
+	minContains         int // -1: none, which means 1
+	maxContains         int // -1: none
 	properties          map[string]*node
 	propertyOrder       []string
 	required            []string
+	dependentRequired   map[string][]string
+	dependentOrder      []string // dependentRequired's keys, sorted
 	additional          *node
 	patternProps        []patternProp
 	propertyNames       *node
@@ -81,6 +94,18 @@ type node struct {
 type patternProp struct {
 	re *regexp.Regexp
 	n  *node
+}
+
+// A bound is a numeric keyword's value (or the number checked against it):
+// its float64 for the quick comparison, and its text for an exact one when
+// the float64s tie.
+type bound struct {
+	f    float64
+	text string
+	// multipleOf's digits × 10^exp, when [decimal] reads it (digits
+	// non-nil)
+	digits *big.Int
+	exp    int
 }
 
 // Compile reads a schema. It fails on JSON that is not a schema object or
@@ -121,7 +146,7 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 	if !ok {
 		return nil, fmt.Errorf("schema: %s: want an object or a boolean, got %s", pointerOrRoot(at), kind(v))
 	}
-	n := &node{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1, minProps: -1, maxProps: -1}
+	n := &node{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1, minContains: -1, maxContains: -1, minProps: -1, maxProps: -1}
 	bad := func(key, want string) error {
 		return fmt.Errorf("schema: %s/%s: want %s", pointerOrRoot(at), key, want)
 	}
@@ -150,7 +175,7 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 		}
 		return out, nil
 	}
-	num := func(key string) (*float64, error) {
+	num := func(key string) (*bound, error) {
 		s, ok := obj[key]
 		if !ok {
 			return nil, nil
@@ -159,7 +184,7 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 		if !ok {
 			return nil, bad(key, "a number")
 		}
-		return &f, nil
+		return &bound{f: f, text: string(s.(json.Number))}, nil
 	}
 	count := func(key string) (int, error) {
 		s, ok := obj[key]
@@ -206,23 +231,46 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 		}
 	}
 	n.constV, n.hasConst = obj["const"]
-	if n.minimum, err = num("minimum"); err != nil {
-		return nil, err
+	// The keywords of one kind each, read alike.
+	for _, f := range []struct {
+		key string
+		to  **bound
+	}{
+		{"minimum", &n.minimum}, {"maximum", &n.maximum},
+		{"exclusiveMinimum", &n.exclMinimum}, {"exclusiveMaximum", &n.exclMaximum},
+		{"multipleOf", &n.multipleOf},
+	} {
+		if *f.to, err = num(f.key); err != nil {
+			return nil, err
+		}
 	}
-	if n.maximum, err = num("maximum"); err != nil {
-		return nil, err
+	for _, f := range []struct {
+		key string
+		to  **node
+	}{
+		{"items", &n.items}, {"contains", &n.contains}, {"additionalProperties", &n.additional},
+		{"propertyNames", &n.propertyNames}, {"not", &n.not},
+		{"if", &n.ifN}, {"then", &n.thenN}, {"else", &n.elseN},
+	} {
+		if *f.to, err = sub(f.key); err != nil {
+			return nil, err
+		}
 	}
-	if n.exclMinimum, err = num("exclusiveMinimum"); err != nil {
-		return nil, err
+	for _, f := range []struct {
+		key string
+		to  *[]*node
+	}{
+		{"prefixItems", &n.prefixItems}, {"allOf", &n.allOf}, {"anyOf", &n.anyOf}, {"oneOf", &n.oneOf},
+	} {
+		if *f.to, err = list(f.key); err != nil {
+			return nil, err
+		}
 	}
-	if n.exclMaximum, err = num("exclusiveMaximum"); err != nil {
-		return nil, err
-	}
-	if n.multipleOf, err = num("multipleOf"); err != nil {
-		return nil, err
-	}
-	if n.multipleOf != nil && *n.multipleOf <= 0 {
+	if n.multipleOf != nil && n.multipleOf.f <= 0 {
 		return nil, bad("multipleOf", "a number above 0")
+	}
+	if n.multipleOf != nil {
+		n.multipleOf.digits, n.multipleOf.exp = decimal(n.multipleOf.text)
 	}
 	for _, f := range []struct {
 		key string
@@ -230,6 +278,7 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 	}{
 		{"minLength", &n.minLength}, {"maxLength", &n.maxLength},
 		{"minItems", &n.minItems}, {"maxItems", &n.maxItems},
+		{"minContains", &n.minContains}, {"maxContains", &n.maxContains},
 		{"minProperties", &n.minProps}, {"maxProperties", &n.maxProps},
 	} {
 		if *f.to, err = count(f.key); err != nil {
@@ -244,12 +293,6 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 		if n.pattern, err = regexp.Compile(s); err != nil {
 			return nil, fmt.Errorf("schema: %s/pattern: %w", pointerOrRoot(at), err)
 		}
-	}
-	if n.items, err = sub("items"); err != nil {
-		return nil, err
-	}
-	if n.prefixItems, err = list("prefixItems"); err != nil {
-		return nil, err
 	}
 	if u, ok := obj["uniqueItems"]; ok {
 		if n.uniqueItems, ok = u.(bool); !ok {
@@ -283,8 +326,29 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 			n.required = append(n.required, s)
 		}
 	}
-	if n.additional, err = sub("additionalProperties"); err != nil {
-		return nil, err
+	if d, ok := obj["dependentRequired"]; ok {
+		deps, ok := asObject(d)
+		if !ok {
+			return nil, bad("dependentRequired", "an object of arrays of strings")
+		}
+		n.dependentRequired = make(map[string][]string, len(deps))
+		for k, r := range deps {
+			arr, ok := asArray(r)
+			if !ok {
+				return nil, bad("dependentRequired", "an object of arrays of strings")
+			}
+			names := []string{}
+			for _, e := range arr {
+				s, ok := e.(string)
+				if !ok {
+					return nil, bad("dependentRequired", "an object of arrays of strings")
+				}
+				names = append(names, s)
+			}
+			n.dependentRequired[k] = names
+			n.dependentOrder = append(n.dependentOrder, k)
+		}
+		sort.Strings(n.dependentOrder) // errors name the same property every time
 	}
 	if p, ok := obj["patternProperties"]; ok {
 		props, ok := asObject(p)
@@ -308,36 +372,15 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 			n.patternProps = append(n.patternProps, patternProp{re, pn})
 		}
 	}
-	if n.propertyNames, err = sub("propertyNames"); err != nil {
-		return nil, err
-	}
-	if n.allOf, err = list("allOf"); err != nil {
-		return nil, err
-	}
-	if n.anyOf, err = list("anyOf"); err != nil {
-		return nil, err
-	}
-	if n.oneOf, err = list("oneOf"); err != nil {
-		return nil, err
-	}
-	if n.not, err = sub("not"); err != nil {
-		return nil, err
-	}
-	if n.ifN, err = sub("if"); err != nil {
-		return nil, err
-	}
-	if n.thenN, err = sub("then"); err != nil {
-		return nil, err
-	}
-	if n.elseN, err = sub("else"); err != nil {
-		return nil, err
-	}
 	if r, ok := obj["$ref"]; ok {
 		s, ok := r.(string)
 		if !ok || !strings.HasPrefix(s, "#") {
 			return nil, bad("$ref", `a reference within the schema ("#", "#/$defs/name")`)
 		}
-		n.ref = s[1:]
+		// A URI's fragment is percent-encoded: "#/$defs/a%25b" names "a%b".
+		if n.ref, err = url.PathUnescape(s[1:]); err != nil {
+			return nil, bad("$ref", `a reference within the schema ("#", "#/$defs/name"), percent-encoded`)
+		}
 		c.todo = append(c.todo, n)
 	}
 	// $defs and definitions are compiled when a $ref names them (resolve).
@@ -593,31 +636,119 @@ func (ck *checker) checkNumber(n *node, v json.Number, path []pathElem) error {
 	if err != nil && !math.IsInf(f, 0) {
 		return ck.fail(path, "not a number")
 	}
+	x := bound{f: f, text: string(v)}
 	switch {
-	case n.minimum != nil && f < *n.minimum:
-		return ck.fail(path, "want at least %s, got %s", fmtNum(*n.minimum), v)
-	case n.maximum != nil && f > *n.maximum:
-		return ck.fail(path, "want at most %s, got %s", fmtNum(*n.maximum), v)
-	case n.exclMinimum != nil && f <= *n.exclMinimum:
-		return ck.fail(path, "want more than %s, got %s", fmtNum(*n.exclMinimum), v)
-	case n.exclMaximum != nil && f >= *n.exclMaximum:
-		return ck.fail(path, "want less than %s, got %s", fmtNum(*n.exclMaximum), v)
-	case n.multipleOf != nil && !isMultiple(f, *n.multipleOf):
-		return ck.fail(path, "want a multiple of %s, got %s", fmtNum(*n.multipleOf), v)
+	case n.minimum != nil && compare(x, *n.minimum) < 0:
+		return ck.fail(path, "want at least %s, got %s", n.minimum.text, v)
+	case n.maximum != nil && compare(x, *n.maximum) > 0:
+		return ck.fail(path, "want at most %s, got %s", n.maximum.text, v)
+	case n.exclMinimum != nil && compare(x, *n.exclMinimum) <= 0:
+		return ck.fail(path, "want more than %s, got %s", n.exclMinimum.text, v)
+	case n.exclMaximum != nil && compare(x, *n.exclMaximum) >= 0:
+		return ck.fail(path, "want less than %s, got %s", n.exclMaximum.text, v)
+	case n.multipleOf != nil && !isMultiple(x, *n.multipleOf):
+		return ck.fail(path, "want a multiple of %s, got %s", n.multipleOf.text, v)
 	}
 	return nil
 }
 
-// isMultiple reports whether f is a multiple of m, allowing for the error of
-// binary fractions (0.3 is a multiple of 0.1).
-func isMultiple(f, m float64) bool {
-	q := f / m
-	if math.IsInf(q, 0) || math.IsNaN(q) {
-		return false
+// compare orders two JSON numbers: by their float64s, and when those tie by
+// their decimal values, which float64 may have rounded together.
+func compare(a, b bound) int {
+	switch {
+	case a.f < b.f:
+		return -1
+	case a.f > b.f:
+		return 1
+	case a.text == b.text:
+		return 0
 	}
-	r := math.Round(q)
-	return math.Abs(q-r) <= 1e-9*math.Max(1, math.Abs(q))
+	ra, okA := exact(a.text)
+	rb, okB := exact(b.text)
+	if !okA || !okB {
+		return 0
+	}
+	return ra.Cmp(rb)
 }
+
+// isMultiple reports whether x is an integer multiple of m (above 0). It
+// divides the decimals exactly: float64 division says 0.3 is no multiple of
+// 0.1, and past 2^53 it cannot tell odd from even.
+func isMultiple(x, m bound) bool {
+	if i, err := strconv.ParseInt(x.text, 10, 64); err == nil {
+		if j, err := strconv.ParseInt(m.text, 10, 64); err == nil {
+			return i%j == 0 // the common case, without fractions
+		}
+	}
+	// a × 10^p is a multiple of b × 10^q when b divides a × 10^(p-q)
+	// (p >= q), or b × 10^(q-p) divides a (p < q).
+	if a, p := decimal(x.text); a != nil && m.digits != nil {
+		b := m.digits
+		if p >= m.exp {
+			a = new(big.Int).Mul(a, pow10(p-m.exp))
+		} else {
+			b = new(big.Int).Mul(b, pow10(m.exp-p))
+		}
+		return new(big.Int).Rem(a, b).Sign() == 0
+	}
+	// A number too long to divide exactly: float64 remainders, which
+	// are exact for the binary values, are the best left.
+	return !math.IsInf(x.f, 0) && math.Mod(x.f, m.f) == 0
+}
+
+// exact reads a JSON number's text as a fraction. It declines text longer
+// than maxExactLen or with an exponent past maxExactExp, whose fractions
+// would cost too much to compute: the caller keeps to float64.
+func exact(s string) (*big.Rat, bool) {
+	if len(s) > maxExactLen {
+		return nil, false
+	}
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || e > maxExactExp || e < -maxExactExp {
+			return nil, false
+		}
+	}
+	r, ok := new(big.Rat).SetString(s)
+	return r, ok
+}
+
+// decimal reads a JSON number's text as digits × 10^exp, within the bounds
+// of [exact]; it returns nil digits for text out of them.
+func decimal(s string) (*big.Int, int) {
+	if len(s) > maxExactLen {
+		return nil, 0
+	}
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || e > maxExactExp || e < -maxExactExp {
+			return nil, 0
+		}
+		mant, exp = s[:i], e
+	}
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		exp -= len(mant) - i - 1
+		mant = mant[:i] + mant[i+1:]
+	}
+	d, ok := new(big.Int).SetString(mant, 10)
+	if !ok {
+		return nil, 0
+	}
+	return d, exp
+}
+
+func pow10(n int) *big.Int {
+	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil)
+}
+
+// maxExactLen and maxExactExp bound the numbers [exact] reads, so that its
+// fractions stay a few thousand bits: float64 reaches 1e308, and 17
+// digits tell its values apart.
+const (
+	maxExactLen = 64
+	maxExactExp = 400
+)
 
 func (ck *checker) checkString(n *node, s string, path []pathElem) error {
 	if n.minLength >= 0 || n.maxLength >= 0 {
@@ -654,6 +785,11 @@ func (ck *checker) checkArray(n *node, a []any, path []pathElem, depth int) erro
 			return err
 		}
 	}
+	if n.contains != nil {
+		if err := ck.checkContains(n, a, path, depth); err != nil {
+			return err
+		}
+	}
 	if n.uniqueItems {
 		for i := range a {
 			for j := i + 1; j < len(a); j++ {
@@ -669,6 +805,35 @@ func (ck *checker) checkArray(n *node, a []any, path []pathElem, depth int) erro
 	return nil
 }
 
+// checkContains counts the items of a that pass contains, and checks the
+// count against minContains (1 by default; 0 lets an array without such
+// items pass) and maxContains.
+func (ck *checker) checkContains(n *node, a []any, path []pathElem, depth int) error {
+	least := 1
+	if n.minContains >= 0 {
+		least = n.minContains
+	}
+	matched := 0
+	for i, e := range a {
+		err := ck.check(n.contains, e, append(path, pathElem{index: i}), depth+1)
+		if err == ErrTooComplex {
+			return err
+		}
+		if err == nil {
+			matched++
+		}
+	}
+	switch {
+	case matched < least && least == 1:
+		return ck.fail(path, "want an item matching contains, got none")
+	case matched < least:
+		return ck.fail(path, "want at least %d items matching contains, got %d", least, matched)
+	case n.maxContains >= 0 && matched > n.maxContains:
+		return ck.fail(path, "want at most %d items matching contains, got %d", n.maxContains, matched)
+	}
+	return nil
+}
+
 func (ck *checker) checkObject(n *node, o map[string]any, path []pathElem, depth int) error {
 	if n.minProps >= 0 && len(o) < n.minProps {
 		return ck.fail(path, "want at least %d properties, got %d", n.minProps, len(o))
@@ -679,6 +844,16 @@ func (ck *checker) checkObject(n *node, o map[string]any, path []pathElem, depth
 	for _, r := range n.required {
 		if _, ok := o[r]; !ok {
 			return ck.fail(path, "missing required property %s", strconv.Quote(r))
+		}
+	}
+	for _, k := range n.dependentOrder {
+		if _, ok := o[k]; !ok {
+			continue
+		}
+		for _, r := range n.dependentRequired[k] {
+			if _, ok := o[r]; !ok {
+				return ck.fail(path, "property %s needs property %s", strconv.Quote(k), strconv.Quote(r))
+			}
 		}
 	}
 	for _, name := range n.propertyOrder {
@@ -754,6 +929,12 @@ func kind(v any) string {
 	case json.Number:
 		f, err := v.Float64()
 		if (err == nil || math.IsInf(f, 0)) && f == math.Trunc(f) {
+			// float64 rounds 1.0000000000000001 to 1.
+			if strings.ContainsAny(string(v), ".eE") {
+				if r, ok := exact(string(v)); ok && !r.IsInt() {
+					return "number"
+				}
+			}
 			return "integer"
 		}
 		return "number"
@@ -807,7 +988,7 @@ func equal(a, b any) bool {
 		}
 		fa, _ := a.Float64()
 		fb, _ := b.Float64()
-		return fa == fb
+		return compare(bound{f: fa, text: string(a)}, bound{f: fb, text: string(b)}) == 0
 	case []any:
 		b, ok := b.([]any)
 		if !ok || len(a) != len(b) {
@@ -846,8 +1027,6 @@ func brief(v any) string {
 	}
 	return string(b)
 }
-
-func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")

@@ -39,6 +39,17 @@ func TestValidate(t *testing.T) {
 		{"multipleOf", `{"multipleOf":0.1}`, `0.3`, ""},
 		{"multipleOf refuses", `{"multipleOf":2}`, `7`, "want a multiple of 2"},
 		{"bounds ignore other types", `{"minimum":5,"minLength":3}`, `"abc"`, ""},
+		// Numbers compare as the decimals they are written as, not as the
+		// float64s nearest them.
+		{"multipleOf past 1e9", `{"multipleOf":2}`, `10000000001`, "want a multiple of 2"},
+		{"multipleOf of decimals", `{"multipleOf":0.01}`, `12345678901.001`, "want a multiple of 0.01"},
+		{"multipleOf past float64's quotients", `{"multipleOf":0.5}`, `1e308`, ""},
+		{"maximum past 2^53", `{"maximum":9007199254740992}`, `9007199254740993`, "want at most 9007199254740992"},
+		{"exclusiveMaximum past 2^53", `{"exclusiveMaximum":9007199254740993}`, `9007199254740992`, ""},
+		{"integer with digits past float64's", `{"type":"integer"}`, `1.0000000000000001`, "want integer, got number"},
+		{"integer in exponent form", `{"type":"integer"}`, `1.5e1`, ""},
+		{"enum past 2^53", `{"enum":[9007199254740992]}`, `9007199254740993`, "want one of"},
+		{"const in another notation", `{"const":100}`, `1e2`, ""},
 		// strings
 		{"minLength counts characters", `{"minLength":3}`, `"héé"`, ""},
 		{"maxLength", `{"maxLength":2}`, `"abc"`, "want at most 2 characters, got 3"},
@@ -53,6 +64,16 @@ func TestValidate(t *testing.T) {
 		{"maxItems", `{"maxItems":1}`, `[1,2]`, "want at most 1 items"},
 		{"uniqueItems", `{"uniqueItems":true}`, `[1,{"a":1},{"a":1.0}]`, "items 1 and 2 are equal"},
 		{"uniqueItems passes", `{"uniqueItems":true}`, `[1,"1",[1]]`, ""},
+		{"contains", `{"contains":{"type":"integer"}}`, `["a",1]`, ""},
+		{"contains refuses", `{"contains":{"type":"integer"}}`, `["a","b"]`, "want an item matching contains"},
+		{"contains refuses an empty array", `{"contains":true}`, `[]`, "want an item matching contains"},
+		{"contains ignores non-arrays", `{"contains":false}`, `{"a":1}`, ""},
+		{"minContains", `{"contains":{"const":1},"minContains":2}`, `[1,2,1]`, ""},
+		{"minContains refuses", `{"contains":{"const":1},"minContains":2}`, `[1,2]`, "want at least 2 items matching contains, got 1"},
+		{"minContains 0", `{"contains":false,"minContains":0}`, `[1]`, ""},
+		{"maxContains refuses", `{"contains":{"const":1},"maxContains":1}`, `[1,1]`, "want at most 1 items matching contains, got 2"},
+		{"maxContains with minContains 0", `{"contains":{"const":1},"minContains":0,"maxContains":1}`, `[]`, ""},
+		{"minContains without contains", `{"minContains":3,"maxContains":0}`, `[1]`, ""},
 		// objects
 		{"required", `{"type":"object","required":["city"]}`, `{"town":"x"}`, `missing required property "city"`},
 		{"properties", `{"properties":{"n":{"type":"integer"}}}`, `{"n":"5"}`, "n: want integer, got string"},
@@ -63,6 +84,10 @@ func TestValidate(t *testing.T) {
 		{"patternProperties covers additional", `{"patternProperties":{"^x_":{"type":"string"}},"additionalProperties":false}`, `{"y":"s"}`, `unexpected property "y"`},
 		{"propertyNames", `{"propertyNames":{"maxLength":3}}`, `{"long":1}`, "the property name is not allowed"},
 		{"minProperties", `{"minProperties":1}`, `{}`, "want at least 1 properties"},
+		{"dependentRequired", `{"dependentRequired":{"card":["cvv","expiry"]}}`, `{"card":"x","cvv":1,"expiry":2}`, ""},
+		{"dependentRequired refuses", `{"dependentRequired":{"card":["cvv","expiry"]}}`, `{"card":"x","cvv":1}`, `property "card" needs property "expiry"`},
+		{"dependentRequired when absent", `{"dependentRequired":{"card":["cvv"]}}`, `{"cvv":1}`, ""},
+		{"dependentRequired as {}", `{"dependentRequired":{"card":{}}}`, `{"card":1}`, ""},
 		// combinators
 		{"allOf", `{"allOf":[{"type":"integer"},{"minimum":3}]}`, `2`, "want at least 3"},
 		{"anyOf", `{"anyOf":[{"type":"string"},{"type":"integer"}]}`, `4`, ""},
@@ -80,6 +105,10 @@ func TestValidate(t *testing.T) {
 		{"definitions", `{"definitions":{"s":{"type":"string"}},"items":{"$ref":"#/definitions/s"}}`, `["a","b"]`, ""},
 		{"recursive", `{"type":"object","properties":{"child":{"$ref":"#"},"v":{"type":"integer"}}}`, `{"child":{"child":{"v":"x"}}}`, "child.child.v: want integer"},
 		{"pointer escapes", `{"$defs":{"a/b":{"type":"null"}},"$ref":"#/$defs/a~1b"}`, `null`, ""},
+		// $ref is a URI: its fragment is percent-decoded before it is read as
+		// a JSON pointer.
+		{"pointer percent-encoded", `{"$defs":{"100%":{"type":"null"}},"$ref":"#/$defs/100%25"}`, `1`, "want null"},
+		{"pointer with a quote", `{"$defs":{"say \"x\"":{"type":"null"}},"$ref":"#/$defs/say%20%22x%22"}`, `null`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Compile([]byte(tc.schema))
@@ -113,6 +142,11 @@ func TestCompileErrors(t *testing.T) {
 		{`{"$ref":"other.json"}`, "a reference within the schema"},
 		{`{"$ref":"#/$defs/missing"}`, `no "$defs"`},
 		{`{"$defs":{},"$ref":"#/$defs/missing"}`, `no "missing"`},
+		{`{"$defs":{"100%":{}},"$ref":"#/$defs/100%"}`, "#/$ref: want a reference"},
+		{`{"contains":1}`, "#/contains: want an object or a boolean"},
+		{`{"minContains":1.5}`, "#/minContains: want a non-negative integer"},
+		{`{"dependentRequired":{"a":[1]}}`, "#/dependentRequired: want an object of arrays of strings"},
+		{`{"dependentRequired":["a"]}`, "#/dependentRequired: want an object of arrays of strings"},
 		{`{"$ref":"#/$defs/x","$defs":{"x":{"type":"nope"}}}`, `not "nope"`},
 		{deep, "nested deeper than"},
 		{`{`, "schema:"},
