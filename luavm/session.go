@@ -642,6 +642,9 @@ func (ss *session) getPrompt(c *op, call *mcp.Call, name string, args json.RawMe
 	if err != nil {
 		return nil, c.paramsError("get_prompt", "arguments", err)
 	}
+	if missing := missingPromptArgument(prompt, argv); missing != "" {
+		return nil, mcp.ErrInvalidParams(fmt.Sprintf("missing required argument %q of prompt %q", missing, name))
+	}
 	ctxT := v.mod.BeginCall(c.callInfo(call))
 	rets, err := c.call("get_prompt", v.fns[cbGetPrompt], 3, lua.LString(name), argv, c.live, ctxT)
 	v.mod.EndCall(ctxT)
@@ -658,6 +661,29 @@ func (ss *session) getPrompt(c *op, call *mcp.Call, name string, args json.RawMe
 	}
 	c.adopt(state)
 	return out, nil
+}
+
+// missingPromptArgument is the first argument the prompt descriptor marks
+// required (arguments = { { name =, required = true } }) that argv lacks, ""
+// for none: the MCP spec answers such a prompts/get with -32602, so
+// get_prompt never runs without them.
+func missingPromptArgument(prompt *lua.LTable, argv lua.LValue) string {
+	list, ok := prompt.RawGetString("arguments").(*lua.LTable)
+	if !ok {
+		return ""
+	}
+	given, _ := argv.(*lua.LTable)
+	for i := 1; i <= list.Len(); i++ {
+		a, ok := list.RawGetInt(i).(*lua.LTable)
+		if !ok || a.RawGetString("required") != lua.LTrue {
+			continue
+		}
+		name, ok := a.RawGetString("name").(lua.LString)
+		if ok && (given == nil || given.RawGetString(string(name)) == lua.LNil) {
+			return string(name)
+		}
+	}
+	return ""
 }
 
 // Complete runs complete(ref, argument, state, context); it must return a

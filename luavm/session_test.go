@@ -278,6 +278,14 @@ func TestGetPrompt(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// A required argument missing is the spec's -32602, before get_prompt
+	// runs (which would greet "nil").
+	for _, args := range []string{``, `{}`, `{"whom":"ann"}`} {
+		if _, err := ss.GetPrompt(ctx, testCall("sid"), "greet", json.RawMessage(args)); !errors.As(err, &merr) ||
+			merr.Code != mcp.CodeInvalidParams || merr.Message != `Invalid params: missing required argument "who" of prompt "greet"` {
+			t.Errorf("greet(%s): %v", args, err)
+		}
+	}
 }
 
 func TestComplete(t *testing.T) {
