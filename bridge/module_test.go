@@ -353,8 +353,8 @@ func TestPushUnencodableDropped(t *testing.T) {
 func TestPushErrors(t *testing.T) {
 	h := newHarness(t)
 	h.mustFail(t, `mcp.notify("s", "m", "text")`, "params must be a table or nil, got string")
-	h.mustFail(t, `mcp.notify("s")`, "string expected, got nil")
-	h.mustFail(t, `mcp.resource_updated()`, "string expected, got nil")
+	h.mustFail(t, `mcp.notify("s")`, "string expected, got no value")
+	h.mustFail(t, `mcp.resource_updated()`, "string expected, got no value")
 	h.mustFail(t, `mcp.log("s", "verbose", "x")`, `invalid log level "verbose"`)
 	h.mustFail(t, `mcp.log(42, "info", "x")`, "session id or ctx expected, got number")
 	equal(t, "pushes", h.pushes.events, nil)
@@ -586,7 +586,7 @@ func TestRequestRaises(t *testing.T) {
 			"elicitation/create: params.requestedSchema.f: cannot encode a function")
 		h.mustFail(t, `mcp.elicit(ctx, {requested_schema = {}, requestedSchema = {}})`,
 			"params: both requested_schema and requestedSchema are set")
-		h.mustFail(t, `mcp.sample(ctx)`, "table expected, got nil")
+		h.mustFail(t, `mcp.sample(ctx)`, "table expected, got no value")
 		h.mustFail(t, `mcp.elicit("ctx", {})`, "table expected, got string")
 		equal(t, "line", h.line.events, nil)
 	})
@@ -602,7 +602,7 @@ func TestJSONFunctions(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 	h.mustFail(t, `mcp.json_decode("{")`, "mcp.json_decode: invalid JSON at byte 1")
-	h.mustFail(t, `mcp.json_decode()`, "string expected, got nil")
+	h.mustFail(t, `mcp.json_decode()`, "string expected, got no value")
 	h.mustFail(t, `mcp.json_encode({f = print})`, "mcp.json_encode: value.f: cannot encode a function")
 	if got := h.mustRun(t, `return pcall(mcp.json_decode, "[1,")`); !strings.HasPrefix(got, "false, ") {
 		t.Errorf("pcall(json_decode) = %s", got)

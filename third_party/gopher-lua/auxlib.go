@@ -287,7 +287,13 @@ func (ls *LState) ArgError(n int, message string) {
 }
 
 func (ls *LState) TypeError(n int, typ LValueType) {
-	ls.RaiseError("bad argument #%v to '%v' (%v expected, got %v)", n, ls.rawFrameFuncName(ls.currentFrame), typ.String(), ls.Get(n).Type().String())
+	// patched for luamcp: an argument past the last one given is "no
+	// value", as Lua 5.1's luaL_typerror says; an explicit nil is "nil".
+	got := ls.Get(n).Type().String()
+	if n > ls.GetTop() {
+		got = "no value"
+	}
+	ls.RaiseError("bad argument #%v to '%v' (%v expected, got %v)", n, ls.rawFrameFuncName(ls.currentFrame), typ.String(), got)
 }
 
 /* }}} */
