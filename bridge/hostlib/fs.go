@@ -2,6 +2,7 @@ package hostlib
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -206,8 +207,9 @@ func fsRead(s *State, L *lua.LState) int {
 	if fi.Size() > free {
 		return fail(L, "%v", budgetError(L, "fs", fi.Size()))
 	}
-	b, err := io.ReadAll(io.LimitReader(f, free+1))
+	b, err := io.ReadAll(io.LimitReader(chunkReader{callContext(L), f}, free+1))
 	if err != nil {
+		checkContext(L) // a cancelled call ends, as everywhere
 		return fsFail(L, p, err)
 	}
 	if int64(len(b)) > max {
@@ -242,15 +244,19 @@ func fsWrite(s *State, L *lua.LState, appending bool) int {
 	if appending {
 		err = appendFile(root, p.rel, data)
 	} else {
-		err = replaceFile(root, p.rel, data)
+		err = replaceFile(callContext(L), root, p.rel, data)
 	}
 	if err != nil {
+		checkContext(L) // a cancelled call ends, as everywhere
 		return fsFail(L, p, err)
 	}
 	L.Push(lua.LTrue)
 	return 1
 }
 
+// appendFile appends data to rel in one write, whatever the call's context:
+// an append cut short would leave half a record, and it syncs nothing that
+// could make it slow.
 func appendFile(root *os.Root, rel, data string) error {
 	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
@@ -265,8 +271,9 @@ func appendFile(root *os.Root, rel, data string) error {
 }
 
 // replaceFile writes data to rel atomically, keeping the permissions of the
-// file it replaces.
-func replaceFile(root *os.Root, rel, data string) error {
+// file it replaces. When ctx ends first, rel is left as it was
+// (fs_cancel.go).
+func replaceFile(ctx context.Context, root *os.Root, rel, data string) error {
 	perm := os.FileMode(0o644)
 	if fi, err := root.Stat(rel); err == nil {
 		if fi.IsDir() {
@@ -287,9 +294,10 @@ func replaceFile(root *os.Root, rel, data string) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(data)
+	err = writeContext(ctx, f, data)
+	synced := closedChan
 	if err == nil {
-		err = f.Sync()
+		synced, err = syncContext(ctx, f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -298,10 +306,31 @@ func replaceFile(root *os.Root, rel, data string) error {
 		err = root.Rename(tmp, rel)
 	}
 	if err != nil {
-		root.Remove(tmp)
+		select {
+		case <-synced:
+			root.Remove(tmp)
+		default:
+			// The sync runs on past the call: the temporary file goes
+			// when it returns (the root is closed by then: reopen it).
+			dir := root.Name()
+			go func() {
+				<-synced
+				if r, err := os.OpenRoot(dir); err == nil {
+					r.Remove(tmp)
+					r.Close()
+				}
+			}()
+		}
 	}
 	return err
 }
+
+// closedChan is a channel that is closed: a sync that never started.
+var closedChan = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // fs.list(dir) -> { {name=, dir=, size=, modified=}, ... } sorted by name |
 // nil, message
