@@ -181,10 +181,7 @@ func (c *checker) tool(root string, t *lua.LTable) {
 	if !toolName.MatchString(name) {
 		c.add(line, "%s.name %q: a tool name is 1 to 128 characters of A-Z a-z 0-9 _ - .", root, name)
 	}
-	schema := t.RawGetString("input_schema")
-	if schema == lua.LNil {
-		schema = t.RawGetString("inputSchema")
-	}
+	schema := renamed(t, "input_schema")
 	// A misspelt taskSupport would make the tool a never-task silently.
 	if exec := t.RawGetString("execution"); exec != lua.LNil {
 		et, ok := exec.(*lua.LTable)

@@ -207,7 +207,7 @@ func fsRead(s *State, L *lua.LState) int {
 	if fi.Size() > free {
 		return fail(L, "%v", budgetError(L, "fs", fi.Size()))
 	}
-	b, err := io.ReadAll(io.LimitReader(chunkReader{callContext(L), f}, free+1))
+	b, err := io.ReadAll(io.LimitReader(chunkReader{s.ctx(), f}, free+1))
 	if err != nil {
 		checkContext(L) // a cancelled call ends, as everywhere
 		return fsFail(L, p, err)
@@ -244,7 +244,7 @@ func fsWrite(s *State, L *lua.LState, appending bool) int {
 	if appending {
 		err = appendFile(root, p.rel, data)
 	} else {
-		err = replaceFile(callContext(L), root, p.rel, data)
+		err = replaceFile(s.ctx(), root, p.rel, data)
 	}
 	if err != nil {
 		checkContext(L) // a cancelled call ends, as everywhere
@@ -295,7 +295,7 @@ func replaceFile(ctx context.Context, root *os.Root, rel, data string) error {
 		return err
 	}
 	err = writeContext(ctx, f, data)
-	synced := closedChan
+	var synced <-chan struct{}
 	if err == nil {
 		synced, err = syncContext(ctx, f)
 	}
@@ -306,31 +306,10 @@ func replaceFile(ctx context.Context, root *os.Root, rel, data string) error {
 		err = root.Rename(tmp, rel)
 	}
 	if err != nil {
-		select {
-		case <-synced:
-			root.Remove(tmp)
-		default:
-			// The sync runs on past the call: the temporary file goes
-			// when it returns (the root is closed by then: reopen it).
-			dir := root.Name()
-			go func() {
-				<-synced
-				if r, err := os.OpenRoot(dir); err == nil {
-					r.Remove(tmp)
-					r.Close()
-				}
-			}()
-		}
+		removeTemp(root, tmp, synced)
 	}
 	return err
 }
-
-// closedChan is a channel that is closed: a sync that never started.
-var closedChan = func() <-chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
 
 // fs.list(dir) -> { {name=, dir=, size=, modified=}, ... } sorted by name |
 // nil, message

@@ -53,8 +53,8 @@ var syncFile = (*os.File).Sync
 // syncContext syncs f, returning when the sync does or ctx is done,
 // whichever comes first. After ctx, the sync goes on aside: synced is
 // closed when it has returned, so that the caller may then remove what it
-// wrote (a file closed meanwhile is released by the runtime only after the
-// sync).
+// wrote (removeTemp; a file closed meanwhile is released by the runtime only
+// after the sync).
 func syncContext(ctx context.Context, f *os.File) (synced <-chan struct{}, err error) {
 	finished := make(chan struct{})
 	result := make(chan error, 1)
@@ -70,10 +70,24 @@ func syncContext(ctx context.Context, f *os.File) (synced <-chan struct{}, err e
 	}
 }
 
-// callContext is L's context, or one that is never done.
-func callContext(L interface{ Context() context.Context }) context.Context {
-	if ctx := L.Context(); ctx != nil {
-		return ctx
+// removeTemp removes the temporary file tmp of root once synced, the sync
+// of it, has returned (nil: none started): at once, or from a goroutine
+// when the sync runs on past the call, reopening the root the call closes.
+func removeTemp(root *os.Root, tmp string, synced <-chan struct{}) {
+	if synced != nil {
+		select {
+		case <-synced:
+		default:
+			dir := root.Name()
+			go func() {
+				<-synced
+				if r, err := os.OpenRoot(dir); err == nil {
+					r.Remove(tmp)
+					r.Close()
+				}
+			}()
+			return
+		}
 	}
-	return context.Background()
+	root.Remove(tmp)
 }

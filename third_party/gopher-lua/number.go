@@ -145,13 +145,8 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // hexDigit is c's value as a hexadecimal digit, -1 when it is none.
 func hexDigit(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
+	if d := baseDigit(c); d < 16 {
+		return d
 	}
 	return -1
 }
