@@ -59,9 +59,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			{
-				Name:   "serve",
-				Usage:  "mount every *.lua file of a folder as an MCP server",
-				Action: serve,
+				Name:      "serve",
+				Usage:     "mount every *.lua file of a folder as an MCP server",
+				ArgsUsage: "[DIR] (default: --dir, else scripts)",
+				Action:    serve,
 				Flags: fromEnv(append([]cli.Flag{
 					&cli.StringFlag{Name: "dir", Value: "scripts", Usage: "folder of *.lua servers (sub-folders hold modules)"},
 					&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8750", Usage: "address to listen on"},
@@ -126,6 +127,27 @@ func readStateKey(file string) ([]byte, error) {
 	return key, nil
 }
 
+// serveDir is the folder serve mounts: its one argument (`luamcp serve
+// examples`), else --dir. The argument wins over $LUAMCP_DIR, as a flag
+// does, but giving both it and a different --dir is an error, and so is a
+// second argument: flags after the folder are not read as flags, so
+// `luamcp serve examples --addr :9000` would otherwise serve on the
+// default address without a word.
+func serveDir(c *cli.Context) (string, error) {
+	switch c.NArg() {
+	case 0:
+		return c.String("dir"), nil
+	case 1:
+	default:
+		return "", fmt.Errorf("serve takes one folder, not %q: put flags before it (luamcp serve --addr ... DIR)", c.Args().Slice())
+	}
+	dir := c.Args().First()
+	if flag := c.String("dir"); c.IsSet("dir") && flag != dir && flag != os.Getenv(envVar("dir")) {
+		return "", fmt.Errorf("the folder is given twice, as --dir %s and as %s", flag, dir)
+	}
+	return dir, nil
+}
+
 // serve runs until SIGINT or SIGTERM, then shuts down: the listener closes
 // first, then every session ends (terminate runs with reason "shutdown").
 // parseWatchPoll reads --watch-poll as host.Config.WatchPoll: "auto" is 0,
@@ -145,6 +167,10 @@ func parseWatchPoll(v string) (time.Duration, error) {
 }
 
 func serve(c *cli.Context) error {
+	dir, err := serveDir(c)
+	if err != nil {
+		return err
+	}
 	logger, err := newLogger(c.String("log-level"), c.String("log-format"), c.App.ErrWriter)
 	if err != nil {
 		return err
@@ -265,7 +291,7 @@ func serve(c *cli.Context) error {
 	watch := !c.Bool("no-watch")
 	table := &routeTable{w: c.App.Writer, base: srv.URL(), systemd: systemd}
 	h, err := host.New(host.Config{
-		Dir: c.String("dir"), Logger: logger, Watch: watch, WatchPoll: watchPoll,
+		Dir: dir, Logger: logger, Watch: watch, WatchPoll: watchPoll,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: caps["max-sessions"], MaxListens: caps["max-listens"], MaxStateless: caps["max-stateless"],
 		SessionsFile: c.String("sessions-file"), ReplayBudget: int64(replayBudget) << 20, MemoryLimit: int64(memory) << 20, StateKey: stateKey,
 		Observer: ms.observer(), Changed: table.print, PubSub: node.pubsub(), Cluster: node.cluster(),
@@ -277,9 +303,9 @@ func serve(c *cli.Context) error {
 	ms.serve(h, c.App.Writer)
 	if len(h.Routes()) == 0 {
 		if !watch {
-			return errors.Join(fmt.Errorf("no server to mount in %s", c.String("dir")), h.Shutdown(context.Background()))
+			return errors.Join(fmt.Errorf("no server to mount in %s", dir), h.Shutdown(context.Background()))
 		}
-		fmt.Fprintf(c.App.Writer, "no server mounted yet at %s: watching %s for *.lua files\n", srv.URL(), c.String("dir"))
+		fmt.Fprintf(c.App.Writer, "no server mounted yet at %s: watching %s for *.lua files\n", srv.URL(), dir)
 	}
 
 	served := make(chan error, 1)

@@ -77,6 +77,9 @@ func TestServeErrors(t *testing.T) {
 		{"bad address", []string{"--dir", scripts, "--addr", "nowhere"}, "nowhere"},
 		{"missing folder", []string{"--dir", filepath.Join(empty, "absent"), "--addr", "127.0.0.1:0"}, "absent"},
 		{"nothing to serve", []string{"--dir", empty, "--addr", "127.0.0.1:0", "--no-watch"}, "no server to mount"},
+		{"nothing to serve in the argument", []string{"--addr", "127.0.0.1:0", "--no-watch", empty}, "no server to mount in " + empty},
+		{"flags after the folder", []string{scripts, "--addr", "127.0.0.1:0"}, "put flags before it"},
+		{"two folders", []string{"--dir", empty, scripts}, "the folder is given twice"},
 		{"log level", []string{"--dir", scripts, "--log-level", "loud"}, "--log-level"},
 		{"log format", []string{"--dir", scripts, "--log-format", "xml"}, "--log-format"},
 		{"call timeout zero", []string{"--dir", scripts, "--call-timeout", "0s"}, "--call-timeout must be positive"},
@@ -151,6 +154,18 @@ func TestServe(t *testing.T) {
 	if _, err := http.Post(route[1], "application/json", strings.NewReader("{}")); err == nil {
 		t.Error("the listener is still open after shutdown")
 	}
+}
+
+// TestServeFolderArgument serves the folder given as the argument, which
+// wins over $LUAMCP_DIR as a flag would.
+func TestServeFolderArgument(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	t.Setenv(envVar("dir"), t.TempDir())
+	run := startServe(t, io.Discard, "--addr", "127.0.0.1:0", dir)
+	if line := run.lines(t, 1)[0]; !regexp.MustCompile(`/mcp/s +session +tools: a, b$`).MatchString(line) {
+		t.Errorf("status line %q: the argument's folder is not served", line)
+	}
+	run.stop(t)
 }
 
 // initializeBody is a 2025-11-25 initialize.
