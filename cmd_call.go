@@ -26,6 +26,7 @@ func callCommand() *cli.Command {
 		Name:      "call",
 		Usage:     "run init, then one tool of a script, in-process, and print the result",
 		ArgsUsage: "FILE TOOL [JSON arguments]",
+		Before:    flagsFirst,
 		Action:    callTool,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Usage: "the scripts folder modules are required from (default: FILE's folder)"},

@@ -20,6 +20,7 @@ func checkCommand() *cli.Command {
 		Name:      "check",
 		Usage:     "load scripts as serve would and report their problems with file:line",
 		ArgsUsage: "[DIR|FILE...] (default: scripts)",
+		Before:    flagsFirst,
 		Action:    check,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},

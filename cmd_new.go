@@ -17,6 +17,7 @@ func newCommand() *cli.Command {
 		Name:      "new",
 		Usage:     "write a commented starter script",
 		ArgsUsage: "NAME",
+		Before:    flagsFirst,
 		Action:    newScript,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Value: "scripts", Usage: "folder to write NAME.lua in"},

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,6 +63,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name:      "serve",
 				Usage:     "mount every *.lua file of a folder as an MCP server",
 				ArgsUsage: "[DIR] (default: --dir, else scripts)",
+				Before:    flagsFirst,
 				Action:    serve,
 				Flags: fromEnv(append([]cli.Flag{
 					&cli.StringFlag{Name: "dir", Value: "scripts", Usage: "folder of *.lua servers (sub-folders hold modules)"},
@@ -127,19 +129,35 @@ func readStateKey(file string) ([]byte, error) {
 	return key, nil
 }
 
+// flagsFirst refuses a command line with one of the command's flags after
+// its arguments: urfave/cli stops reading flags at the first argument, so
+// `luamcp serve examples --addr :9000` would serve on the default address
+// and `luamcp check scripts --json` look for a file named --json.
+func flagsFirst(c *cli.Context) error {
+	for _, arg := range c.Args().Slice() {
+		name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if !strings.HasPrefix(arg, "-") || name == "" {
+			continue
+		}
+		for _, f := range c.Command.Flags {
+			if slices.Contains(f.Names(), name) {
+				return fmt.Errorf("%s comes after the arguments, where it is not read as a flag: put flags first (luamcp %s [flags] %s)", arg, c.Command.Name, c.Command.ArgsUsage)
+			}
+		}
+	}
+	return nil
+}
+
 // serveDir is the folder serve mounts: its one argument (`luamcp serve
 // examples`), else --dir. The argument wins over $LUAMCP_DIR, as a flag
-// does, but giving both it and a different --dir is an error, and so is a
-// second argument: flags after the folder are not read as flags, so
-// `luamcp serve examples --addr :9000` would otherwise serve on the
-// default address without a word.
+// does, but giving both it and a different --dir is an error.
 func serveDir(c *cli.Context) (string, error) {
 	switch c.NArg() {
 	case 0:
 		return c.String("dir"), nil
 	case 1:
 	default:
-		return "", fmt.Errorf("serve takes one folder, not %q: put flags before it (luamcp serve --addr ... DIR)", c.Args().Slice())
+		return "", fmt.Errorf("serve takes one folder, not %q", c.Args().Slice())
 	}
 	dir := c.Args().First()
 	if flag := c.String("dir"); c.IsSet("dir") && flag != dir && flag != os.Getenv(envVar("dir")) {

@@ -78,7 +78,8 @@ func TestServeErrors(t *testing.T) {
 		{"missing folder", []string{"--dir", filepath.Join(empty, "absent"), "--addr", "127.0.0.1:0"}, "absent"},
 		{"nothing to serve", []string{"--dir", empty, "--addr", "127.0.0.1:0", "--no-watch"}, "no server to mount"},
 		{"nothing to serve in the argument", []string{"--addr", "127.0.0.1:0", "--no-watch", empty}, "no server to mount in " + empty},
-		{"flags after the folder", []string{scripts, "--addr", "127.0.0.1:0"}, "put flags before it"},
+		{"flags after the folder", []string{scripts, "--addr", "127.0.0.1:0"}, "--addr comes after the arguments"},
+		{"two folders as arguments", []string{"--addr", "127.0.0.1:0", scripts, empty}, "serve takes one folder"},
 		{"two folders", []string{"--dir", empty, scripts}, "the folder is given twice"},
 		{"log level", []string{"--dir", scripts, "--log-level", "loud"}, "--log-level"},
 		{"log format", []string{"--dir", scripts, "--log-format", "xml"}, "--log-format"},
@@ -153,6 +154,22 @@ func TestServe(t *testing.T) {
 	}
 	if _, err := http.Post(route[1], "application/json", strings.NewReader("{}")); err == nil {
 		t.Error("the listener is still open after shutdown")
+	}
+}
+
+// TestFlagsFirst: a command's flag after its arguments is refused, not
+// read as an argument (urfave/cli stops reading flags at the first one).
+func TestFlagsFirst(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "scripts", "--addr", "127.0.0.1:0"},
+		{"check", "scripts", "--json"},
+		{"new", "x", "--template=http"},
+		{"call", "s.lua", "a", "--dir", "."},
+	} {
+		err := newApp(io.Discard, io.Discard).Run(append([]string{"luamcp"}, args...))
+		if err == nil || !strings.Contains(err.Error(), "comes after the arguments") {
+			t.Errorf("luamcp %v: error %v, want one saying the flag comes after the arguments", args, err)
+		}
 	}
 }
 
