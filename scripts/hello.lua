@@ -55,7 +55,8 @@ return {
 
   -- handle_tool runs a call. It is only called with a name tools() listed;
   -- args is the decoded JSON arguments object. Arguments are not checked
-  -- against the schema, so check what you rely on.
+  -- against the schema unless the route sets validate_arguments = true, so
+  -- check what you rely on.
   handle_tool = function(name, args, ctx, state)
     if name == "greet" then
       local who = type(args.name) == "string" and text.trim(args.name) or ""

@@ -138,8 +138,8 @@ function mcp.list_roots(ctx, opts) end
 ---together (in the order of their keys) on the call's stream in the 2025 era.
 ---@param ctx mcp.Context
 ---@param requests table<string, mcp.InputRequest> the requests by key (the inputRequests keys)
----@return table<string, table>? results the results by key (nil only for a stale ctx)
----@return table<string, string>|string|nil failed why each failed request failed, by key; nil when none did
+---@return table<string, table>? results the results by key; nil when the round could not be asked at all (a stale ctx, say)
+---@return table<string, string>|string|nil failed why each failed request failed, by key (nil when none did); the message when results is nil
 function mcp.ask(ctx, requests) end
 
 ---Ends the call's HTTP stream early; the client resumes with GET + Last-Event-ID and receives the

@@ -84,6 +84,8 @@
 ---@field description string?
 ---@field mime_type string?
 ---@field size integer?
+---@field annotations table?
+---@field icons table[]?
 
 ---@class luamcp.ResourceTemplate
 ---@field uri_template string e.g. "notes://{id}"
@@ -142,4 +144,4 @@
 ---@field get_prompt (fun(name: string, args: table, state: table, ctx: mcp.Context): ({messages: table[], description: string?}|nil), any?, table?)?
 ---@field complete (fun(ref: table, argument: {name: string, value: string}, state: table, context: table): string[], table?)?
 ---@field channels (fun(state: table): string[])?
----@field terminate (fun(reason: "normal"|"shutdown", state: table))? "normal": DELETE, idle expiry, or the script removed; "shutdown": the server stops
+---@field terminate (fun(reason: "normal"|"shutdown", state: table))? "normal": DELETE, idle expiry, the script removed or its route remounted; "shutdown": the server stops (not with serve --sessions-file, where the session goes on after the restart)
