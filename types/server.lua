@@ -136,7 +136,7 @@
 ---@field auth (fun(request: luamcp.AuthRequest): boolean|integer|nil)? true passes; false/nil 401; a number from 400 to 599 is the status; anything else (or a crash) is logged and answered 500
 ---@field init fun(params: luamcp.InitParams): luamcp.ServerInfo, luamcp.Capabilities?, any returns server info, capabilities, state
 ---@field tools (fun(state: table): luamcp.Tool[])|luamcp.Tool[] a function, or a table: a static list
----@field handle_tool fun(name: string, args: table, ctx: mcp.Context, state: table): (string|luamcp.ToolResult|nil), any?, table?
+---@field handle_tool fun(name: string, args: table, ctx: mcp.Context, state: table): (string|number|luamcp.ToolResult|nil), any?, table? a string or number is one text block, nothing an empty content list; nil, message is a tool error
 ---@field resources (fun(state: table): luamcp.Resource[])|luamcp.Resource[]|nil
 ---@field resource_templates (fun(state: table): luamcp.ResourceTemplate[])|luamcp.ResourceTemplate[]|nil
 ---@field read_resource (fun(uri: string, state: table, vars: table<string, string>, ctx: mcp.Context): (string|{contents: table[]}|nil), any?, table?)?
