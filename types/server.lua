@@ -64,7 +64,7 @@
 
 ---@class luamcp.Tool
 ---@field name string 1-128 characters of A-Za-z0-9_.-
----@field description string
+---@field description string? what the tool does, for the model (optional, but the model reads it)
 ---@field input_schema table a JSON Schema whose root is type = "object"
 ---@field title string?
 ---@field output_schema table?
