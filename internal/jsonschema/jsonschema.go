@@ -3,12 +3,28 @@
 // type, enum and const keywords; numbers' bounds and multipleOf; strings'
 // lengths and patterns; arrays' items, prefixItems, lengths, uniqueItems,
 // contains, minContains and maxContains; objects' properties, required,
-// dependentRequired, additionalProperties, patternProperties, propertyNames
-// and sizes; allOf, anyOf, oneOf, not and if/then/else; and $ref to the
-// schema's own root, $defs or definitions (a JSON pointer, percent-decoded
-// as the URI fragment it is). Other keywords (format, title, description,
-// default, examples, ...) are annotations: they never make a value invalid,
-// as the specification says of keywords a validator does not know.
+// dependentRequired, dependentSchemas, additionalProperties,
+// patternProperties, propertyNames and sizes; allOf, anyOf, oneOf, not and
+// if/then/else; unevaluatedProperties and unevaluatedItems, which see what
+// the schema's other keywords and its passing subschemas evaluated, as the
+// specification's annotations have it; and $ref within the document: a
+// JSON pointer (percent-decoded, as the URI fragment it is), an $anchor, or
+// a URI an $id of the document gives, relative ones resolved against the
+// $ids around them. A $ref to another document does not compile: nothing
+// is ever fetched. Other keywords (format, title, description, default,
+// examples, ...) are annotations: they never make a value invalid, as the
+// specification says of keywords a validator does not know.
+// [IgnoredKeywords] lists the ones that read like checks, such as
+// $dynamicRef, which is not followed, or a misspelt minimum.
+//
+// A schema whose $schema is draft-07, -06 or -04 is read, with the
+// subschemas in it, as that draft: items may be an array of schemas, with
+// additionalItems for the items past it; dependencies holds arrays of
+// names and schemas; $ref ignores its siblings; "$id": "#name" is an
+// anchor; draft-04's exclusiveMinimum and exclusiveMaximum are booleans
+// beside minimum and maximum; and the keywords of later drafts are unknown
+// ones. Any other schema, whatever its $schema, is read as 2020-12, where
+// items is one schema.
 //
 // Numbers compare as the decimals they are written as: 10000000001 is no
 // multiple of 2 and 9007199254740993 is above 9007199254740992, though
@@ -27,9 +43,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"net/url"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -80,6 +94,8 @@ type node struct {
 	required            []string
 	dependentRequired   map[string][]string
 	dependentOrder      []string // dependentRequired's keys, sorted
+	dependentSchemas    map[string]*node
+	dependentSchemaKeys []string // dependentSchemas' keys, sorted
 	additional          *node
 	patternProps        []patternProp
 	propertyNames       *node
@@ -87,7 +103,9 @@ type node struct {
 	allOf, anyOf, oneOf []*node
 	not                 *node
 	ifN, thenN, elseN   *node
-	ref                 string // a JSON pointer into the root ("" for none)
+	unevalProps         *node  // unevaluatedProperties
+	unevalItems         *node  // unevaluatedItems
+	ref                 string // the JSON pointer, from the document's root, of $ref's target
 	resolved            *node  // ref, once resolved
 }
 
@@ -110,15 +128,15 @@ type bound struct {
 
 // Compile reads a schema. It fails on JSON that is not a schema object or
 // boolean, on a keyword of the wrong type, on a pattern RE2 cannot compile,
-// on a $ref it cannot resolve, and past maxDepth.
+// on a $ref it cannot resolve within the document, on two schemas of one
+// $id or $anchor that a $ref names, and past maxDepth.
 func Compile(schema []byte) (*Schema, error) {
-	d := json.NewDecoder(bytes.NewReader(schema))
-	d.UseNumber()
-	var doc any
-	if err := d.Decode(&doc); err != nil {
+	doc, err := decode(schema)
+	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	c := compiler{doc: doc, refs: map[string]*node{}}
+	c := newCompiler(doc)
+	c.scan(doc, "", rootScope, 0)
 	root, err := c.compile(doc, "", 0)
 	if err != nil {
 		return nil, err
@@ -129,10 +147,145 @@ func Compile(schema []byte) (*Schema, error) {
 	return &Schema{root: root}, nil
 }
 
+// decode reads JSON with its numbers as written.
+func decode(text []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(text))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 type compiler struct {
-	doc  any
-	refs map[string]*node // pointer -> compiled node, filled by resolve
-	todo []*node          // nodes with a ref to resolve
+	doc    any
+	scopes map[string]scope  // the schemas scan walked, by JSON pointer
+	names  map[string]string // URI (with an anchor's fragment) -> JSON pointer
+	shared map[string]string // a name two schemas have -> the other's pointer
+	refs   map[string]*node  // pointer -> compiled node, filled by resolve
+	todo   []*node           // nodes with a ref to resolve
+}
+
+func newCompiler(doc any) *compiler {
+	return &compiler{doc: doc, scopes: map[string]scope{}, names: map[string]string{rootURI: ""}, shared: map[string]string{}, refs: map[string]*node{}}
+}
+
+// A reader reads the keywords of one schema object, at at: those its
+// dialect reads, and under draft-07 with a $ref only that.
+type reader struct {
+	c       *compiler
+	obj     map[string]any
+	at      string
+	depth   int
+	sc      scope
+	refOnly bool
+}
+
+// get is the keyword key, if the schema has it and its dialect reads it.
+func (r *reader) get(key string) (any, bool) {
+	if !reads(key, r.sc.d) || r.refOnly && key != "$ref" {
+		return nil, false
+	}
+	v, ok := r.obj[key]
+	return v, ok
+}
+
+func (r *reader) bad(key, want string) error {
+	return fmt.Errorf("schema: %s/%s: want %s", pointerOrRoot(r.at), key, want)
+}
+
+// sub compiles the schema under key; nil, nil without one.
+func (r *reader) sub(key string) (*node, error) {
+	s, ok := r.get(key)
+	if !ok {
+		return nil, nil
+	}
+	return r.c.compile(s, r.at+"/"+key, r.depth+1)
+}
+
+// list compiles the non-empty array of schemas under key.
+func (r *reader) list(key string) ([]*node, error) {
+	s, ok := r.get(key)
+	if !ok {
+		return nil, nil
+	}
+	arr, ok := asArray(s)
+	if !ok || len(arr) == 0 {
+		return nil, r.bad(key, "a non-empty array of schemas")
+	}
+	out := make([]*node, len(arr))
+	for i, e := range arr {
+		var err error
+		if out[i], err = r.c.compile(e, r.at+"/"+key+"/"+strconv.Itoa(i), r.depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// schemaMap compiles the object of schemas under key, and returns its keys
+// sorted, so that errors name the same property every time.
+func (r *reader) schemaMap(key string) (map[string]*node, []string, error) {
+	s, ok := r.get(key)
+	if !ok {
+		return nil, nil, nil
+	}
+	m, ok := asObject(s)
+	if !ok {
+		return nil, nil, r.bad(key, "an object")
+	}
+	out := make(map[string]*node, len(m))
+	keys := sortedKeys(m)
+	for _, k := range keys {
+		var err error
+		if out[k], err = r.c.compile(m[k], r.at+"/"+key+"/"+escapePointer(k), r.depth+1); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, keys, nil
+}
+
+func (r *reader) num(key string) (*bound, error) {
+	s, ok := r.get(key)
+	if !ok {
+		return nil, nil
+	}
+	f, ok := number(s)
+	if !ok {
+		return nil, r.bad(key, "a number")
+	}
+	return &bound{f: f, text: string(s.(json.Number))}, nil
+}
+
+func (r *reader) count(key string) (int, error) {
+	s, ok := r.get(key)
+	if !ok {
+		return -1, nil
+	}
+	f, ok := number(s)
+	if !ok || f < 0 || f != math.Trunc(f) {
+		return -1, r.bad(key, "a non-negative integer")
+	}
+	return int(min(f, math.MaxInt32)), nil
+}
+
+// names reads an array of strings (required, a dependentRequired entry);
+// want names the keyword's form in errors.
+func (r *reader) names(v any, key, want string) ([]string, error) {
+	arr, ok := asArray(v)
+	if !ok {
+		return nil, r.bad(key, want)
+	}
+	out := []string{}
+	for _, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			return nil, r.bad(key, want)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func (c *compiler) compile(v any, at string, depth int) (*node, error) {
@@ -147,91 +300,70 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 		return nil, fmt.Errorf("schema: %s: want an object or a boolean, got %s", pointerOrRoot(at), kind(v))
 	}
 	n := &node{minLength: -1, maxLength: -1, minItems: -1, maxItems: -1, minContains: -1, maxContains: -1, minProps: -1, maxProps: -1}
-	bad := func(key, want string) error {
-		return fmt.Errorf("schema: %s/%s: want %s", pointerOrRoot(at), key, want)
+	r := &reader{c: c, obj: obj, at: at, depth: depth, sc: c.scopeOf(at)}
+	_, hasRef := obj["$ref"]
+	r.refOnly = hasRef && r.sc.d&upTo7 != 0
+	for _, read := range []func(*reader, *node) error{
+		readType, readValues, readNumbers, readCounts, readSchemas, readItems,
+		readString, readObject, readDependencies, readRef,
+	} {
+		if err := read(r, n); err != nil {
+			return nil, err
+		}
 	}
-	sub := func(key string) (*node, error) {
-		s, ok := obj[key]
-		if !ok {
-			return nil, nil
-		}
-		return c.compile(s, at+"/"+key, depth+1)
+	// $defs and definitions are compiled when a $ref names them (resolve).
+	return n, nil
+}
+
+func readType(r *reader, n *node) error {
+	t, ok := r.get("type")
+	if !ok {
+		return nil
 	}
-	list := func(key string) ([]*node, error) {
-		s, ok := obj[key]
-		if !ok {
-			return nil, nil
-		}
-		arr, ok := asArray(s)
-		if !ok || len(arr) == 0 {
-			return nil, bad(key, "a non-empty array of schemas")
-		}
-		out := make([]*node, len(arr))
-		for i, e := range arr {
-			var err error
-			if out[i], err = c.compile(e, at+"/"+key+"/"+strconv.Itoa(i), depth+1); err != nil {
-				return nil, err
+	const want = "a type name or an array of them"
+	switch t := t.(type) {
+	case string:
+		n.types = []string{t}
+	case []any:
+		for _, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return r.bad("type", want)
 			}
+			n.types = append(n.types, s)
 		}
-		return out, nil
+	case map[string]any:
+		if len(t) > 0 {
+			return r.bad("type", want)
+		}
+	default:
+		return r.bad("type", want)
 	}
-	num := func(key string) (*bound, error) {
-		s, ok := obj[key]
-		if !ok {
-			return nil, nil
-		}
-		f, ok := number(s)
-		if !ok {
-			return nil, bad(key, "a number")
-		}
-		return &bound{f: f, text: string(s.(json.Number))}, nil
-	}
-	count := func(key string) (int, error) {
-		s, ok := obj[key]
-		if !ok {
-			return -1, nil
-		}
-		f, ok := number(s)
-		if !ok || f < 0 || f != math.Trunc(f) {
-			return -1, bad(key, "a non-negative integer")
-		}
-		return int(min(f, math.MaxInt32)), nil
-	}
-	var err error
-	if t, ok := obj["type"]; ok {
-		switch t := t.(type) {
-		case string:
-			n.types = []string{t}
-		case []any:
-			for _, e := range t {
-				s, ok := e.(string)
-				if !ok {
-					return nil, bad("type", "a type name or an array of them")
-				}
-				n.types = append(n.types, s)
-			}
-		case map[string]any:
-			if len(t) > 0 {
-				return nil, bad("type", "a type name or an array of them")
-			}
+	for _, t := range n.types {
+		switch t {
+		case "null", "boolean", "object", "array", "number", "integer", "string":
 		default:
-			return nil, bad("type", "a type name or an array of them")
-		}
-		for _, t := range n.types {
-			switch t {
-			case "null", "boolean", "object", "array", "number", "integer", "string":
-			default:
-				return nil, bad("type", fmt.Sprintf("a type name, not %q", t))
-			}
+			return r.bad("type", fmt.Sprintf("a type name, not %q", t))
 		}
 	}
-	if e, ok := obj["enum"]; ok {
+	return nil
+}
+
+func readValues(r *reader, n *node) error {
+	if e, ok := r.get("enum"); ok {
 		if n.enum, ok = asArray(e); !ok {
-			return nil, bad("enum", "an array")
+			return r.bad("enum", "an array")
 		}
 	}
-	n.constV, n.hasConst = obj["const"]
-	// The keywords of one kind each, read alike.
+	n.constV, n.hasConst = r.get("const")
+	return nil
+}
+
+// readNumbers reads the numeric keywords, each alike but for draft-04's
+// exclusiveMinimum and exclusiveMaximum, which are booleans that make
+// minimum and maximum exclusive.
+func readNumbers(r *reader, n *node) error {
+	var err error
 	for _, f := range []struct {
 		key string
 		to  **bound
@@ -240,38 +372,42 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 		{"exclusiveMinimum", &n.exclMinimum}, {"exclusiveMaximum", &n.exclMaximum},
 		{"multipleOf", &n.multipleOf},
 	} {
-		if *f.to, err = num(f.key); err != nil {
-			return nil, err
+		if r.sc.d == draft4 && strings.HasPrefix(f.key, "exclusive") {
+			continue
+		}
+		if *f.to, err = r.num(f.key); err != nil {
+			return err
 		}
 	}
-	for _, f := range []struct {
-		key string
-		to  **node
-	}{
-		{"items", &n.items}, {"contains", &n.contains}, {"additionalProperties", &n.additional},
-		{"propertyNames", &n.propertyNames}, {"not", &n.not},
-		{"if", &n.ifN}, {"then", &n.thenN}, {"else", &n.elseN},
-	} {
-		if *f.to, err = sub(f.key); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range []struct {
-		key string
-		to  *[]*node
-	}{
-		{"prefixItems", &n.prefixItems}, {"allOf", &n.allOf}, {"anyOf", &n.anyOf}, {"oneOf", &n.oneOf},
-	} {
-		if *f.to, err = list(f.key); err != nil {
-			return nil, err
+	if r.sc.d == draft4 {
+		for _, f := range []struct {
+			key      string
+			from, to **bound
+		}{{"exclusiveMinimum", &n.minimum, &n.exclMinimum}, {"exclusiveMaximum", &n.maximum, &n.exclMaximum}} {
+			v, ok := r.get(f.key)
+			if !ok {
+				continue
+			}
+			b, ok := v.(bool)
+			if !ok {
+				return r.bad(f.key, "a boolean (draft-04)")
+			}
+			if b {
+				*f.to, *f.from = *f.from, nil
+			}
 		}
 	}
 	if n.multipleOf != nil && n.multipleOf.f <= 0 {
-		return nil, bad("multipleOf", "a number above 0")
+		return r.bad("multipleOf", "a number above 0")
 	}
 	if n.multipleOf != nil {
 		n.multipleOf.digits, n.multipleOf.exp = decimal(n.multipleOf.text)
 	}
+	return nil
+}
+
+func readCounts(r *reader, n *node) error {
+	var err error
 	for _, f := range []struct {
 		key string
 		to  *int
@@ -281,110 +417,194 @@ func (c *compiler) compile(v any, at string, depth int) (*node, error) {
 		{"minContains", &n.minContains}, {"maxContains", &n.maxContains},
 		{"minProperties", &n.minProps}, {"maxProperties", &n.maxProps},
 	} {
-		if *f.to, err = count(f.key); err != nil {
-			return nil, err
+		if *f.to, err = r.count(f.key); err != nil {
+			return err
 		}
 	}
-	if p, ok := obj["pattern"]; ok {
-		s, ok := p.(string)
-		if !ok {
-			return nil, bad("pattern", "a string")
-		}
-		if n.pattern, err = regexp.Compile(s); err != nil {
-			return nil, fmt.Errorf("schema: %s/pattern: %w", pointerOrRoot(at), err)
+	return nil
+}
+
+// readSchemas reads the keywords that hold a schema or an array of them,
+// but for items (readItems).
+func readSchemas(r *reader, n *node) error {
+	var err error
+	for _, f := range []struct {
+		key string
+		to  **node
+	}{
+		{"contains", &n.contains}, {"additionalProperties", &n.additional},
+		{"propertyNames", &n.propertyNames}, {"not", &n.not},
+		{"if", &n.ifN}, {"then", &n.thenN}, {"else", &n.elseN},
+		{"unevaluatedProperties", &n.unevalProps}, {"unevaluatedItems", &n.unevalItems},
+	} {
+		if *f.to, err = r.sub(f.key); err != nil {
+			return err
 		}
 	}
-	if u, ok := obj["uniqueItems"]; ok {
+	for _, f := range []struct {
+		key string
+		to  *[]*node
+	}{
+		{"prefixItems", &n.prefixItems}, {"allOf", &n.allOf}, {"anyOf", &n.anyOf}, {"oneOf", &n.oneOf},
+	} {
+		if *f.to, err = r.list(f.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readItems reads uniqueItems and items: one schema for every item past
+// prefixItems, or up to draft-07 also an array of schemas, one per item,
+// with additionalItems for the items past it (2020-12's prefixItems and
+// items). An empty Lua table is {}, the schema that takes anything.
+func readItems(r *reader, n *node) error {
+	if u, ok := r.get("uniqueItems"); ok {
 		if n.uniqueItems, ok = u.(bool); !ok {
-			return nil, bad("uniqueItems", "a boolean")
+			return r.bad("uniqueItems", "a boolean")
 		}
 	}
-	if p, ok := obj["properties"]; ok {
-		props, ok := asObject(p)
-		if !ok {
-			return nil, bad("properties", "an object")
-		}
-		n.properties = make(map[string]*node, len(props))
-		for name, s := range props {
-			n.propertyOrder = append(n.propertyOrder, name)
-			if n.properties[name], err = c.compile(s, at+"/properties/"+escapePointer(name), depth+1); err != nil {
-				return nil, err
+	var err error
+	if v, _ := r.get("items"); r.sc.d&upTo7 != 0 {
+		if _, ok := v.([]any); ok {
+			if n.prefixItems, err = r.list("items"); err != nil {
+				return err
 			}
-		}
-		sort.Strings(n.propertyOrder) // errors name the same property every time
-	}
-	if r, ok := obj["required"]; ok {
-		arr, ok := asArray(r)
-		if !ok {
-			return nil, bad("required", "an array of strings")
-		}
-		for _, e := range arr {
-			s, ok := e.(string)
-			if !ok {
-				return nil, bad("required", "an array of strings")
-			}
-			n.required = append(n.required, s)
+			n.items, err = r.sub("additionalItems")
+			return err
 		}
 	}
-	if d, ok := obj["dependentRequired"]; ok {
+	n.items, err = r.sub("items")
+	return err
+}
+
+func readString(r *reader, n *node) error {
+	p, ok := r.get("pattern")
+	if !ok {
+		return nil
+	}
+	s, ok := p.(string)
+	if !ok {
+		return r.bad("pattern", "a string")
+	}
+	var err error
+	if n.pattern, err = regexp.Compile(s); err != nil {
+		return fmt.Errorf("schema: %s/pattern: %w", pointerOrRoot(r.at), err)
+	}
+	return nil
+}
+
+func readObject(r *reader, n *node) error {
+	var err error
+	if n.properties, n.propertyOrder, err = r.schemaMap("properties"); err != nil {
+		return err
+	}
+	if req, ok := r.get("required"); ok {
+		if n.required, err = r.names(req, "required", "an array of strings"); err != nil {
+			return err
+		}
+	}
+	p, ok := r.get("patternProperties")
+	if !ok {
+		return nil
+	}
+	props, ok := asObject(p)
+	if !ok {
+		return r.bad("patternProperties", "an object")
+	}
+	for _, k := range sortedKeys(props) {
+		re, err := regexp.Compile(k)
+		if err != nil {
+			return fmt.Errorf("schema: %s/patternProperties: %w", pointerOrRoot(r.at), err)
+		}
+		pn, err := r.c.compile(props[k], r.at+"/patternProperties/"+escapePointer(k), r.depth+1)
+		if err != nil {
+			return err
+		}
+		n.patternProps = append(n.patternProps, patternProp{re, pn})
+	}
+	return nil
+}
+
+// readDependencies reads dependentRequired and dependentSchemas, or up to
+// draft-07 dependencies, whose entries are either.
+func readDependencies(r *reader, n *node) error {
+	const want = "an object of arrays of strings"
+	var err error
+	if n.dependentSchemas, n.dependentSchemaKeys, err = r.schemaMap("dependentSchemas"); err != nil {
+		return err
+	}
+	if d, ok := r.get("dependentRequired"); ok {
 		deps, ok := asObject(d)
 		if !ok {
-			return nil, bad("dependentRequired", "an object of arrays of strings")
+			return r.bad("dependentRequired", want)
 		}
-		n.dependentRequired = make(map[string][]string, len(deps))
-		for k, r := range deps {
-			arr, ok := asArray(r)
-			if !ok {
-				return nil, bad("dependentRequired", "an object of arrays of strings")
+		for _, k := range sortedKeys(deps) {
+			if err := n.addDependentRequired(r, k, deps[k], "dependentRequired", want); err != nil {
+				return err
 			}
-			names := []string{}
-			for _, e := range arr {
-				s, ok := e.(string)
-				if !ok {
-					return nil, bad("dependentRequired", "an object of arrays of strings")
-				}
-				names = append(names, s)
-			}
-			n.dependentRequired[k] = names
-			n.dependentOrder = append(n.dependentOrder, k)
-		}
-		sort.Strings(n.dependentOrder) // errors name the same property every time
-	}
-	if p, ok := obj["patternProperties"]; ok {
-		props, ok := asObject(p)
-		if !ok {
-			return nil, bad("patternProperties", "an object")
-		}
-		keys := make([]string, 0, len(props))
-		for k := range props {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			re, err := regexp.Compile(k)
-			if err != nil {
-				return nil, fmt.Errorf("schema: %s/patternProperties: %w", pointerOrRoot(at), err)
-			}
-			pn, err := c.compile(props[k], at+"/patternProperties/"+escapePointer(k), depth+1)
-			if err != nil {
-				return nil, err
-			}
-			n.patternProps = append(n.patternProps, patternProp{re, pn})
 		}
 	}
-	if r, ok := obj["$ref"]; ok {
-		s, ok := r.(string)
-		if !ok || !strings.HasPrefix(s, "#") {
-			return nil, bad("$ref", `a reference within the schema ("#", "#/$defs/name")`)
-		}
-		// A URI's fragment is percent-encoded: "#/$defs/a%25b" names "a%b".
-		if n.ref, err = url.PathUnescape(s[1:]); err != nil {
-			return nil, bad("$ref", `a reference within the schema ("#", "#/$defs/name"), percent-encoded`)
-		}
-		c.todo = append(c.todo, n)
+	d, ok := r.get("dependencies")
+	if !ok {
+		return nil
 	}
-	// $defs and definitions are compiled when a $ref names them (resolve).
-	return n, nil
+	deps, ok := asObject(d)
+	if !ok {
+		return r.bad("dependencies", "an object of arrays of strings and schemas")
+	}
+	for _, k := range sortedKeys(deps) {
+		if _, isList := deps[k].([]any); isList {
+			if err := n.addDependentRequired(r, k, deps[k], "dependencies", "an object of arrays of strings and schemas"); err != nil {
+				return err
+			}
+			continue
+		}
+		s, err := r.c.compile(deps[k], r.at+"/dependencies/"+escapePointer(k), r.depth+1)
+		if err != nil {
+			return err
+		}
+		if n.dependentSchemas == nil {
+			n.dependentSchemas = map[string]*node{}
+		}
+		n.dependentSchemas[k] = s
+		n.dependentSchemaKeys = append(n.dependentSchemaKeys, k)
+	}
+	return nil
+}
+
+// addDependentRequired notes that property k needs the properties v names.
+// Keys are added in order, so dependentOrder stays sorted.
+func (n *node) addDependentRequired(r *reader, k string, v any, key, want string) error {
+	names, err := r.names(v, key, want)
+	if err != nil {
+		return err
+	}
+	if n.dependentRequired == nil {
+		n.dependentRequired = map[string][]string{}
+	}
+	n.dependentRequired[k] = names
+	n.dependentOrder = append(n.dependentOrder, k)
+	return nil
+}
+
+// readRef reads $ref, and resolves it to the JSON pointer of its target
+// (compiled by resolve).
+func readRef(r *reader, n *node) error {
+	v, ok := r.get("$ref")
+	if !ok {
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return r.bad("$ref", `a reference within the schema ("#", "#/$defs/name")`)
+	}
+	var err error
+	if n.ref, err = r.c.target(s, r.at, r.sc); err != nil {
+		return err
+	}
+	r.c.todo = append(r.c.todo, n)
+	return nil
 }
 
 // resolve compiles the targets of the $refs met, which may hold $refs of
@@ -399,7 +619,7 @@ func (c *compiler) resolve() error {
 		}
 		v, err := lookup(c.doc, n.ref)
 		if err != nil {
-			return err
+			return fmt.Errorf("schema: $ref %s: %w", pointerOrRoot(n.ref), err)
 		}
 		t, err := c.compile(v, n.ref, 0)
 		if err != nil {
@@ -411,38 +631,6 @@ func (c *compiler) resolve() error {
 	return nil
 }
 
-// lookup follows the JSON pointer p (RFC 6901) in doc.
-func lookup(doc any, p string) (any, error) {
-	if p == "" {
-		return doc, nil
-	}
-	if !strings.HasPrefix(p, "/") {
-		return nil, fmt.Errorf("schema: $ref #%s: only JSON pointers within the schema are followed", p)
-	}
-	v := doc
-	for _, tok := range strings.Split(p[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch t := v.(type) {
-		case map[string]any:
-			next, ok := t[tok]
-			if !ok {
-				return nil, fmt.Errorf("schema: $ref #%s: no %q", p, tok)
-			}
-			v = next
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(t) {
-				return nil, fmt.Errorf("schema: $ref #%s: no item %q", p, tok)
-			}
-			v = t[i]
-		default:
-			return nil, fmt.Errorf("schema: $ref #%s: %q is inside a %s", p, tok, kind(v))
-		}
-	}
-	return v, nil
-}
-
-// A ValidationError says where a value broke the schema, and how.
 type ValidationError struct {
 	// Path locates the value in the instance, in JavaScript's notation
 	// (".name", "[2]"), empty for the instance itself.
@@ -462,20 +650,83 @@ func (e *ValidationError) Error() string {
 // *[ValidationError] for the first place the value breaks the schema,
 // [ErrTooComplex], or the error of JSON that does not parse.
 func (s *Schema) Validate(instance []byte) error {
-	d := json.NewDecoder(bytes.NewReader(instance))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
+	v, err := decode(instance)
+	if err != nil {
 		return fmt.Errorf("arguments: %w", err)
 	}
 	ck := checker{}
-	if e := ck.check(s.root, v, nil, 0); e != nil {
+	if e := ck.check(s.root, v, nil, 0, nil); e != nil {
 		return e
 	}
 	return nil
 }
 
 type checker struct{ steps int }
+
+// spend counts n steps of work, and refuses the value past maxSteps.
+func (ck *checker) spend(n int) error {
+	if ck.steps += n; ck.steps > maxSteps {
+		return ErrTooComplex
+	}
+	return nil
+}
+
+// An eval is what the keywords of a schema evaluated of one object or
+// array, and of the schemas they apply to it in place (allOf, $ref, ...):
+// the annotations unevaluatedProperties and unevaluatedItems read (JSON
+// Schema 2020-12, section 11). A schema that fails has no annotations, so
+// the applicators whose subschemas may fail without them failing (anyOf,
+// oneOf, if, not) give each subschema a fresh eval and keep it only if the
+// subschema passed; the others let a subschema write into theirs, since
+// its failure is theirs. A nil *eval collects nothing: no schema around
+// the value reads it.
+type eval struct {
+	allProps bool            // every property (additionalProperties or unevaluatedProperties applied)
+	props    map[string]bool // else the properties evaluated
+	items    int             // items [0, items) were evaluated (prefixItems; items makes it all)
+	matched  map[int]bool    // and these, which contains matched
+}
+
+func (e *eval) prop(name string) {
+	if e.props == nil {
+		e.props = map[string]bool{}
+	}
+	e.props[name] = true
+}
+
+// merge adds src's annotations to e (nil: nothing to add to). It costs a
+// step per property or item copied.
+func (ck *checker) merge(e, src *eval) error {
+	if e == nil || src == nil {
+		return nil
+	}
+	if err := ck.spend(len(src.props) + len(src.matched)); err != nil {
+		return err
+	}
+	e.allProps = e.allProps || src.allProps
+	if !e.allProps {
+		for k := range src.props {
+			e.prop(k)
+		}
+	}
+	e.items = max(e.items, src.items)
+	for i := range src.matched {
+		if e.matched == nil {
+			e.matched = map[int]bool{}
+		}
+		e.matched[i] = true
+	}
+	return nil
+}
+
+// fresh is a new eval for a subschema whose annotations count only if it
+// passes, when ev collects them; else nil.
+func fresh(ev *eval) *eval {
+	if ev == nil {
+		return nil
+	}
+	return &eval{}
+}
 
 // pathElem is one step into the instance: a property name or an index.
 type pathElem struct {
@@ -513,8 +764,9 @@ func (ck *checker) fail(path []pathElem, format string, args ...any) error {
 	return &ValidationError{Path: pathString(path), Message: fmt.Sprintf(format, args...)}
 }
 
-// check returns nil when v passes n, else the first error.
-func (ck *checker) check(n *node, v any, path []pathElem, depth int) error {
+// check returns nil when v passes n, else the first error. ev, when not
+// nil, collects what n evaluated of v (see eval).
+func (ck *checker) check(n *node, v any, path []pathElem, depth int, ev *eval) error {
 	if ck.steps++; ck.steps > maxSteps || depth > maxDepth*4 {
 		return ErrTooComplex
 	}
@@ -524,8 +776,31 @@ func (ck *checker) check(n *node, v any, path []pathElem, depth int) error {
 		}
 		return ck.fail(path, "no value is allowed here")
 	}
+	_, isObject := v.(map[string]any)
+	_, isArray := v.([]any)
+	if !isObject && !isArray {
+		ev = nil // only objects and arrays have annotations to collect
+	}
+	if !(isObject && n.unevalProps != nil || isArray && n.unevalItems != nil) {
+		return ck.keywords(n, v, path, depth, ev)
+	}
+	// unevaluated* see what this schema's keywords evaluated: its own
+	// eval, which the schema around it gets too.
+	own := &eval{}
+	if err := ck.keywords(n, v, path, depth, own); err != nil {
+		return err
+	}
+	if err := ck.unevaluated(n, v, path, depth, own); err != nil {
+		return err
+	}
+	return ck.merge(ev, own)
+}
+
+// keywords checks v against n's keywords but unevaluatedProperties and
+// unevaluatedItems.
+func (ck *checker) keywords(n *node, v any, path []pathElem, depth int, ev *eval) error {
 	if n.resolved != nil {
-		if err := ck.check(n.resolved, v, path, depth+1); err != nil {
+		if err := ck.check(n.resolved, v, path, depth+1, ev); err != nil {
 			return err
 		}
 	}
@@ -557,55 +832,38 @@ func (ck *checker) check(n *node, v any, path []pathElem, depth int) error {
 			return err
 		}
 	case []any:
-		if err := ck.checkArray(n, v, path, depth); err != nil {
+		if err := ck.checkArray(n, v, path, depth, ev); err != nil {
 			return err
 		}
 	case map[string]any:
-		if err := ck.checkObject(n, v, path, depth); err != nil {
+		if err := ck.checkObject(n, v, path, depth, ev); err != nil {
 			return err
 		}
 	}
+	return ck.applicators(n, v, path, depth, ev)
+}
+
+// applicators checks v against the subschemas n applies to v itself:
+// allOf, anyOf, oneOf, not and if/then/else.
+func (ck *checker) applicators(n *node, v any, path []pathElem, depth int, ev *eval) error {
 	for _, s := range n.allOf {
-		if err := ck.check(s, v, path, depth+1); err != nil {
+		if err := ck.check(s, v, path, depth+1, ev); err != nil {
 			return err
 		}
 	}
 	if n.anyOf != nil {
-		var first error
-		for _, s := range n.anyOf {
-			err := ck.check(s, v, path, depth+1)
-			if err == nil {
-				first = nil
-				break
-			}
-			if err == ErrTooComplex {
-				return err
-			}
-			if first == nil {
-				first = err
-			}
-		}
-		if first != nil {
-			return ck.fail(path, "matches none of the anyOf schemas (the first: %v)", first)
+		if err := ck.checkAnyOf(n, v, path, depth, ev); err != nil {
+			return err
 		}
 	}
 	if n.oneOf != nil {
-		matched := 0
-		for _, s := range n.oneOf {
-			err := ck.check(s, v, path, depth+1)
-			if err == ErrTooComplex {
-				return err
-			}
-			if err == nil {
-				matched++
-			}
-		}
-		if matched != 1 {
-			return ck.fail(path, "matches %d of the oneOf schemas, want exactly 1", matched)
+		if err := ck.checkOneOf(n, v, path, depth, ev); err != nil {
+			return err
 		}
 	}
 	if n.not != nil {
-		err := ck.check(n.not, v, path, depth+1)
+		// Whatever not's schema evaluated, not has no annotations.
+		err := ck.check(n.not, v, path, depth+1, nil)
 		if err == ErrTooComplex {
 			return err
 		}
@@ -614,19 +872,120 @@ func (ck *checker) check(n *node, v any, path []pathElem, depth int) error {
 		}
 	}
 	if n.ifN != nil {
-		err := ck.check(n.ifN, v, path, depth+1)
+		return ck.checkIf(n, v, path, depth, ev)
+	}
+	return nil
+}
+
+// checkAnyOf passes when a subschema does. When annotations are collected
+// it tries them all, since each one that passes adds its own.
+func (ck *checker) checkAnyOf(n *node, v any, path []pathElem, depth int, ev *eval) error {
+	var first error
+	passed := false
+	for _, s := range n.anyOf {
+		sev := fresh(ev)
+		err := ck.check(s, v, path, depth+1, sev)
 		if err == ErrTooComplex {
 			return err
 		}
-		branch := n.thenN
-		if err != nil {
-			branch = n.elseN
+		if err == nil {
+			passed = true
+			if ev == nil {
+				break
+			}
+			if err := ck.merge(ev, sev); err != nil {
+				return err
+			}
+		} else if first == nil {
+			first = err
 		}
-		if branch != nil {
-			if err := ck.check(branch, v, path, depth+1); err != nil {
+	}
+	if !passed {
+		return ck.fail(path, "matches none of the anyOf schemas (the first: %v)", first)
+	}
+	return nil
+}
+
+func (ck *checker) checkOneOf(n *node, v any, path []pathElem, depth int, ev *eval) error {
+	matched := 0
+	var kept *eval
+	for _, s := range n.oneOf {
+		sev := fresh(ev)
+		err := ck.check(s, v, path, depth+1, sev)
+		if err == ErrTooComplex {
+			return err
+		}
+		if err == nil {
+			matched++
+			kept = sev
+		}
+	}
+	if matched != 1 {
+		return ck.fail(path, "matches %d of the oneOf schemas, want exactly 1", matched)
+	}
+	return ck.merge(ev, kept)
+}
+
+// checkIf checks then or else by whether v passes if; if's own
+// annotations count when it passes.
+func (ck *checker) checkIf(n *node, v any, path []pathElem, depth int, ev *eval) error {
+	iev := fresh(ev)
+	err := ck.check(n.ifN, v, path, depth+1, iev)
+	if err == ErrTooComplex {
+		return err
+	}
+	branch := n.thenN
+	if err != nil {
+		branch = n.elseN
+	} else if err := ck.merge(ev, iev); err != nil {
+		return err
+	}
+	if branch == nil {
+		return nil
+	}
+	return ck.check(branch, v, path, depth+1, ev)
+}
+
+// unevaluated checks the properties or items of v that own says n's other
+// keywords did not evaluate against unevaluatedProperties or
+// unevaluatedItems, which then evaluated them all.
+func (ck *checker) unevaluated(n *node, v any, path []pathElem, depth int, own *eval) error {
+	switch v := v.(type) {
+	case map[string]any:
+		if own.allProps {
+			return nil
+		}
+		if err := ck.spend(len(v)); err != nil {
+			return err
+		}
+		for _, k := range sortedKeys(v) {
+			if own.props[k] {
+				continue
+			}
+			if n.unevalProps.always != nil && !*n.unevalProps.always {
+				return ck.fail(path, "unexpected property %s", strconv.Quote(k))
+			}
+			if err := ck.check(n.unevalProps, v[k], append(path, pathElem{name: k, index: -1}), depth+1, nil); err != nil {
 				return err
 			}
 		}
+		own.allProps = true
+	case []any:
+		if err := ck.spend(len(v) - min(own.items, len(v))); err != nil {
+			return err
+		}
+		for i := own.items; i < len(v); i++ {
+			if own.matched[i] {
+				continue
+			}
+			if n.unevalItems.always != nil && !*n.unevalItems.always {
+				return ck.fail(path, "unexpected item %d", i)
+			}
+			if err := ck.check(n.unevalItems, v[i], append(path, pathElem{index: i}), depth+1, nil); err != nil {
+				return err
+			}
+		}
+		own.items = len(v)
 	}
 	return nil
 }
@@ -766,7 +1125,7 @@ func (ck *checker) checkString(n *node, s string, path []pathElem) error {
 	return nil
 }
 
-func (ck *checker) checkArray(n *node, a []any, path []pathElem, depth int) error {
+func (ck *checker) checkArray(n *node, a []any, path []pathElem, depth int, ev *eval) error {
 	if n.minItems >= 0 && len(a) < n.minItems {
 		return ck.fail(path, "want at least %d items, got %d", n.minItems, len(a))
 	}
@@ -781,12 +1140,20 @@ func (ck *checker) checkArray(n *node, a []any, path []pathElem, depth int) erro
 		if s == nil {
 			continue
 		}
-		if err := ck.check(s, e, append(path, pathElem{index: i}), depth+1); err != nil {
+		if err := ck.check(s, e, append(path, pathElem{index: i}), depth+1, nil); err != nil {
 			return err
 		}
 	}
+	if ev != nil {
+		// prefixItems evaluated the items it has schemas for, items the
+		// rest.
+		ev.items = max(ev.items, min(len(n.prefixItems), len(a)))
+		if n.items != nil {
+			ev.items = len(a)
+		}
+	}
 	if n.contains != nil {
-		if err := ck.checkContains(n, a, path, depth); err != nil {
+		if err := ck.checkContains(n, a, path, depth, ev); err != nil {
 			return err
 		}
 	}
@@ -807,20 +1174,26 @@ func (ck *checker) checkArray(n *node, a []any, path []pathElem, depth int) erro
 
 // checkContains counts the items of a that pass contains, and checks the
 // count against minContains (1 by default; 0 lets an array without such
-// items pass) and maxContains.
-func (ck *checker) checkContains(n *node, a []any, path []pathElem, depth int) error {
+// items pass) and maxContains. The items that pass are evaluated.
+func (ck *checker) checkContains(n *node, a []any, path []pathElem, depth int, ev *eval) error {
 	least := 1
 	if n.minContains >= 0 {
 		least = n.minContains
 	}
 	matched := 0
 	for i, e := range a {
-		err := ck.check(n.contains, e, append(path, pathElem{index: i}), depth+1)
+		err := ck.check(n.contains, e, append(path, pathElem{index: i}), depth+1, nil)
 		if err == ErrTooComplex {
 			return err
 		}
 		if err == nil {
 			matched++
+			if ev != nil {
+				if ev.matched == nil {
+					ev.matched = map[int]bool{}
+				}
+				ev.matched[i] = true
+			}
 		}
 	}
 	switch {
@@ -834,7 +1207,7 @@ func (ck *checker) checkContains(n *node, a []any, path []pathElem, depth int) e
 	return nil
 }
 
-func (ck *checker) checkObject(n *node, o map[string]any, path []pathElem, depth int) error {
+func (ck *checker) checkObject(n *node, o map[string]any, path []pathElem, depth int, ev *eval) error {
 	if n.minProps >= 0 && len(o) < n.minProps {
 		return ck.fail(path, "want at least %d properties, got %d", n.minProps, len(o))
 	}
@@ -858,7 +1231,19 @@ func (ck *checker) checkObject(n *node, o map[string]any, path []pathElem, depth
 	}
 	for _, name := range n.propertyOrder {
 		if v, ok := o[name]; ok {
-			if err := ck.check(n.properties[name], v, append(path, pathElem{name: name, index: -1}), depth+1); err != nil {
+			if err := ck.check(n.properties[name], v, append(path, pathElem{name: name, index: -1}), depth+1, nil); err != nil {
+				return err
+			}
+			if ev != nil {
+				ev.prop(name)
+			}
+		}
+	}
+	// dependentSchemas apply to the object itself, so what they evaluate
+	// is its.
+	for _, k := range n.dependentSchemaKeys {
+		if _, ok := o[k]; ok {
+			if err := ck.check(n.dependentSchemas[k], o, path, depth+1, ev); err != nil {
 				return err
 			}
 		}
@@ -866,40 +1251,47 @@ func (ck *checker) checkObject(n *node, o map[string]any, path []pathElem, depth
 	if n.additional == nil && n.patternProps == nil && n.propertyNames == nil {
 		return nil
 	}
-	names := make([]string, 0, len(o))
-	for k := range o {
-		names = append(names, k)
+	for _, k := range sortedKeys(o) { // errors name the same property every time
+		if err := ck.checkProperty(n, o, k, path, depth, ev); err != nil {
+			return err
+		}
 	}
-	sort.Strings(names) // errors name the same property every time
-	for _, k := range names {
-		p := append(path, pathElem{name: k, index: -1})
-		if n.propertyNames != nil {
-			if err := ck.check(n.propertyNames, k, p, depth+1); err != nil {
-				if err == ErrTooComplex {
-					return err
-				}
-				return ck.fail(p, "the property name is not allowed: %v", err.(*ValidationError).Message)
-			}
-		}
-		matched := false
-		if _, ok := n.properties[k]; ok {
-			matched = true
-		}
-		for _, pp := range n.patternProps {
-			if pp.re.MatchString(k) {
-				matched = true
-				if err := ck.check(pp.n, o[k], p, depth+1); err != nil {
-					return err
-				}
-			}
-		}
-		if !matched && n.additional != nil {
-			if n.additional.always != nil && !*n.additional.always {
-				return ck.fail(path, "unexpected property %s", strconv.Quote(k))
-			}
-			if err := ck.check(n.additional, o[k], p, depth+1); err != nil {
+	if n.additional != nil && ev != nil {
+		ev.allProps = true // with properties and patternProperties
+	}
+	return nil
+}
+
+// checkProperty checks the property k of o against propertyNames,
+// patternProperties and additionalProperties.
+func (ck *checker) checkProperty(n *node, o map[string]any, k string, path []pathElem, depth int, ev *eval) error {
+	p := append(path, pathElem{name: k, index: -1})
+	if n.propertyNames != nil {
+		if err := ck.check(n.propertyNames, k, p, depth+1, nil); err != nil {
+			if err == ErrTooComplex {
 				return err
 			}
+			return ck.fail(p, "the property name is not allowed: %v", err.(*ValidationError).Message)
+		}
+	}
+	_, matched := n.properties[k]
+	for _, pp := range n.patternProps {
+		if pp.re.MatchString(k) {
+			matched = true
+			if err := ck.check(pp.n, o[k], p, depth+1, nil); err != nil {
+				return err
+			}
+			if ev != nil {
+				ev.prop(k)
+			}
+		}
+	}
+	if !matched && n.additional != nil {
+		if n.additional.always != nil && !*n.additional.always {
+			return ck.fail(path, "unexpected property %s", strconv.Quote(k))
+		}
+		if err := ck.check(n.additional, o[k], p, depth+1, nil); err != nil {
+			return err
 		}
 	}
 	return nil
