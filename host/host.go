@@ -244,6 +244,9 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Debounce <= 0 {
 		cfg.Debounce = defaultDebounce
 	}
+	// Every path the host keys by (mounts, changed files) is clean, so
+	// "./" and "scripts/" name their files as "." and "scripts" do.
+	cfg.Dir = filepath.Clean(cfg.Dir)
 	if _, err := os.ReadDir(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("reading scripts folder: %w", err)
 	}

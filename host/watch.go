@@ -294,7 +294,10 @@ func (w *watcher) loop(h *Host) {
 			if !ok {
 				return
 			}
-			if filepath.Clean(ev.Name) == w.dir && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
+			// fsnotify names a file as the folder was given plus its name:
+			// "./hello.lua" under ".", where mounts are keyed "hello.lua".
+			ev.Name = filepath.Clean(ev.Name)
+			if ev.Name == w.dir && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
 				// The folder itself moved or went: its watches are stale.
 				// The folder check watches it anew once the path names a
 				// folder again, even the same one moved back.

@@ -137,6 +137,37 @@ func TestWatchFolder(t *testing.T) {
 	}
 }
 
+// TestWatchRelativeFolder watches a folder given as "." or "./", whose
+// files fsnotify names "./a.lua": an edit reloads its script, a removal
+// unmounts it and a new file mounts as itself, as in any other folder.
+func TestWatchRelativeFolder(t *testing.T) {
+	for _, dir := range []string{".", "./"} {
+		t.Run(dir, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			write(t, "a.lua", server(`{}`, "one"))
+			h, logs := watchHost(t, dir)
+			srv := httptest.NewServer(h.Handler())
+			defer srv.Close()
+
+			write(t, "a.lua", server(`{}`, "one", "two"))
+			waitFor(t, "a.lua to reload", func() bool { return tools(h, "/mcp/a") == "one,two" })
+			write(t, "b.lua", server(`{}`, "bee"))
+			waitFor(t, "b.lua to mount", func() bool { return tools(h, "/mcp/b") == "bee" })
+			if err := os.Remove("a.lua"); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "a.lua to unmount", func() bool { return status(t, srv.URL+"/mcp/a") == http.StatusNotFound })
+			h.Reload() // what SIGHUP does
+			if got := tools(h, "/mcp/b"); got != "bee" || len(h.LoadErrors()) != 0 {
+				t.Errorf("after a reload /mcp/b has tools %q, load errors %v", got, h.LoadErrors())
+			}
+			if strings.Contains(logs.String(), "already mounted") {
+				t.Errorf("a script clashed with itself:\n%s", logs.String())
+			}
+		})
+	}
+}
+
 func TestWatchModules(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "lib", "util.lua"), utilModule)
