@@ -35,10 +35,12 @@ type checked struct {
 	Tools    []string        `json:"tools"`
 	Grants   *hostlib.Grants `json:"grants,omitempty"` // route.allow, when it loads
 	Problems []luavm.Problem `json:"problems"`
+	Warnings []luavm.Problem `json:"warnings"` // what works, but likely not as meant
 }
 
 // check runs luavm.Check on every script named, or on every server file of
-// the folders named, and fails when any has a problem.
+// the folders named, and fails when any has a problem; warnings alone do
+// not fail it.
 func check(c *cli.Context) error {
 	args := c.Args().Slice()
 	if len(args) == 0 {
@@ -76,18 +78,19 @@ func check(c *cli.Context) error {
 			report = append(report, r)
 		}
 	}
-	n := 0
+	n, warnings := 0, 0
 	for _, r := range report {
 		n += len(r.Problems)
+		warnings += len(r.Warnings)
 	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"scripts": report, "problems": n}); err != nil {
+		if err := enc.Encode(map[string]any{"scripts": report, "problems": n, "warnings": warnings}); err != nil {
 			return err
 		}
 	} else {
-		printReport(c.App.Writer, report, n)
+		printReport(c.App.Writer, report, n, warnings)
 	}
 	if n > 0 {
 		// Not cli.Exit: urfave/cli would exit the process from inside Run.
@@ -99,7 +102,7 @@ func check(c *cli.Context) error {
 // checkFile checks one script, naming files from the current folder.
 func checkFile(file, dir string) checked {
 	cfg := luavm.Config{Dir: dir, Logger: slog.New(slog.DiscardHandler), PoolSize: -1}
-	r := checked{File: file, Tools: []string{}, Problems: []luavm.Problem{}}
+	r := checked{File: file, Tools: []string{}, Problems: []luavm.Problem{}, Warnings: []luavm.Problem{}}
 	tools, problems := luavm.Check(file, cfg)
 	if tools != nil {
 		r.Tools = tools
@@ -108,9 +111,13 @@ func checkFile(file, dir string) checked {
 		if !filepath.IsAbs(p.File) {
 			p.File = filepath.Join(dir, filepath.FromSlash(p.File))
 		}
-		r.Problems = append(r.Problems, p)
+		if p.Warning {
+			r.Warnings = append(r.Warnings, p)
+		} else {
+			r.Problems = append(r.Problems, p)
+		}
 	}
-	if len(problems) == 0 || tools != nil {
+	if len(r.Problems) == 0 || tools != nil {
 		if s, err := luavm.Load(file, cfg); err == nil {
 			r.Path = s.Options().Path
 			r.Grants = s.Grants()
@@ -120,9 +127,12 @@ func checkFile(file, dir string) checked {
 	return r
 }
 
-func printReport(w io.Writer, report []checked, n int) {
+func printReport(w io.Writer, report []checked, n, warnings int) {
 	for _, r := range report {
 		for _, p := range r.Problems {
+			fmt.Fprintln(w, p)
+		}
+		for _, p := range r.Warnings {
 			fmt.Fprintln(w, p)
 		}
 		if len(r.Problems) == 0 {
@@ -135,10 +145,18 @@ func printReport(w io.Writer, report []checked, n int) {
 	}
 	switch n {
 	case 0:
-		fmt.Fprintf(w, "%d scripts, no problems\n", len(report))
+		fmt.Fprintf(w, "%d scripts, no problems", len(report))
 	case 1:
-		fmt.Fprintf(w, "1 problem\n")
+		fmt.Fprintf(w, "1 problem")
 	default:
-		fmt.Fprintf(w, "%d problems\n", n)
+		fmt.Fprintf(w, "%d problems", n)
 	}
+	switch warnings {
+	case 0:
+	case 1:
+		fmt.Fprintf(w, ", 1 warning")
+	default:
+		fmt.Fprintf(w, ", %d warnings", warnings)
+	}
+	fmt.Fprintln(w)
 }

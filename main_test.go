@@ -289,6 +289,40 @@ func TestCheckJSON(t *testing.T) {
 	}
 }
 
+// Warnings (schema keywords the validator does not check) are reported
+// apart from problems, and alone do not fail check.
+func TestCheckWarnings(t *testing.T) {
+	var out bytes.Buffer
+	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", "--json", filepath.Join("testdata", "check", "schema.lua")}); err != nil {
+		t.Fatalf("check with warnings only: %v\n%s", err, out.String())
+	}
+	var report struct {
+		Scripts []struct {
+			Tools    []string
+			Problems []json.RawMessage
+			Warnings []struct {
+				Line    int
+				Message string
+				Warning bool
+			}
+		}
+		Problems, Warnings int
+	}
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("--json printed %s: %v", out.String(), err)
+	}
+	if len(report.Scripts) != 1 || report.Problems != 0 || report.Warnings != 4 {
+		t.Fatalf("report %+v, want 1 script, no problems and 4 warnings", report)
+	}
+	s := report.Scripts[0]
+	if len(s.Problems) != 0 || len(s.Warnings) != 4 || len(s.Tools) != 1 {
+		t.Fatalf("schema.lua: %+v", s)
+	}
+	if w := s.Warnings[2]; w.Line != 6 || !w.Warning || w.Message != "tools[1].input_schema: #/properties/days/minimun is not checked: no such keyword; minimum?" {
+		t.Errorf("third warning: %+v", w)
+	}
+}
+
 func TestCheckClean(t *testing.T) {
 	var out bytes.Buffer
 	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", "scripts", "examples"}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/luamcp/luamcp/internal/jsonschema"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -18,14 +19,21 @@ type Problem struct {
 	File    string `json:"file"`           // the script or module, relative to Config.Dir
 	Line    int    `json:"line,omitempty"` // 0 when unknown
 	Message string `json:"message"`
+	// Warning marks something that works but likely not as meant: the
+	// script serves as it is.
+	Warning bool `json:"warning,omitempty"`
 }
 
-// String reads "file:line: message".
+// String reads "file:line: message", or "file:line: warning: message".
 func (p Problem) String() string {
-	if p.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
+	msg := p.Message
+	if p.Warning {
+		msg = "warning: " + msg
 	}
-	return p.File + ": " + p.Message
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, msg)
+	}
+	return p.File + ": " + msg
 }
 
 // checkTimeout bounds each callback Check runs.
@@ -38,8 +46,11 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 // list callbacks (tools, resources, resource_templates, prompts) on a fresh
 // state. It reports syntax and load errors, missing callbacks, capabilities
 // advertised without their callbacks, invalid route options, tool
-// descriptors that break the MCP spec, and errors the callbacks raise. It
-// returns the tool names it saw, and no problems for a script that is fine.
+// descriptors that break the MCP spec, and errors the callbacks raise; and,
+// as warnings, the keywords that look like checks but are none in the
+// schemas route.validate_arguments and validate_results check values
+// against. It returns the tool names it saw, and no problems for a script
+// that is fine.
 func Check(path string, cfg Config) (tools []string, problems []Problem) {
 	s, err := Load(path, cfg)
 	if err != nil {
@@ -71,6 +82,10 @@ type checker struct {
 
 func (c *checker) add(line int, format string, args ...any) {
 	c.problems = append(c.problems, Problem{File: c.ver.chunk, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) warn(line int, format string, args ...any) {
+	c.problems = append(c.problems, Problem{File: c.ver.chunk, Line: line, Message: fmt.Sprintf(format, args...), Warning: true})
 }
 
 // line returns the line where callback cb is defined.
@@ -207,11 +222,30 @@ func (c *checker) tool(root string, t *lua.LTable) {
 		if _, _, err := c.v.compileInputSchema(t); err != nil {
 			c.add(line, "%s.input_schema (route.validate_arguments): %v", root, err)
 		}
+		c.ignoredKeywords(line, root, t, "input_schema")
 	}
 	if c.ver.validateResults {
 		if _, _, err := c.v.compileSchema(t, "output_schema"); err != nil {
 			c.add(line, "%s.output_schema (route.validate_results): %v", root, err)
 		}
+		c.ignoredKeywords(line, root, t, "output_schema")
+	}
+}
+
+// ignoredKeywords warns of the keywords of tool's schema under key that
+// read like checks the validator does not make (jsonschema.IgnoredKeywords):
+// a misspelt minimum lets through the values it was meant to refuse.
+func (c *checker) ignoredKeywords(line int, root string, tool *lua.LTable, key string) {
+	text, err := c.v.schemaText(tool, key)
+	if text == nil || err != nil {
+		return // no schema, or the error above says why
+	}
+	ignored, err := jsonschema.IgnoredKeywords(text)
+	if err != nil {
+		return
+	}
+	for _, ig := range ignored {
+		c.warn(line, "%s.%s: #%s is not checked: %s", root, key, ig.Pointer, ig.Why)
 	}
 }
 

@@ -68,16 +68,22 @@ func renamed(t *lua.LTable, key string) lua.LValue {
 // output_schema); a tool without one has nothing to check: nil, nil. fresh
 // is whether this call compiled it (not the version's cache).
 func (v *vm) compileSchema(tool *lua.LTable, key string) (s *jsonschema.Schema, fresh bool, err error) {
-	schema, ok := renamed(tool, key).(*lua.LTable)
-	if !ok {
-		return nil, false, nil
-	}
-	text, err := v.codec.Encode(schema, key)
-	if err != nil {
-		return nil, true, err
+	text, err := v.schemaText(tool, key)
+	if text == nil || err != nil {
+		return nil, err != nil, err
 	}
 	cs, fresh := v.s.schemas.get(text)
 	return cs.s, fresh, cs.err
+}
+
+// schemaText is the JSON of tool's schema under key; nil, nil for a tool
+// without one.
+func (v *vm) schemaText(tool *lua.LTable, key string) ([]byte, error) {
+	schema, ok := renamed(tool, key).(*lua.LTable)
+	if !ok {
+		return nil, nil
+	}
+	return v.codec.Encode(schema, key)
 }
 
 // compileInputSchema compiles tool's input schema (compileSchema); luamcp

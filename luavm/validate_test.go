@@ -21,7 +21,7 @@ return {
                          days = { type = "integer", minimum = 1, maximum = 7 } } } },
       { name = "runs", description = "handle_tool runs", input_schema = { type = "object" } },
       { name = "broken", description = "its schema does not compile",
-        input_schema = { type = "object", properties = { a = { pattern = "(?=x)" } } } },
+        input_schema = { type = "object", properties = { a = { pattern = "(?=x)", minimun = 1 } } } },
     }
   end,
   handle_tool = function(name, args)
@@ -76,20 +76,32 @@ func TestValidateArguments(t *testing.T) {
 	}
 }
 
-// luamcp check reports an input schema validate_arguments cannot read.
+// luamcp check reports an input schema validate_arguments cannot read, and
+// warns of its keywords that read like checks but are none.
 func TestCheckValidateArguments(t *testing.T) {
 	for _, validate := range []string{"true", "false"} {
 		dir := t.TempDir()
 		path := dir + "/v.lua"
 		writeScript(t, path, strings.Replace(validateScript, "VALIDATE", validate, 1))
 		_, problems := Check(path, Config{Dir: dir})
-		var found []string
+		var found, warned []string
 		for _, p := range problems {
-			found = append(found, p.Message)
+			if p.Warning {
+				warned = append(warned, p.Message)
+			} else {
+				found = append(found, p.Message)
+			}
 		}
 		all := strings.Join(found, "\n")
 		if want := validate == "true"; strings.Contains(all, "tools[3].input_schema (route.validate_arguments)") != want {
 			t.Errorf("validate_arguments = %s: problems %q", validate, found)
+		}
+		want := []string{"tools[3].input_schema: #/properties/a/minimun is not checked: no such keyword; minimum?"}
+		if validate == "false" {
+			want = nil
+		}
+		if strings.Join(warned, "\n") != strings.Join(want, "\n") {
+			t.Errorf("validate_arguments = %s: warnings %q, want %q", validate, warned, want)
 		}
 	}
 }

@@ -101,7 +101,7 @@ var keywords = map[string]keyword{
 	"maxLength":             {allDrafts, checked, ""},
 	"pattern":               {allDrafts, checked, ""},
 	"items":                 {allDrafts, checked, ""}, // an array of schemas up to draft-07
-	"prefixItems":           {draft2020, checked, "draft-07 writes items as an array"},
+	"prefixItems":           {draft2020, checked, "earlier drafts write items as an array"},
 	"additionalItems":       {upTo7, checked, "2020-12 writes prefixItems for the first items and items for the rest"},
 	"minItems":              {allDrafts, checked, ""},
 	"maxItems":              {allDrafts, checked, ""},
@@ -111,8 +111,8 @@ var keywords = map[string]keyword{
 	"maxContains":           {draft2020, checked, ""},
 	"properties":            {allDrafts, checked, ""},
 	"required":              {allDrafts, checked, ""},
-	"dependentRequired":     {draft2020, checked, "draft-07 writes dependencies"},
-	"dependentSchemas":      {draft2020, checked, "draft-07 writes dependencies"},
+	"dependentRequired":     {draft2020, checked, "earlier drafts write dependencies"},
+	"dependentSchemas":      {draft2020, checked, "earlier drafts write dependencies"},
 	"dependencies":          {upTo7, checked, "2020-12 writes dependentRequired or dependentSchemas"},
 	"additionalProperties":  {allDrafts, checked, ""},
 	"patternProperties":     {allDrafts, checked, ""},
@@ -152,10 +152,10 @@ var keywords = map[string]keyword{
 	"contentMediaType": {allDrafts, annotation, ""},
 	"contentSchema":    {allDrafts, annotation, ""},
 
-	"$dynamicRef":      {0, ignored, "$dynamicRef is not followed"},
-	"$recursiveRef":    {0, ignored, "2019-09's $recursiveRef is not followed"},
+	"$dynamicRef":      {0, ignored, "dynamic references are not followed"},
+	"$recursiveRef":    {0, ignored, "2019-09's recursive references are not followed"},
 	"$recursiveAnchor": {0, core, ""},
-	"nullable":         {0, ignored, `OpenAPI's nullable is no JSON Schema keyword: allow null with type = { "string", "null" }`},
+	"nullable":         {0, ignored, `OpenAPI's keyword, not JSON Schema's (a type list with "null" allows null)`},
 }
 
 // reads reports whether the compiler reads key in dialect d.
@@ -226,19 +226,19 @@ func ignoredWhy(key string, d dialect, refOnly bool) string {
 	switch {
 	case !known:
 		if kw, ok := nearMiss(key); ok {
-			return "not a keyword: " + kw + "?"
+			return "no such keyword; " + kw + "?"
 		}
 	case k.role == ignored:
 		return k.note
 	case k.role != checked:
 	case k.in&d == 0:
-		why := key + " is a " + k.in.String() + " keyword, not read under " + d.String()
+		why := "a " + k.in.String() + " keyword, not read under " + d.String()
 		if k.note != "" {
-			why += ": " + k.note
+			why += " (" + k.note + ")"
 		}
 		return why
 	case refOnly && key != "$ref":
-		return d.String() + " ignores the siblings of $ref: put them beside it in an allOf"
+		return d.String() + " ignores the siblings of $ref (put them beside it in an allOf)"
 	}
 	return ""
 }
