@@ -117,6 +117,7 @@ func TestValidate(t *testing.T) {
 		{"$id without a root $id", `{"$defs":{"a":{"$id":"node.json","$defs":{"s":{"type":"string"}},"$ref":"#/$defs/s"}},"items":{"$ref":"node.json"}}`, `["a",1]`, "[1]: want string"},
 		{"anchor inside a resource", `{"$id":"https://example.com/r","$defs":{"a":{"$id":"nested","$defs":{"b":{"$anchor":"x","type":"null"}}}},"$ref":"nested#x"}`, `0`, "want null"},
 		{"$id inside an enum names nothing", `{"$defs":{"a":{"enum":[{"$id":"e.json"}]},"e":{"$id":"e.json","type":"string"}},"$ref":"e.json"}`, `"s"`, ""},
+		{"a relative $id named like a file", `{"$defs":{"a":{"$id":"schema.json"},"s":{"type":"string"}},"$ref":"#/$defs/s"}`, `1`, "want string"},
 		{"$dynamicAnchor is an anchor too", `{"$defs":{"a":{"$dynamicAnchor":"d","type":"string"}},"$ref":"#d"}`, `1`, "want string"},
 		// dependentSchemas
 		{"dependentSchemas", `{"dependentSchemas":{"card":{"required":["cvv"]}}}`, `{"card":1}`, `missing required property "cvv"`},

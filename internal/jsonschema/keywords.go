@@ -179,9 +179,9 @@ type Ignored struct {
 // OpenAPI's nullable, and unknown keywords one slip away from a checked one
 // (minimun, require, maxlength). Annotations (format, title, ...) and other
 // unknown keywords (x-order) are not listed: they are not meant to refuse a
-// value. It looks where [Compile] does, in each schema object, those in
-// the order of their JSON pointers, and its keywords in order; JSON that
-// does not parse is an error, a schema that does not compile is not.
+// value. It looks in the schema objects [Compile] reads, in the order of
+// their JSON pointers, and at each one's keywords in order. JSON that does
+// not parse is an error; a schema that does not compile is not.
 func IgnoredKeywords(schema []byte) ([]Ignored, error) {
 	doc, err := decode(schema)
 	if err != nil {

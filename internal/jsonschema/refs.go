@@ -16,9 +16,9 @@ type scope struct {
 
 // rootURI is the base URI of a schema without a root $id: a hierarchical
 // URI, so that relative $ids and $refs resolve against it as they would
-// against the document's own address. No $ref can name it, as nothing is
-// fetched: only the URIs the document's $ids give.
-const rootURI = "luamcp:///schema.json"
+// against the document's own address, and one that no relative $id is
+// likely to spell (an $id that does names the root twice).
+const rootURI = "luamcp:///~root"
 
 var rootScope = scope{base: rootURI, d: draft2020}
 
