@@ -59,6 +59,66 @@ func (c *Codec) AppendEncode(dst []byte, v lua.LValue, root string) ([]byte, err
 	return out, nil
 }
 
+// A Shape is the JSON type the protocol fixes for a value: a result's
+// content is a list, its structuredContent an object.
+type Shape int
+
+const (
+	// List is a JSON array: an empty table encodes as [], and a table
+	// with a string key, or marked with mcp.object, is refused.
+	List Shape = iota + 1
+	// Object is a JSON object: an empty table encodes as {}, and a list
+	// (keys 1..n, or marked with mcp.array) is refused.
+	Object
+)
+
+// AppendEncodeAs is AppendEncode for a value of a fixed shape. An empty
+// table is ambiguous in Lua, and a value of the other shape would reach the
+// client against the protocol's schema: both are settled here, where the
+// table's mark is known. Anything but a table is an error.
+func (c *Codec) AppendEncodeAs(dst []byte, v lua.LValue, root string, want Shape) ([]byte, error) {
+	t, ok := v.(*lua.LTable)
+	name := "a list"
+	if want == Object {
+		name = "an object (a table with string keys)"
+	}
+	if !ok {
+		return dst, &EncodeError{Path: root, Msg: "want " + name + ", got " + describeValue(v)}
+	}
+	m, n := c.mark(t), t.MaxN()
+	base := len(c.ents)
+	c.ents = appendHash(c.ents, t, n)
+	var key lua.LValue
+	if len(c.ents) > base {
+		key = c.ents[base].k
+	}
+	clear(c.ents[base:])
+	c.ents = c.ents[:base]
+	switch {
+	case want == List && m == markObject, want == Object && m == markArray:
+		return dst, &EncodeError{Path: root, Msg: "want " + name + ", got a table marked as the other kind"}
+	case want == List && m == markNone && key != nil:
+		return dst, &EncodeError{Path: root, Msg: "want " + name + ", got a table with the key " + keyName(key)}
+	case want == List && m == markNone && n == 0:
+		return append(dst, "[]"...), nil
+	case want == Object && m == markNone && n > 0 && key == nil:
+		return dst, &EncodeError{Path: root, Msg: "want " + name + ", got a list"}
+	}
+	return c.AppendEncode(dst, v, root)
+}
+
+// describeValue names a value's type for an error, with a string's or
+// number's text.
+func describeValue(v lua.LValue) string {
+	switch v := v.(type) {
+	case lua.LString:
+		return "the string " + strconv.Quote(string(v))
+	case lua.LNumber:
+		return "the number " + v.String()
+	}
+	return typeName(v)
+}
+
 // appendValue appends v; depth counts the tables around it.
 func (c *Codec) appendValue(buf []byte, v lua.LValue, depth int) ([]byte, *pathError) {
 	switch v := v.(type) {

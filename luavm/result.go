@@ -23,6 +23,18 @@ var wireNames = map[string]lua.LValue{
 	"website_url":        lua.LString("websiteUrl"),
 }
 
+// resultShapes are the top-level keys of results whose JSON type the MCP
+// schema fixes (script-api.md "Results"): `content = {}` is an empty list,
+// not {}, and a structured_content that is not an object is refused rather
+// than sent against the schema.
+var resultShapes = map[string]bridge.Shape{
+	"content":            bridge.List,
+	"contents":           bridge.List,
+	"messages":           bridge.List,
+	"structured_content": bridge.Object,
+	"structuredContent":  bridge.Object,
+}
+
 // field is one top-level key of an object being written.
 type field struct {
 	name string     // key on the wire
@@ -33,8 +45,9 @@ type field struct {
 
 // appendFields appends the entries of t as JSON object members ("k":v,...,
 // without braces), keys renamed by wireNames and sorted. Keys for which skip
-// reports true are left out. root names t in errors.
-func (v *vm) appendFields(buf []byte, t *lua.LTable, root string, skip func(string) bool) ([]byte, error) {
+// reports true are left out, and those in shapes are encoded in their shape
+// (bridge.Codec.AppendEncodeAs). root names t in errors.
+func (v *vm) appendFields(buf []byte, t *lua.LTable, root string, skip func(string) bool, shapes map[string]bridge.Shape) ([]byte, error) {
 	fields := v.fields[:0]
 	var bad lua.LValue
 	t.ForEach(func(k, val lua.LValue) {
@@ -75,7 +88,12 @@ func (v *vm) appendFields(buf []byte, t *lua.LTable, root string, skip func(stri
 			return buf, err
 		}
 		buf = append(buf, ':')
-		if buf, err = v.codec.AppendEncode(buf, f.val, ""); err != nil {
+		if shape, ok := shapes[f.key]; ok {
+			buf, err = v.codec.AppendEncodeAs(buf, f.val, "", shape)
+		} else {
+			buf, err = v.codec.AppendEncode(buf, f.val, "")
+		}
+		if err != nil {
 			return buf, under(err, root, f.key)
 		}
 	}
@@ -99,10 +117,11 @@ func under(err error, root, key string) error {
 	return &bridge.EncodeError{Path: path, Msg: eerr.Msg}
 }
 
-// object encodes t as a JSON object with wireNames applied to its top level.
-func (v *vm) object(t *lua.LTable, root string, skip func(string) bool) (json.RawMessage, error) {
+// object encodes t as a JSON object with wireNames applied to its top level
+// (and shapes, as appendFields).
+func (v *vm) object(t *lua.LTable, root string, skip func(string) bool, shapes map[string]bridge.Shape) (json.RawMessage, error) {
 	buf := append(v.buf[:0], '{')
-	buf, err := v.appendFields(buf, t, root, skip)
+	buf, err := v.appendFields(buf, t, root, skip, shapes)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +168,7 @@ func (v *vm) toolResult(res lua.LValue, isError bool, root string) (json.RawMess
 			return nil, fmt.Errorf("%s: a table result needs content (a list of content blocks)", root)
 		}
 		buf = append(buf, '{')
-		if buf, err = v.appendFields(buf, r, root, skipIsError); err != nil {
+		if buf, err = v.appendFields(buf, r, root, skipIsError, resultShapes); err != nil {
 			return nil, err
 		}
 	default:
@@ -189,7 +208,7 @@ func (v *vm) resourceResult(res lua.LValue, uri string, mime lua.LValue) (json.R
 		if _, ok := r.RawGetString("contents").(*lua.LTable); !ok {
 			return nil, errors.New("result: a table result needs contents (a list of resource contents)")
 		}
-		return v.object(r, "result", nil)
+		return v.object(r, "result", nil, resultShapes)
 	}
 	return nil, fmt.Errorf("result: want a string or a table with contents, got %s", describe(res))
 }
@@ -203,7 +222,7 @@ func (v *vm) promptResult(res lua.LValue) (json.RawMessage, error) {
 	if _, ok := t.RawGetString("messages").(*lua.LTable); !ok {
 		return nil, errors.New("result: a prompt needs messages (a list)")
 	}
-	return v.object(t, "result", nil)
+	return v.object(t, "result", nil, resultShapes)
 }
 
 // message returns the text of an in-band failure (`nil, message`).

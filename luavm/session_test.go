@@ -550,3 +550,73 @@ func TestSnapshotBesideCalls(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestResultShapes: the lists and the object of a result reach the wire in
+// the shape the MCP schema gives them, whatever the script's tables look
+// like: an empty table in a list's place is [], and a value of the wrong
+// shape is a crash naming it rather than a result against the schema.
+func TestResultShapes(t *testing.T) {
+	s, _ := loadSource(t, "shapes.lua", `
+local mcp = require("mcp")
+local results = {
+  empty_content = { content = {} },
+  empty_structured = { content = {}, structured_content = {} },
+  marked_structured = { content = {}, structured_content = mcp.object({ "a" }) },
+  content_object = { content = { type = "text", text = "x" } },
+  content_marked_object = { content = mcp.object({}) },
+  structured_string = { content = {}, structured_content = "x" },
+  structured_list = { content = {}, structured_content = { 1, 2 } },
+}
+return {
+  init = function() return { name = "shapes", version = "1" }, { tools = {}, resources = {}, prompts = {} }, {} end,
+  tools = function()
+    local list = {}
+    for name in pairs(results) do
+      list[#list + 1] = { name = name, input_schema = { type = "object" } }
+    end
+    return list
+  end,
+  handle_tool = function(name) return results[name] end,
+  resources = function() return { { uri = "r://x", name = "x" } } end,
+  read_resource = function() return { contents = {} } end,
+  prompts = function() return { { name = "p" } } end,
+  get_prompt = function() return { messages = {} } end,
+}`)
+	ss, _ := open(t, s, "")
+	for _, tt := range []struct {
+		name, want, crash string
+	}{
+		{"empty_content", `{"content":[],"isError":false}`, ""},
+		{"empty_structured", `{"content":[],"structuredContent":{},"isError":false}`, ""},
+		{"marked_structured", `{"content":[],"structuredContent":{"1":"a"},"isError":false}`, ""},
+		{"content_object", "", "result.content: want a list, got a table with the key"},
+		{"content_marked_object", "", "result.content: want a list, got a table marked as the other kind"},
+		{"structured_string", "", `result.structured_content: want an object (a table with string keys), got the string "x"`},
+		{"structured_list", "", "result.structured_content: want an object (a table with string keys), got a list"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := call(t, ss, tt.name, `{}`)
+			if tt.crash != "" {
+				if !isCrash(err) {
+					t.Fatalf("want a crash, got %q, %v", got, err)
+				}
+				contains(t, err.Error(), tt.crash)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			jsonEqual(t, got, tt.want)
+		})
+	}
+	res, err := ss.ReadResource(context.Background(), testCall(""), "r://x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, string(res), `{"contents":[]}`)
+	res, err = ss.GetPrompt(context.Background(), testCall(""), "p", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, string(res), `{"messages":[]}`)
+}
