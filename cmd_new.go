@@ -56,7 +56,9 @@ func newScript(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(strings.ReplaceAll(tmpl.source, "NAME", name))
+	// The commands in the script's header run from where new ran.
+	src := strings.NewReplacer("SCRIPT", file, "FOLDER", dir, "NAME", name).Replace(tmpl.source)
+	_, err = f.WriteString(src)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -72,16 +74,20 @@ func newScript(c *cli.Context) error {
 		fmt.Fprintf(w, "made  %s (the script may write there)\n", filepath.Join(dir, folder))
 	}
 	fmt.Fprintf(w, "try it:  luamcp call %s %s\n", file, tmpl.try)
-	fmt.Fprintf(w, "serve:   luamcp serve --dir %s   (edits reload live)\n", dir)
+	fmt.Fprintf(w, "serve:   luamcp serve %s   (edits reload live)\n", dir)
 	return nil
 }
 
-// starter is the script `luamcp new` writes; NAME is replaced.
+// starter is the script `luamcp new` writes; NAME, SCRIPT (its path) and
+// FOLDER (its folder) are replaced.
 const starter = `-- NAME: an MCP server written in Lua, served by luamcp.
 --
---   luamcp call NAME.lua greet '{"name":"you"}'   run one tool, no client needed
---   luamcp check                                 report problems with file:line
---   luamcp serve                                 serve it at /mcp/NAME; saving reloads it
+--   luamcp call SCRIPT greet '{"name":"you"}'
+--       run one tool, no client needed
+--   luamcp check FOLDER
+--       report problems with file:line
+--   luamcp serve FOLDER
+--       serve it at /mcp/NAME; saving reloads it
 --
 -- The full contract is in docs/script-api.md; types/ has editor stubs.
 

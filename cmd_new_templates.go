@@ -4,7 +4,7 @@ import "runtime"
 
 // template is one starter `luamcp new --template` writes.
 type template struct {
-	source  string   // the script; NAME is replaced
+	source  string   // the script; NAME, SCRIPT and FOLDER are replaced (newScript)
 	try     string   // the "luamcp call FILE ..." arguments that try it
 	folders []string // folders the script is granted, created beside it
 }
@@ -29,7 +29,7 @@ func execTemplate(goos string) template {
 // httpStarter is a tool that calls an HTTP API.
 const httpStarter = `-- NAME: an MCP server that calls an HTTP API, served by luamcp.
 --
---   luamcp call NAME.lua repo_info '{"repo":"golang/go"}'
+--   luamcp call SCRIPT repo_info '{"repo":"golang/go"}'
 --
 -- A script reaches nothing until its route grants it: route.allow.http lists
 -- the hosts it may call ("api.example.com", "*.example.com", "host:port").
@@ -88,7 +88,7 @@ return {
 // fsStarter is a tool that keeps files in a granted folder.
 const fsStarter = `-- NAME: an MCP server that keeps files, served by luamcp.
 --
---   luamcp call NAME.lua save '{"name":"first","text":"hello"}'
+--   luamcp call SCRIPT save '{"name":"first","text":"hello"}'
 --
 -- route.allow.write grants the folder "data" beside this script (created by
 -- luamcp new); route.allow.read would grant a folder read-only. fs refuses
@@ -152,7 +152,7 @@ return {
 // execStarter is a tool that wraps a command-line program.
 const execStarter = `-- NAME: an MCP server that wraps a command-line program, served by luamcp.
 --
---   luamcp call NAME.lua word_count '{"text":"one two three"}'
+--   luamcp call SCRIPT word_count '{"text":"one two three"}'
 --
 -- route.allow.exec names the programs the script may run (looked up on PATH
 -- when it loads). exec.run takes the program and its arguments as a list and
@@ -203,7 +203,7 @@ return {
 // execStarterWindows is execStarter for Windows, around hostname.exe.
 const execStarterWindows = `-- NAME: an MCP server that wraps a command-line program, served by luamcp.
 --
---   luamcp call NAME.lua machine_name
+--   luamcp call SCRIPT machine_name
 --
 -- route.allow.exec names the programs the script may run (looked up on PATH
 -- when it loads: "hostname" finds hostname.exe). exec.run takes the program

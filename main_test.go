@@ -414,6 +414,12 @@ func TestNew(t *testing.T) {
 	if !strings.Contains(string(src), "---@type luamcp.Server") || !strings.Contains(string(src), `name = "weather"`) {
 		t.Errorf("starter lacks its annotation or name:\n%s", src)
 	}
+	// Its header's commands work from where new ran, as those it printed.
+	for _, cmd := range []string{"luamcp call " + file + " greet", "luamcp check " + dir + "\n", "luamcp serve " + dir + "\n"} {
+		if !strings.Contains(string(src), cmd) {
+			t.Errorf("starter's header lacks %q:\n%s", cmd, src)
+		}
+	}
 	for _, bad := range [][]string{{"weather"}, {"no/slash"}, {}} {
 		if err := newApp(io.Discard, io.Discard).Run(append([]string{"luamcp", "new", "--dir", dir}, bad...)); err == nil {
 			t.Errorf("new %v succeeded", bad)
