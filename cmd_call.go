@@ -52,6 +52,10 @@ func callTool(c *cli.Context) error {
 		args = json.RawMessage(c.Args().Get(2))
 		var obj map[string]any
 		if err := json.Unmarshal(args, &obj); err != nil {
+			var typeErr *json.UnmarshalTypeError
+			if errors.As(err, &typeErr) {
+				return fmt.Errorf("arguments must be a JSON object, not a JSON %s: %s", typeErr.Value, c.Args().Get(2))
+			}
 			return fmt.Errorf("arguments must be a JSON object: %w", err)
 		}
 	}

@@ -719,7 +719,7 @@ func (h *Host) describe(s *luavm.Script) []string {
 func (h *Host) fail(file string, err error, sum [sha256.Size]byte) {
 	lerr := &LoadError{Script: file, Err: err}
 	if prev := h.failed[file]; prev == nil || prev.err.Error() != lerr.Error() {
-		h.logger.Error("script not mounted", "err", lerr.Error())
+		h.logger.Error("script not mounted", "script", file, "err", lerr.Error())
 	}
 	h.failed[file] = &failed{err: lerr, sum: sum}
 }
@@ -731,7 +731,7 @@ func (h *Host) fail(file string, err error, sum [sha256.Size]byte) {
 func (h *Host) notReloaded(m *mount, sum [sha256.Size]byte, err error) {
 	lerr := &LoadError{Script: m.route.Script, Err: err}
 	if prev := m.unapplied; prev == nil || prev.sum != sum || prev.err.Error() != lerr.Error() {
-		h.logger.Error("script not reloaded: the running version stays", "err", lerr.Error())
+		h.logger.Error("script not reloaded: the running version stays", "script", m.route.Script, "err", lerr.Error())
 		h.reloaded(m.opts.Path, false)
 	}
 	m.unapplied = &failed{err: lerr, sum: sum}

@@ -135,10 +135,10 @@ func (c *checker) run() []string {
 	tools := c.list(cbTools, state, "name", c.tool)
 	c.toolScopes(tools)
 	if v.has(cbResources) {
-		c.list(cbResources, state, "uri", nil)
+		c.list(cbResources, state, "uri", c.named(cbResources))
 	}
 	if v.has(cbResourceTemplates) {
-		c.list(cbResourceTemplates, state, "uri_template", nil)
+		c.list(cbResourceTemplates, state, "uri_template", c.named(cbResourceTemplates))
 	}
 	if v.has(cbPrompts) {
 		c.list(cbPrompts, state, "name", nil)
@@ -187,6 +187,17 @@ func (c *checker) list(cb int, state lua.LValue, key string, each func(root stri
 		}
 	}
 	return keys
+}
+
+// named checks that an entry of list callback cb has a name, which the MCP
+// schema requires of resources and templates besides their key (a client
+// that checks the schema refuses the whole list otherwise).
+func (c *checker) named(cb int) func(root string, t *lua.LTable) {
+	return func(root string, t *lua.LTable) {
+		if _, ok := t.RawGetString("name").(lua.LString); !ok {
+			c.add(c.line(cb), "%s.name: want a string (the MCP schema requires a name), got %s", root, describe(t.RawGetString("name")))
+		}
+	}
 }
 
 // tool checks one tool descriptor against the MCP spec.

@@ -195,9 +195,13 @@ func (v *vm) checkCapabilities(has mcp.Capabilities) error {
 func capabilityGap(defined func(cb int) bool, has mcp.Capabilities) error {
 	need := func(cap string, cbs ...int) error {
 		for _, cb := range cbs {
-			if !defined(cb) {
-				return fmt.Errorf("advertises the %s capability, but the server module has no %s function", cap, callbackNames[cb])
+			if defined(cb) {
+				continue
 			}
+			if isList(cb) {
+				return fmt.Errorf("advertises the %s capability, but the server module has no %s (a function or a list)", cap, callbackNames[cb])
+			}
+			return fmt.Errorf("advertises the %s capability, but the server module has no %s function", cap, callbackNames[cb])
 		}
 		return nil
 	}

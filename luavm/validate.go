@@ -101,7 +101,7 @@ func (v *vm) checkArguments(tool *lua.LTable, name string, args []byte) string {
 	if err != nil {
 		if fresh {
 			v.s.logger.Error("route.validate_arguments: the tool's input_schema cannot be checked, so its calls are refused",
-				"script", v.s.name, "tool", name, "error", err)
+				"tool", name, "error", err)
 		}
 		return fmt.Sprintf("the server cannot check the arguments of %q: its input schema is invalid", name)
 	}
