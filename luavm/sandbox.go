@@ -25,10 +25,11 @@ const (
 )
 
 // removedGlobals are the base functions a script does not get: file access,
-// the garbage collector, environments, the package system's module(), and
-// gopher-lua's debugging aids.
+// the garbage collector (collectgarbage, and Lua 5.0's gcinfo, which Lua 5.1
+// keeps), environments, the package system's module(), and gopher-lua's
+// debugging aids.
 var removedGlobals = []string{
-	"dofile", "loadfile", "collectgarbage", "getfenv", "setfenv", "module",
+	"dofile", "loadfile", "collectgarbage", "gcinfo", "getfenv", "setfenv", "module",
 	"require", "_printregs", "newproxy",
 }
 

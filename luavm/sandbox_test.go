@@ -23,7 +23,7 @@ func TestSandboxGlobals(t *testing.T) {
 	}
 	want := map[string]string{
 		"io": "nil", "debug": "nil", "channel": "nil",
-		"dofile": "nil", "loadfile": "nil", "collectgarbage": "nil", "getfenv": "nil", "setfenv": "nil",
+		"dofile": "nil", "loadfile": "nil", "collectgarbage": "nil", "gcinfo": "nil", "getfenv": "nil", "setfenv": "nil",
 		"module": "nil", "newproxy": "nil",
 		"os_execute": "nil", "os_exit": "nil", "os_getenv": "nil", "os_remove": "nil",
 		"os_time": "function", "os_clock": "function", "os_date": "function",

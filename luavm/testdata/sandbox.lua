@@ -15,7 +15,7 @@ return {
       return mcp.json_encode({
         io = type(io), debug = type(debug), channel = type(channel),
         dofile = type(dofile), loadfile = type(loadfile),
-        collectgarbage = type(collectgarbage), getfenv = type(getfenv), setfenv = type(setfenv),
+        collectgarbage = type(collectgarbage), gcinfo = type(gcinfo), getfenv = type(getfenv), setfenv = type(setfenv),
         module = type(module), newproxy = type(newproxy),
         os_execute = type(os.execute), os_exit = type(os.exit), os_getenv = type(os.getenv),
         os_remove = type(os.remove), os_time = type(os.time), os_clock = type(os.clock), os_date = type(os.date),

@@ -1632,7 +1632,7 @@ func (ls *LState) GetInfo(what string, dbg *Debug, fn LValue) (LValue, error) {
 				dbg.What = "Lua"
 			}
 			if !f.IsG {
-				dbg.Source = f.Proto.SourceName
+				dbg.Source = f.Proto.source() // patched for luamcp: function.go
 				dbg.LineDefined = f.Proto.LineDefined
 				dbg.LastLineDefined = f.Proto.LastLineDefined
 			}
@@ -1891,6 +1891,13 @@ func (ls *LState) Call(nargs, nret int) {
 }
 
 func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
+	return ls.pcall(nargs, nret, errfunc, false)
+}
+
+// pcall is PCall; with errErr, an error raised inside errfunc is Lua 5.1's
+// LUA_ERRERR, the error "error in error handling", as xpcall returns it
+// (PCall returns the handler's error, as upstream). Patched for luamcp.
+func (ls *LState) pcall(nargs, nret int, errfunc *LFunction, errErr bool) (err error) {
 	err = nil
 	sp := ls.stack.Sp()
 	base := ls.reg.Top() - nargs - 1
@@ -1932,6 +1939,9 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 								runtime.Stack(buf, false)
 								err.(*ApiError).StackTrace = strings.Trim(string(buf), "\000") + ls.stackTrace(0)
 							}
+						} else if errErr && ls.contextErr() == nil {
+							// patched for luamcp: a cancellation stays itself.
+							err = newApiErrorS(ApiErrorError, errInErrorHandling)
 						} else {
 							err = rcv.(*ApiError)
 							err.(*ApiError).StackTrace = ls.stackTrace(0)

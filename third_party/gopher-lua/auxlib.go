@@ -283,7 +283,7 @@ func (ls *LState) OptUserData(n int, d *LUserData) *LUserData {
 // patched for luamcp: the function's name is quoted, as in Lua 5.1's
 // luaL_argerror ("bad argument #1 to 'max' (number expected, got nil)").
 func (ls *LState) ArgError(n int, message string) {
-	ls.RaiseError("bad argument #%v to '%v' (%v)", n, ls.rawFrameFuncName(ls.currentFrame), message)
+	ls.argError(n, message)
 }
 
 func (ls *LState) TypeError(n int, typ LValueType) {
@@ -293,7 +293,38 @@ func (ls *LState) TypeError(n int, typ LValueType) {
 	if n > ls.GetTop() {
 		got = "no value"
 	}
-	ls.RaiseError("bad argument #%v to '%v' (%v expected, got %v)", n, ls.rawFrameFuncName(ls.currentFrame), typ.String(), got)
+	ls.argError(n, typ.String()+" expected, got "+got)
+}
+
+// argError raises the error of the current function's argument n, as Lua
+// 5.1's luaL_argerror: in a method call (obj:name(...)) self is not counted,
+// and a bad self is "calling 'name' on bad self (...)". Patched for luamcp:
+// upstream counted self (("x"):rep() was "bad argument #2 to 'rep'").
+func (ls *LState) argError(n int, message string) {
+	name := ls.rawFrameFuncName(ls.currentFrame)
+	if calledAsMethod(ls.currentFrame) {
+		n--
+		if n == 0 {
+			ls.RaiseError("calling '%v' on bad self (%v)", name, message)
+		}
+	}
+	ls.RaiseError("bad argument #%v to '%v' (%v)", n, name, message)
+}
+
+// calledAsMethod reports whether the frame fr was called by a method call of
+// the Lua function below it (DbgCall.Method).
+func calledAsMethod(fr *callFrame) bool {
+	if fr == nil || fr.Parent == nil || fr.Parent.Fn == nil || fr.Parent.Fn.IsG {
+		return false
+	}
+	caller := fr.Parent
+	pc := caller.Pc - 1
+	for _, call := range caller.Fn.Proto.DbgCalls {
+		if call.Pc == pc {
+			return call.Method
+		}
+	}
+	return false
 }
 
 /* }}} */

@@ -28,6 +28,7 @@ var baseFuncs = map[string]LGFunction{
 	"collectgarbage": baseCollectGarbage,
 	"dofile":         baseDoFile,
 	"error":          baseError,
+	"gcinfo":         baseGcinfo, // patched for luamcp
 	"getfenv":        baseGetFEnv,
 	"getmetatable":   baseGetMetatable,
 	"load":           baseLoad,
@@ -70,6 +71,14 @@ func baseAssert(L *LState) int {
 func baseCollectGarbage(L *LState) int {
 	runtime.GC()
 	return 0
+}
+
+// baseGcinfo is Lua 5.1's gcinfo (Lua 5.0's, kept): the memory the state
+// holds, in KiB, here as its memory budget counts it (budget.go). Patched
+// for luamcp: upstream had no gcinfo.
+func baseGcinfo(L *LState) int {
+	L.Push(LNumber(L.G.budget.used >> 10))
+	return 1
 }
 
 func baseDoFile(L *LState) int {
@@ -177,9 +186,20 @@ func loadaux(L *LState, reader io.Reader, chunkname string) int {
 	}
 }
 
+// loadNamed is loadaux for load and loadstring, which show the chunk's name
+// as Lua 5.1 does (ChunkID) and keep it as given for debug.getinfo's source.
+// Patched for luamcp.
+func loadNamed(L *LState, reader io.Reader, chunkname string) int {
+	n := loadaux(L, reader, ChunkID(chunkname))
+	if fn, ok := L.Get(-1).(*LFunction); ok && n == 1 && fn.Proto != nil {
+		fn.Proto.setChunkName(&chunkname)
+	}
+	return n
+}
+
 func baseLoad(L *LState) int {
 	fn := L.CheckFunction(1)
-	chunkname := L.OptString(2, "?")
+	chunkname := L.OptString(2, "=(load)") // patched for luamcp: as Lua 5.1 (upstream: "?")
 	top := L.GetTop()
 	buf := []string{}
 	for {
@@ -202,7 +222,7 @@ func baseLoad(L *LState) int {
 			return 2
 		}
 	}
-	return loadaux(L, strings.NewReader(strings.Join(buf, "")), chunkname)
+	return loadNamed(L, strings.NewReader(strings.Join(buf, "")), chunkname) // patched for luamcp
 }
 
 func baseLoadFile(L *LState) int {
@@ -225,15 +245,60 @@ func baseLoadFile(L *LState) int {
 	return loadaux(L, reader, chunkname)
 }
 
+// patched for luamcp: the chunk is named as Lua 5.1 names it (ChunkID): by
+// default "[string \"first line...\"]", "=name" is name and "@file" file
+// (upstream: "<string>", or the name as given).
 func baseLoadString(L *LState) int {
-	return loadaux(L, strings.NewReader(L.CheckString(1)), L.OptString(2, "<string>"))
+	s := L.CheckString(1)
+	return loadNamed(L, strings.NewReader(s), L.OptString(2, s))
 }
 
+// luaIDSize is Lua 5.1's LUA_IDSIZE, the size of a chunk's shown name with
+// its C string's NUL.
+const luaIDSize = 60
+
+// ChunkID is the name Lua 5.1 shows for a chunk loaded under the name
+// source (luaO_chunkid), in error positions and tracebacks: "=name" is name
+// (at most 59 bytes), "@file" is file (its last 52 bytes after "..." when
+// longer), and any other source, the text itself for loadstring, is
+// [string "its first line"], cut at 43 bytes, or at a line break, with "...".
+// As in C, the name ends at a NUL byte. Patched for luamcp.
+func ChunkID(source string) string {
+	if i := strings.IndexByte(source, 0); i >= 0 {
+		source = source[:i]
+	}
+	switch {
+	case strings.HasPrefix(source, "="):
+		return source[1:min(len(source), luaIDSize)]
+	case strings.HasPrefix(source, "@"):
+		source = source[1:]
+		if keep := luaIDSize - len(" '...' ") - 1; len(source) > keep {
+			return "..." + source[len(source)-keep:]
+		}
+		return source
+	}
+	n := strings.IndexAny(source, "\n\r")
+	if n < 0 {
+		n = len(source)
+	}
+	n = min(n, luaIDSize-len(" [string \"...\"] ")-1)
+	if n < len(source) {
+		return "[string \"" + source[:n] + "...\"]"
+	}
+	return "[string \"" + source + "\"]"
+}
+
+// patched for luamcp: a key the table does not hold is "invalid key to
+// 'next'", as Lua 5.1's luaH_next (upstream went on after the table's first
+// key, or returned nil).
 func baseNext(L *LState) int {
 	tb := L.CheckTable(1)
 	index := LNil
 	if L.GetTop() >= 2 {
 		index = L.Get(2)
+	}
+	if !tb.holdsKey(index) {
+		L.RaiseError("invalid key to 'next'")
 	}
 	key, value := tb.Next(index)
 	if key == LNil {
@@ -478,15 +543,27 @@ func baseUnpack(L *LState) int {
 	return end - start + 1
 }
 
+// errInErrorHandling is the error of a message handler that fails, Lua 5.1's
+// LUA_ERRERR.
+const errInErrorHandling = "error in error handling"
+
+// patched for luamcp: as Lua 5.1's luaB_xpcall, the function and the handler
+// may be any values (upstream required functions): calling a value that is
+// not a function is an error the handler gets, and an error with a handler
+// that is not a function, or one raised inside the handler, is "error in
+// error handling" (pcall).
 func baseXPCall(L *LState) int {
-	fn := L.CheckFunction(1)
-	errfunc := L.CheckFunction(2)
+	L.CheckAny(2)
+	fn := L.Get(1)
+	errfunc, _ := L.Get(2).(*LFunction)
 
 	top := L.GetTop()
 	L.Push(fn)
-	if err := L.PCall(0, MultRet, errfunc); err != nil {
+	if err := L.pcall(0, MultRet, errfunc, true); err != nil {
 		L.Push(LFalse)
-		if aerr, ok := err.(*ApiError); ok {
+		if errfunc == nil && L.contextErr() == nil {
+			L.Push(LString(errInErrorHandling))
+		} else if aerr, ok := err.(*ApiError); ok {
 			L.Push(aerr.Object)
 		} else {
 			L.Push(LString(err.Error()))

@@ -661,6 +661,13 @@ func (w *walker) proto(p *FunctionProto) {
 	}
 	w.protos[p] = struct{}{}
 	w.size += protoCost(p)
+	// Patched for luamcp: the name load or loadstring was given (the
+	// chunk's text, by default) is kept by every prototype of the chunk: a
+	// long one is counted, once, as any long string; a short one is within
+	// sizeProto.
+	if p.chunkName != nil && len(*p.chunkName) >= bigString {
+		w.str(*p.chunkName)
+	}
 	for _, c := range p.Constants {
 		w.value(c)
 	}
@@ -673,7 +680,7 @@ func (w *walker) proto(p *FunctionProto) {
 func protoCost(p *FunctionProto) int {
 	return sizeProto + len(p.Code)*4 + len(p.Constants)*sizeValue +
 		len(p.FunctionPrototypes)*8 + len(p.DbgSourcePositions)*8 +
-		len(p.DbgLocals)*48 + len(p.DbgCalls)*24 + len(p.DbgUpvalues)*16 +
+		len(p.DbgLocals)*48 + len(p.DbgCalls)*32 + len(p.DbgUpvalues)*16 +
 		len(p.stringConstants)*sizeString
 }
 

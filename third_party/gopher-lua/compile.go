@@ -1291,7 +1291,7 @@ func constFold(exp ast.Expr) ast.Expr { // {{{
 			case "%":
 				return &constLValueExpr{Value: luaModulo(lvalue, rvalue)}
 			case "^":
-				return &constLValueExpr{Value: LNumber(math.Pow(float64(lvalue), float64(rvalue)))}
+				return &constLValueExpr{Value: LNumber(luaPow(float64(lvalue), float64(rvalue)))} // patched for luamcp: mathlib.go
 			default:
 				panic(fmt.Sprintf("unknown binop: %v", expr.Operator))
 			}
@@ -1721,6 +1721,7 @@ func compileFuncCallExpr(context *funcContext, reg int, expr *ast.FuncCallExpr, 
 	argc := len(expr.Args)
 	islastvararg := false
 	name := "(anonymous)"
+	method := false // patched for luamcp: DbgCall.Method
 
 	if expr.Func != nil { // hoge.func()
 		reg += compileExpr(context, reg, expr.Func, ecnone(0))
@@ -1738,6 +1739,7 @@ func compileFuncCallExpr(context *funcContext, reg int, expr *ast.FuncCallExpr, 
 		}
 		argc += 1
 		name = string(expr.Method)
+		method = true
 	}
 
 	for i, ar := range expr.Args {
@@ -1753,7 +1755,7 @@ func compileFuncCallExpr(context *funcContext, reg int, expr *ast.FuncCallExpr, 
 		b = 0
 	}
 	context.Code.AddABC(OP_CALL, funcreg, b, ec.varargopt+2, sline(expr))
-	context.Proto.DbgCalls = append(context.Proto.DbgCalls, DbgCall{Pc: context.Code.LastPC(), Name: name})
+	context.Proto.DbgCalls = append(context.Proto.DbgCalls, DbgCall{Pc: context.Code.LastPC(), Name: name, Method: method})
 
 	if ec.varargopt == 0 && shouldmove(ec, funcreg) {
 		context.Code.AddABC(OP_MOVE, ec.reg, funcreg, 0, sline(expr))

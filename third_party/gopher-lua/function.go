@@ -20,6 +20,10 @@ type DbgLocalInfo struct {
 type DbgCall struct {
 	Name string
 	Pc   int
+	// Method: the call is a method call (obj:name(...), its function loaded
+	// by OP_SELF), Lua 5.1's namewhat "method". Patched for luamcp: argument
+	// errors do not count self in a method call (auxlib.go's argError).
+	Method bool
 }
 
 type FunctionProto struct {
@@ -40,6 +44,28 @@ type FunctionProto struct {
 	DbgUpvalues        []string
 
 	stringConstants []string
+
+	// chunkName is the name load or loadstring was given for the chunk
+	// (its text, by default), Lua 5.1's source, which debug.getinfo reads;
+	// SourceName is the name shown (ChunkID). Nil for a chunk the host
+	// loaded: SourceName is then as the host gave it. Patched for luamcp.
+	chunkName *string
+}
+
+// source is Lua 5.1's source of p's chunk, as debug.getinfo reads it.
+func (p *FunctionProto) source() string {
+	if p.chunkName != nil {
+		return *p.chunkName
+	}
+	return p.SourceName
+}
+
+// setChunkName records name as the chunkName of p and the functions in it.
+func (p *FunctionProto) setChunkName(name *string) {
+	p.chunkName = name
+	for _, np := range p.FunctionPrototypes {
+		np.setChunkName(name)
+	}
 }
 
 /* Upvalue {{{ */

@@ -63,3 +63,28 @@ func (tb *LTable) keyIndex(key LValue) int {
 	}
 	return (*m)[key]
 }
+
+// holdsKey reports whether Next can go on from key: nil, a position of the
+// array part, or a key the hash part lists (a removed key included: a
+// traversal may clear the fields it visits), as Lua 5.1's findindex.
+// Patched for luamcp: next(t, k) of a key t does not hold is an error.
+func (tb *LTable) holdsKey(key LValue) bool {
+	if key == LNil {
+		return true
+	}
+	switch k := key.(type) {
+	case LNumber:
+		if i := int(k); LNumber(i) == k && i >= 1 && i <= len(tb.array) {
+			return true
+		}
+	case LString:
+		if tb.isSmall() {
+			return tb.smallFind(string(k)) >= 0
+		}
+	}
+	if tb.isSmall() || len(tb.keys) == 0 {
+		return false
+	}
+	i := tb.keyIndex(key)
+	return i < len(tb.keys) && tb.keys[i] == key
+}

@@ -9,6 +9,10 @@ func OpenMath(L *LState) int {
 	mod := L.RegisterModule(MathLibName, mathFuncs).(*LTable)
 	mod.RawSetString("pi", LNumber(math.Pi))
 	mod.RawSetString("huge", LNumber(math.Inf(1))) // patched for luamcp: infinity, as Lua's HUGE_VAL (upstream: the largest finite number)
+	// Patched for luamcp: mod is Lua 5.1's alias of fmod (LUA_COMPAT_MOD),
+	// the same function; upstream's was the % operator (math.mod(-5, 3) was
+	// 1, Lua 5.1's -2).
+	mod.RawSetString("mod", mod.RawGetString("fmod"))
 	L.Push(mod)
 	return 1
 }
@@ -32,7 +36,6 @@ var mathFuncs = map[string]LGFunction{
 	"log10":      mathLog10,
 	"max":        mathMax,
 	"min":        mathMin,
-	"mod":        mathMod,
 	"modf":       mathModf,
 	"pow":        mathPow,
 	"rad":        mathRad,
@@ -100,8 +103,16 @@ func mathFloor(L *LState) int {
 	return 1
 }
 
+// patched for luamcp: as C's fmod (glibc), which Lua 5.1 calls, a NaN result
+// is (x*y)/(x*y), the NaN the hardware makes (-nan on x86-64:
+// math.fmod(5, 0)); Go's math.Mod returns its own NaN (nan).
 func mathFmod(L *LState) int {
-	L.Push(LNumber(math.Mod(float64(L.CheckNumber(1)), float64(L.CheckNumber(2)))))
+	x, y := float64(L.CheckNumber(1)), float64(L.CheckNumber(2))
+	v := math.Mod(x, y)
+	if v != v {
+		v = (x * y) / (x * y)
+	}
+	L.Push(LNumber(v))
 	return 1
 }
 
@@ -159,13 +170,6 @@ func mathMin(L *LState) int {
 	return 1
 }
 
-func mathMod(L *LState) int {
-	lhs := L.CheckNumber(1)
-	rhs := L.CheckNumber(2)
-	L.Push(luaModulo(lhs, rhs))
-	return 1
-}
-
 func mathModf(L *LState) int {
 	v1, v2 := math.Modf(float64(L.CheckNumber(1)))
 	L.Push(LNumber(v1))
@@ -173,8 +177,21 @@ func mathModf(L *LState) int {
 	return 2
 }
 
+// luaPow is C's pow (glibc), which Lua 5.1's ^ and math.pow call: an invalid
+// operation (a negative number to a fractional power) gives the NaN the
+// hardware makes, -nan on x86-64, where Go's math.Pow returns its own (nan).
+// Patched for luamcp.
+func luaPow(x, y float64) float64 {
+	v := math.Pow(x, y)
+	if v != v && x == x && y == y {
+		z := x - x
+		v = z / z
+	}
+	return v
+}
+
 func mathPow(L *LState) int {
-	L.Push(LNumber(math.Pow(float64(L.CheckNumber(1)), float64(L.CheckNumber(2)))))
+	L.Push(LNumber(luaPow(float64(L.CheckNumber(1)), float64(L.CheckNumber(2)))))
 	return 1
 }
 

@@ -210,3 +210,142 @@ func TestCoroutineStatus5(t *testing.T) {
 		{"local f = coroutine.wrap(function() return 1 end) f() return f()", "false, \"cannot resume dead coroutine\""},
 	})
 }
+
+// An argument error in a method call does not count self, and a bad self is "calling 'f' on bad self", as Lua 5.1's luaL_argerror.
+func TestMethodArgErrors5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return (\"x\"):rep()", "false, \"bad argument #1 to 'rep' (number expected, got no value)\""},
+		{"local r = (\"x\"):rep() return r", "false, \"bad argument #1 to 'rep' (number expected, got no value)\""},
+		{"return (\"x\"):sub({})", "false, \"bad argument #1 to 'sub' (number expected, got table)\""},
+		{"return (\"x\"):sub(1, {})", "false, \"bad argument #2 to 'sub' (number expected, got table)\""},
+		{"return (\"x\"):byte({})", "false, \"bad argument #1 to 'byte' (number expected, got table)\""},
+		{"return (\"%d\"):format(\"x\")", "false, \"bad argument #1 to 'format' (number expected, got string)\""},
+		{"return (\"x\"):char()", "false, \"calling 'char' on bad self (number expected, got string)\""},
+		{"local t = {f = string.rep} return t:f()", "false, \"calling 'f' on bad self (string expected, got table)\""},
+		{"local t = {f = string.rep} return t:f(1)", "false, \"calling 'f' on bad self (string expected, got table)\""},
+		{"local t = setmetatable({}, {__index = {f = string.rep}}) return t:f()", "false, \"calling 'f' on bad self (string expected, got table)\""},
+		{"local t = {f = string.rep} return t.f(t)", "false, \"bad argument #1 to 'f' (string expected, got table)\""},
+		{"local s = \"x\" return s.rep()", "false, \"bad argument #1 to 'rep' (string expected, got no value)\""},
+		{"return string.rep()", "false, \"bad argument #1 to 'rep' (string expected, got no value)\""},
+		{"return (\"x\"):rep(2), (\"ab\"):sub(2), (\"%d\"):format(3)", "true, \"xx\", \"b\", \"3\""},
+	})
+}
+
+// An error inside xpcall's message handler, or with a handler that is not a function, is "error in error handling", as Lua 5.1's LUA_ERRERR; xpcall takes any values.
+func TestXpcall5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return xpcall(function() error(\"a\") end, function(m) error(\"b\") end)", "true, false, \"error in error handling\""},
+		{"return xpcall(function() error(\"a\") end, error)", "true, false, \"error in error handling\""},
+		{"return xpcall(function() error(\"a\") end, function(m) local t = nil return t.x end)", "true, false, \"error in error handling\""},
+		{"return xpcall(function() error(\"a\") end, function(m) return m .. \"!\" end)", "true, false, \"a!\""},
+		{"return xpcall(function() error(\"a\") end, function(m) return nil end)", "true, false, nil"},
+		{"return xpcall(function() error({}) end, function(m) return type(m) end)", "true, false, \"table\""},
+		{"return xpcall(function() error(\"a\") end, 1)", "true, false, \"error in error handling\""},
+		{"return xpcall(function() return 1, 2 end, 1)", "true, true, 1, 2"},
+		{"return xpcall(1, function(m) return type(m) end)", "true, false, \"string\""},
+		{"return xpcall(function() return 1 end)", "false, \"bad argument #2 to 'xpcall' (value expected)\""},
+		{"local co = coroutine.create(function() return xpcall(error, function(m) coroutine.yield() end) end) return coroutine.resume(co)", "true, true, false, \"error in error handling\""},
+		{"return select(\"#\", xpcall(function() error(\"a\") end, function() end))", "true, 2"},
+	})
+}
+
+// next(t, k) of a key t does not hold is "invalid key to 'next'", as Lua 5.1; a key the traversal cleared is still one.
+func TestNext5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return next({}, 1)", "false, \"invalid key to 'next'\""},
+		{"return next({a = 1}, \"b\")", "false, \"invalid key to 'next'\""},
+		{"return next({1, 2}, 3)", "false, \"invalid key to 'next'\""},
+		{"return next({1, 2}, 2), next({}, nil), next({1, 2, 3}, 1)", "true, nil, nil, 2, 2"},
+		{"return next({1, 2, 3}, \"1\")", "false, \"invalid key to 'next'\""},
+		{"local t = {1} return pcall(next, t, 1.5), pcall(next, t, 0/0), pcall(next, t, 0), pcall(next, t, -1)", "true, false, false, false, false, \"invalid key to 'next'\""},
+		{"local t = {x = 1} t.x = nil return next(t, \"x\")", "true, nil"},
+		{"local t = {[1.5] = 1} return next(t, 1.5)", "true, nil"},
+		{"local t = {a = 1, b = 2, c = 3, 1, 2, [1.5] = 3, [true] = 4} local n = 0 for k in pairs(t) do t[k] = nil n = n + 1 end return n, next(t)", "true, 7, nil"},
+		{"local t = {} for i = 1, 20 do t[\"k\" .. i] = i end local n, k = 0, nil repeat k = next(t, k) if k then t[k] = nil n = n + 1 end until k == nil return n, next(t)", "true, 20, nil"},
+	})
+}
+
+// -0 is written "-0", as Lua 5.1's "%.14g"; integers are still written without a decimal point.
+func TestNegativeZero5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return tostring(-0), tostring(0/-1), -0 .. \"\", string.format(\"%g %s %.14g %d\", -0.0, -0, -0, -0.0)", "true, \"-0\", \"-0\", \"-0\", \"-0 -0 -0 0\""},
+		{"local z = 0 return 0*-1, math.ceil(-0.5), math.floor(-0.0), math.abs(-0), tonumber(\"-0\"), -\"0\", 5 * -0", "true, 0, -0, 0, 0, -0, -0, 0"},
+		{"local u = {} u[-0] = 1 return next(u), ({[0] = \"zero\"})[-0]", "true, -0, \"zero\""},
+		{"return 0, 1, -1, -7, 3.5, 100, 2^31, -2^31", "true, 0, 1, -1, -7, 3.5, 100, 2147483648, -2147483648"},
+	})
+}
+
+// a % b is Lua 5.1's a - floor(a/b)*b, and math.fmod (and its alias math.mod) C's fmod, a NaN written as glibc writes it on x86-64 (-nan for the hardware's NaN); ^ and math.pow of a negative number to a fractional power too.
+func TestModulo5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return 5 % math.huge, -5 % math.huge, 5 % -math.huge, -5 % -math.huge", "true, -nan, -nan, -nan, -nan"},
+		{"return 5 % 0, -5 % 0, 0 % 0, math.huge % 2, 5.5 % 2, -5.5 % 2, 7 % -3, -7 % 3", "true, -nan, -nan, -nan, -nan, 1.5, 0.5, -2, 2"},
+		{"local a, h, z = 5, math.huge, 0 return a % h, -a % h, a % -h, a % z, z % z, h % 2, (0/0) % 2, 2 % (0/0)", "true, -nan, -nan, -nan, -nan, -nan, -nan, -nan, -nan"},
+		{"return 5.3 % 1 == 5.3 - math.floor(5.3), -0 % 5, 1e308 % 3, 3 % 1e308, -3 % 1e308", "true, true, 0, 0, 3, 1e+308"},
+		{"return math.fmod(5, math.huge), math.fmod(-5, math.huge), math.fmod(5, 0), math.fmod(-5, 0), math.fmod(math.huge, 2), math.fmod(-5.5, 2), math.fmod(5, -3)", "true, 5, -5, -nan, -nan, -nan, -1.5, 2"},
+		{"return math.fmod(0/0, 1), math.fmod(-(0/0), 1), math.fmod(1, 0/0), math.fmod(1, -(0/0)), math.fmod(0, 0)", "true, -nan, nan, -nan, nan, -nan"},
+		{"return math.mod(-5, 3), math.mod(5, -3), math.mod(5.5, 2), math.mod == math.fmod, math.mod(5, 0)", "true, -2, 2, 1.5, true, -nan"},
+		{"local a, b = -8, 1/3 return (-8)^(1/3), a^b, math.pow(-8, 0.5), (-1)^math.huge, (0/0)^0, 0^-1", "true, -nan, -nan, -nan, 1, 1, inf"},
+		{"return 0/0, -(0/0), math.huge - math.huge, math.sqrt(-1), string.format(\"%f\", 0/0)", "true, -nan, nan, -nan, -nan, \"-nan\""},
+	})
+}
+
+// table.insert moves t[pos..#t] up and sets t[pos] wherever pos is, as Lua 5.1.5's tinsert (a pos of 0 or below moves elements to keys below 1, one past #t+1 sets that key); table.remove out of 1..#t removes nothing; positions are C ints.
+func TestTableInsert5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} table.insert(t, 0, \"x\") return dump(t)", "true, \"0=x 2=1 3=2 4=3\""},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} table.insert(t, -1, \"x\") return dump(t)", "true, \"-1=x 2=1 3=2 4=3\""},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {[0] = 0, [-1] = -1, 1, 2} table.insert(t, -1, \"x\") return dump(t)", "true, \"-1=x 0=-1 1=0 2=1 3=2\""},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} table.insert(t, 5, \"x\") return dump(t), t[4]", "true, \"1=1 2=2 3=3 5=x\", nil"},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} table.insert(t, 4, \"x\") table.insert(t, 1.5, \"y\") table.insert(t, -0.5, \"z\") return dump(t)", "true, \"0=z 2=y 3=1 4=2 5=3 6=x\""},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} table.insert(t, 2, nil) return dump(t), #t", "true, \"1=1 3=2 4=3\", 4"},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} table.insert(t, 4, nil) table.insert(t, nil) return dump(t), #t", "true, \"1=1 2=2 3=3\", 3"},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3, 4, 5} t[5] = nil t[4] = nil table.insert(t, 2, \"x\") return dump(t), #t", "true, \"1=1 2=x 3=2 4=3\", 4"},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} table.insert(t, 1e300, \"x\") return dump(t)", "true, \"0=x 2=1 3=2 4=3\""},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} table.insert(t, 2^32 + 2, \"x\") return dump(t)", "true, \"1=1 2=x 3=2 4=3\""},
+		{"local t = {} for i = 1, 10 do table.insert(t, i) end table.insert(t, 1, 0) table.insert(t, 12, 11) table.insert(t, 6, \"m\") return table.concat(t, \",\"), #t", "true, \"0,1,2,3,4,m,5,6,7,8,9,10,11\", 13"},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {[0] = \"z\"} return table.remove(t, 0), table.remove(t), dump(t)", "true, nil, nil, \"0=z\""},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} return table.remove(t, 2^32 + 1), dump(t)", "true, 1, \"1=2 2=3\""},
+		{"local function dump(t) local r = {} for k, v in pairs(t) do r[#r+1] = tostring(k) .. \"=\" .. tostring(v) end table.sort(r) return table.concat(r, \" \") end local t = {1, 2, 3} return table.remove(t, 4), table.remove(t, -1), dump(t)", "true, nil, nil, \"1=1 2=2 3=3\""},
+		{"return table.concat({[0] = \"a\", \"b\"}, \",\", 0), table.concat({[-1] = \"x\", [0] = \"y\"}, \"\", -1, 0)", "true, \"a,b\", \"xy\""},
+	})
+}
+
+// Lua 5.0's functions that Lua 5.1.5 keeps: table.foreach, foreachi, getn, setn (an error), math.mod, string.gfind, gcinfo.
+func TestCompat5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local r = {} local v = table.foreachi({10, 20, 30}, function(i, v) r[#r+1] = i .. \"=\" .. v end) return v, table.concat(r, \" \")", "true, nil, \"1=10 2=20 3=30\""},
+		{"return table.foreachi({10, 20, 30}, function(i, v) if v == 20 then return i * 100, \"extra\" end end)", "true, 200"},
+		{"local r = {} local v = table.foreach({10, 20, 30}, function(k, v) r[#r+1] = k .. \"=\" .. v end) return v, table.concat(r, \" \")", "true, nil, \"1=10 2=20 3=30\""},
+		{"return table.foreach({a = 1}, function(k, v) return k .. v end), table.foreach({}, error)", "true, \"a1\""},
+		{"local r = {} table.foreachi({1, nil, 3}, function(i, v) r[#r+1] = tostring(v) end) return table.concat(r, \" \")", "true, \"1 nil 3\""},
+		{"return table.foreach({}, 1)", "false, \"bad argument #2 to 'foreach' (function expected, got number)\""},
+		{"return table.foreach(1, print)", "false, \"bad argument #1 to 'foreach' (table expected, got number)\""},
+		{"return table.foreachi({})", "false, \"bad argument #2 to 'foreachi' (function expected, got no value)\""},
+		{"return table.foreach({a = 1}, function(k) error(\"in \" .. k) end)", "false, \"in a\""},
+		{"local co = coroutine.create(function() table.foreach({1}, function() coroutine.yield() end) end) return coroutine.resume(co)", "true, false, \"attempt to yield across metamethod/C-call boundary\""},
+		{"return table.setn({}, 1)", "false, \"'setn' is obsolete\""},
+		{"return table.setn(nil, 1)", "false, \"bad argument #1 to 'setn' (table expected, got nil)\""},
+		{"return table.getn({1, 2, 3}), math.mod(7, 3), string.gfind == string.gmatch, math.ldexp(1, 4), math.frexp(8), math.log10(100), math.cosh(0)", "true, 3, 1, true, 16, 0.5, 2, 1"},
+		{"return type(gcinfo()), gcinfo() >= 0, math.floor(gcinfo()) == gcinfo()", "true, \"number\", true, true"},
+	})
+}
+
+// load and loadstring name their chunks as Lua 5.1 (luaO_chunkid): [string "first line"] cut at 43 bytes or a line break, "=name" name (59 bytes), "@file" file (its last 52 bytes); debug.getinfo's source is the name as given.
+func TestChunkNames5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local ok, m = pcall(loadstring(\"error('x')\")) return (m:gsub(\":\", \"|\"))", "true, \"[string \\\"error('x')\\\"]|1| x\""},
+		{"local ok, m = pcall(loadstring(\"error('x')\", \"=name\")) return (m:gsub(\":\", \"|\"))", "true, \"name|1| x\""},
+		{"local ok, m = pcall(loadstring(\"error('x')\", \"@file.lua\")) return (m:gsub(\":\", \"|\"))", "true, \"file.lua|1| x\""},
+		{"local ok, m = pcall(loadstring(\"error('x')\", \"plain\")) return (m:gsub(\":\", \"|\"))", "true, \"[string \\\"plain\\\"]|1| x\""},
+		{"local ok, m = pcall(loadstring(\"\\n\\nerror('x')\")) return (m:gsub(\":\", \"|\"))", "true, \"[string \\\"...\\\"]|3| x\""},
+		{"local r = {} for _, n in ipairs{29, 30, 100} do local ok, m = pcall(loadstring(\"error('x') -- \" .. string.rep(\"a\", n))) r[#r+1] = m end return (table.concat(r, \" \"):gsub(\":\", \"|\"))", "true, \"[string \\\"error('x') -- aaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\\"]|1| x [string \\\"error('x') -- aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\\\"]|1| x [string \\\"error('x') -- aaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\\\"]|1| x\""},
+		{"local r = {} for _, s in ipairs{\"=\" .. string.rep(\"b\", 70), \"@\" .. string.rep(\"c\", 52), \"@\" .. string.rep(\"c\", 53), \"\", \"=\", \"a\\rb\", \"x\\0y\"} do local ok, m = pcall(loadstring(\"error('x')\", s)) r[#r+1] = m end return (table.concat(r, \" \"):gsub(\":\", \"|\"))", "true, \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb|1| x cccccccccccccccccccccccccccccccccccccccccccccccccccc|1| x ...cccccccccccccccccccccccccccccccccccccccccccccccccccc|1| x [string \\\"\\\"]|1| x |1| x [string \\\"a...\\\"]|1| x [string \\\"x\\\"]|1| x\""},
+		{"local ok, m = pcall(loadstring(\"error('x') --\\0 zzz\")) return (m:gsub(\":\", \"|\"))", "true, \"[string \\\"error('x') --\\\"]|1| x\""},
+		{"local i = 0 local ok, m = pcall(load(function() i = i + 1 if i == 1 then return \"error('y')\" end end)) return (m:gsub(\":\", \"|\"))", "true, \"(load)|1| y\""},
+		{"local i = 0 local ok, m = pcall(load(function() i = i + 1 if i == 1 then return \"error('y')\" end end, \"=ld\")) return (m:gsub(\":\", \"|\"))", "true, \"ld|1| y\""},
+		{"return (select(2, loadstring(\"x = \", \"=(loadstring)\")):sub(1, 12))", "true, \"(loadstring)\""}, // the rest of a syntax error is gopher-lua's
+		{"return (select(2, loadstring(\"x = = 1\")):sub(1, 18))", "true, \"[string \\\"x = = 1\\\"]\""},
+		{"local ok, m = pcall(loadstring(\"return ('x'):rep()\")) return (m:gsub(\":\", \"|\"))", "true, \"[string \\\"return ('x')|rep()\\\"]|1| bad argument #1 to 'rep' (number expected, got no value)\""},
+	})
+}

@@ -11,12 +11,15 @@ func OpenTable(L *LState) int {
 }
 
 var tableFuncs = map[string]LGFunction{
-	"getn":   tableGetN,
-	"concat": tableConcat,
-	"insert": tableInsert,
-	"maxn":   tableMaxN,
-	"remove": tableRemove,
-	"sort":   tableSort,
+	"getn":     tableGetN,
+	"concat":   tableConcat,
+	"foreach":  tableForeach,  // patched for luamcp
+	"foreachi": tableForeachi, // patched for luamcp
+	"insert":   tableInsert,
+	"maxn":     tableMaxN,
+	"remove":   tableRemove,
+	"setn":     tableSetn, // patched for luamcp
+	"sort":     tableSort,
 }
 
 // patched for luamcp: table.sort is Lua 5.1's (ltablib.c's auxsort, a
@@ -124,6 +127,63 @@ func tableGetN(L *LState) int {
 	return 1
 }
 
+// patched for luamcp: Lua 5.0's foreach, foreachi and setn, which Lua 5.1.5
+// keeps (ltablib.c; upstream had none of them).
+
+// tableForeach calls f(k, v) for each key of t, in next's order, and returns
+// the first result of f that is not nil.
+func tableForeach(L *LState) int {
+	tbl := L.CheckTable(1)
+	fn := L.CheckFunction(2)
+	var k LValue = LNil
+	for {
+		if !tbl.holdsKey(k) { // f removed k and added keys: as next
+			L.RaiseError("invalid key to 'next'")
+		}
+		key, v := tbl.Next(k)
+		if key == LNil {
+			return 0
+		}
+		L.Push(fn)
+		L.Push(key)
+		L.Push(v)
+		L.Call(2, 1)
+		if L.Get(-1) != LNil {
+			return 1
+		}
+		L.Pop(1)
+		k = key
+		L.step(1)
+	}
+}
+
+// tableForeachi calls f(i, t[i]) for i from 1 to #t (as #t was before the
+// first call), and returns the first result of f that is not nil.
+func tableForeachi(L *LState) int {
+	tbl := L.CheckTable(1)
+	n := tbl.Len()
+	fn := L.CheckFunction(2)
+	for i := 1; i <= n; i++ {
+		L.Push(fn)
+		L.Push(LNumber(i))
+		L.Push(rawGetInt(tbl, i))
+		L.Call(2, 1)
+		if L.Get(-1) != LNil {
+			return 1
+		}
+		L.Pop(1)
+		L.step(1)
+	}
+	return 0
+}
+
+// tableSetn is Lua 5.1's setn without LUA_COMPAT_GETN: an error.
+func tableSetn(L *LState) int {
+	L.CheckTable(1)
+	L.RaiseError("'setn' is obsolete")
+	return 0
+}
+
 // patched for luamcp: as Lua 5.1's maxn, the largest positive number key,
 // wherever it is stored and whether or not it is an integer (upstream looked
 // at the array part only: table.maxn({[1.5] = 1}) was 0).
@@ -148,7 +208,7 @@ func tableMaxN(L *LState) int {
 func tableRemove(L *LState) int {
 	tbl := L.CheckTable(1)
 	n := tbl.Len()
-	pos := L.OptInt(2, n)
+	pos := int(int32(L.OptInt(2, n))) // luaL_optint: a C int
 	if pos < 1 || pos > n {
 		return 0
 	}
@@ -174,7 +234,7 @@ func tableConcat(L *LState) int {
 	// past a few thousand elements), with cancellation checks.
 	size := 0
 	for k := i; k <= j; k++ {
-		v := tbl.RawGetInt(k)
+		v := rawGetInt(tbl, k) // patched for luamcp: t[0] too
 		switch v := v.(type) {
 		case LString:
 			size = addSize(size, len(v))
@@ -192,7 +252,7 @@ func tableConcat(L *LState) int {
 	var b strings.Builder
 	b.Grow(size)
 	for k := i; k <= j; k++ {
-		s := LVAsString(tbl.RawGetInt(k))
+		s := LVAsString(rawGetInt(tbl, k))
 		b.WriteString(s)
 		if k != j {
 			b.WriteString(string(sep))
@@ -203,27 +263,53 @@ func tableConcat(L *LState) int {
 	return 1
 }
 
+// patched for luamcp: as Lua 5.1's tinsert, the elements t[pos..#t] move up
+// by one and t[pos] is set, wherever pos is: a pos past #t+1 sets that key
+// alone, one of 0 or below moves t[pos..#t] up through the keys below 1
+// (table.insert(t, 0, v) of {1, 2, 3} is {[0] = v, nil, 1, 2, 3}); pos is
+// read as a C int (luaL_checkint). Upstream moved the whole array part,
+// trailing nils included, and set t[pos] alone for pos <= 0.
 func tableInsert(L *LState) int {
 	tbl := L.CheckTable(1)
-	nargs := L.GetTop()
-	if nargs != 2 && nargs != 3 { // patched for luamcp: Lua 5.1's check and message (upstream took table.insert(t, 1, 2, 3))
+	e := tbl.Len() + 1 // the first empty element
+	var pos int
+	switch L.GetTop() {
+	case 2:
+		pos = e
+	case 3:
+		pos = int(int32(L.CheckInt(2)))
+		e = max(e, pos)
+	default: // patched for luamcp: Lua 5.1's check and message (upstream took table.insert(t, 1, 2, 3))
 		L.RaiseError("wrong number of arguments to 'insert'")
 	}
-
-	// Patched for luamcp: the table's growth is charged.
-	before := tableCost(tbl)
-	var pre int
-	if L.GetTop() == 2 {
-		pre = arrayGrowth(tbl, len(tbl.array)+1)
-		L.charge(pre)
-		tbl.Append(L.Get(2))
-	} else {
-		pos, v := int(L.CheckInt(2)), L.CheckAny(3)
-		pre = arrayGrowth(tbl, max(pos, len(tbl.array)+1))
-		L.charge(pre)
-		tbl.Insert(pos, v)
-		L.step(len(tbl.array))
+	v := L.Get(L.GetTop())
+	if pos < 1 || e > len(tbl.array)+1 {
+		// The general case: key by key, as Lua 5.1, each set charged.
+		for i := e; i > pos; i-- {
+			L.tableSet(tbl, LNumber(i), rawGetInt(tbl, i-1))
+			L.step(1)
+		}
+		L.tableSet(tbl, LNumber(pos), v)
+		return 0
 	}
+	// Within the array part, or appending to it (e <= len+1: t[e] is nil or
+	// past the end): one copy. The growth is charged before.
+	if v == LNil && pos == e {
+		return 0
+	}
+	before := tableCost(tbl)
+	pre := arrayGrowth(tbl, e)
+	L.charge(pre)
+	tbl.written() // patched for luamcp: written.go
+	if tbl.array == nil {
+		tbl.array = make([]LValue, 0, defaultArrayCap)
+	}
+	if e > len(tbl.array) {
+		tbl.array = append(tbl.array, LNil)
+	}
+	copy(tbl.array[pos:e], tbl.array[pos-1:e-1])
+	tbl.array[pos-1] = v
+	L.step(e - pos)
 	if d := tableCost(tbl) - before - pre; d > 0 {
 		L.charge(d)
 	}
@@ -231,3 +317,12 @@ func tableInsert(L *LState) int {
 }
 
 //
+
+// rawGetInt is t[i] wherever t keeps it: LTable.RawGetInt reads the array
+// part only, which holds no key below 1. Patched for luamcp.
+func rawGetInt(tb *LTable, i int) LValue {
+	if i >= 1 && i < MaxArrayIndex {
+		return tb.RawGetInt(i)
+	}
+	return tb.RawGetH(LNumber(i))
+}

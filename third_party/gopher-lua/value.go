@@ -115,6 +115,11 @@ func (st LString) Format(f fmt.State, c rune) {
 
 func (nm LNumber) String() string {
 	if isInteger(nm) {
+		// patched for luamcp: -0 is "-0", as Lua 5.1's "%.14g" writes it
+		// (upstream wrote 0: tostring(-0), 0/-1, math.ceil(-0.5)).
+		if nm == 0 && math.Signbit(float64(nm)) {
+			return "-0"
+		}
 		return fmt.Sprint(int64(nm))
 	}
 	// patched for luamcp: infinities and NaN as C's printf writes them,

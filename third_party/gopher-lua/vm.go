@@ -2297,14 +2297,14 @@ func opArith(L *LState, inst uint32, baseframe *callFrame) int { //OP_ADD, OP_SU
 	return 0
 }
 
+// patched for luamcp: a % b is Lua 5.1's luai_nummod, a - floor(a/b)*b
+// (upstream: math.Mod with the sign fixed, as Lua 5.3: 5 % math.huge was 5
+// and 5 % 0 nan, where Lua 5.1 gives -nan for both on x86-64). The
+// conversion rounds the product, so that no platform fuses it into the
+// subtraction.
 func luaModulo(lhs, rhs LNumber) LNumber {
-	flhs := float64(lhs)
-	frhs := float64(rhs)
-	v := math.Mod(flhs, frhs)
-	if frhs > 0 && v < 0 || frhs < 0 && v > 0 {
-		v += frhs
-	}
-	return LNumber(v)
+	a, b := float64(lhs), float64(rhs)
+	return LNumber(a - float64(math.Floor(a/b)*b))
 }
 
 func numberArith(L *LState, opcode int, lhs, rhs LNumber) LNumber {
@@ -2322,7 +2322,7 @@ func numberArith(L *LState, opcode int, lhs, rhs LNumber) LNumber {
 	case OP_POW:
 		flhs := float64(lhs)
 		frhs := float64(rhs)
-		return LNumber(math.Pow(flhs, frhs))
+		return LNumber(luaPow(flhs, frhs)) // patched for luamcp: mathlib.go
 	}
 	panic("should not reach here")
 	return LNumber(0)

@@ -17,7 +17,7 @@ func TestYieldAcrossGoCall(t *testing.T) {
 		{"pcall", `return pcall(function() coroutine.yield(1) error("after") end)`, "false <string>:2: attempt to yield across"},
 		{"pcall_yield", `return pcall(coroutine.yield, 1)`, "false <string>:2: attempt to yield across"},
 		{"xpcall", `return xpcall(function() coroutine.yield(1) end, function(e) return "handled: " .. e end)`, "false handled: <string>:2: attempt to yield across"},
-		{"xpcall_handler", `return xpcall(error, function(e) coroutine.yield(1) return e end)`, "false <string>:2: attempt to yield across"},
+		{"xpcall_handler", `return xpcall(error, function(e) coroutine.yield(1) return e end)`, "false error in error handling"}, // the yield's error is in the handler: Lua 5.1's LUA_ERRERR
 		{"sort", `table.sort({3, 2, 1}, function(a, b) coroutine.yield() return a < b end)`, "attempt to yield across"},
 		{"gsub", `return (("abc"):gsub(".", function(c) coroutine.yield(c) end))`, "attempt to yield across"},
 		{"tostring", `return tostring(setmetatable({}, {__tostring = function() coroutine.yield() return "x" end}))`, "attempt to yield across"},
