@@ -661,10 +661,16 @@ func (w *walker) proto(p *FunctionProto) {
 	}
 	w.protos[p] = struct{}{}
 	w.size += protoCost(p)
-	// Patched for luamcp: the name load or loadstring was given (the
-	// chunk's text, by default) is kept by every prototype of the chunk: a
-	// long one is counted, once, as any long string; a short one is within
-	// sizeProto.
+	// Patched for luamcp: every prototype of a chunk keeps the chunk's name:
+	// SourceName, as shown, and chunkName, as load or loadstring was given it
+	// (loadstring's default: the chunk's text). A script chooses them, and a
+	// host compiling a script's chunks may name them as the script says
+	// (luavm's load and loadstring do). A long one is counted, once, as any
+	// long string; a short one is within sizeProto. Uncounted, 64 chunks
+	// named by strings of 1 MiB held 64 MiB under a 16 MiB budget.
+	if len(p.SourceName) >= bigString {
+		w.str(p.SourceName)
+	}
 	if p.chunkName != nil && len(*p.chunkName) >= bigString {
 		w.str(*p.chunkName)
 	}

@@ -346,3 +346,44 @@ func TestSubstringsOwnTheirBytes(t *testing.T) {
 		})
 	}
 }
+
+// A chunk's name is kept by its prototypes: a long one counts, once. A
+// script names chunks with strings of its own (and loadstring's default name
+// is the chunk's text): 64 chunks named by strings of 1 MiB held 64 MiB under
+// a 16 MiB budget.
+func TestChunkNamesAreCounted(t *testing.T) {
+	const big = `string.rep("x", 1024 * 1024) .. i`
+	for _, c := range []struct{ name, keep string }{
+		{"loadstring name", `keep[i] = loadstring("return function() end", ` + big + `)`},
+		{"loadstring text", `keep[i] = loadstring("return 1 --" .. ` + big + `)`},
+		{"load name", `local done keep[i] = load(function() if not done then done = true return "return 1" end end, ` + big + `)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			L := budgetState(t, testLimit)
+			runtime.GC()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			err := L.DoString(`keep = {} for i = 1, 64 do ` + c.keep + ` end`)
+			if err == nil || !strings.Contains(err.Error(), "memory limit exceeded") {
+				t.Errorf("64 chunks named by strings of 1 MiB under a 16 MiB budget: %v", err)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			if grew := int64(m1.HeapAlloc) - int64(m0.HeapAlloc); grew > 32<<20 {
+				t.Errorf("the heap holds %d MiB more", grew>>20)
+			}
+			runtime.KeepAlive(L)
+		})
+	}
+	// A host's name: the same string for every prototype, counted once.
+	L := budgetState(t, 0)
+	name := strings.Repeat("n", 1<<20)
+	fn, err := L.Load(strings.NewReader("return function() return function() end end"), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	L.SetGlobal("f", fn)
+	if n := L.MemoryUsage(); n < 1<<20 || n > 2<<20 {
+		t.Errorf("a chunk named by 1 MiB measures %d bytes", n)
+	}
+}
