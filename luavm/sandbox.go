@@ -243,12 +243,18 @@ func (v *vm) load(L *lua.LState) int {
 	default:
 		L.ArgError(1, "string or function expected")
 	}
-	return v.compileChunk(L, src, L.OptString(2, "=(load)"))
+	// Named as Lua 5.2's load names a chunk: a string by its own text.
+	name := "=(load)"
+	if chunk, ok := L.Get(1).(lua.LString); ok {
+		name = string(chunk)
+	}
+	return v.compileChunk(L, src, L.OptString(2, name))
 }
 
 // loadstring(s [, chunkname]) is load for a string.
 func (v *vm) loadstring(L *lua.LState) int {
-	return v.compileChunk(L, []byte(L.CheckString(1)), L.OptString(2, "=(loadstring)"))
+	s := L.CheckString(1)
+	return v.compileChunk(L, []byte(s), L.OptString(2, s))
 }
 
 func loadTooLarge(L *lua.LState) int {
@@ -261,8 +267,9 @@ func (v *vm) compileChunk(L *lua.LState, src []byte, name string) int {
 	if len(src) > maxLoadSize {
 		return loadTooLarge(L)
 	}
-	// Lua's convention: "=name" and "@name" are shown as name.
-	name = strings.TrimLeft(name, "=@")
+	// Shown as Lua 5.1 shows it: [string "first line..."], or name for
+	// "=name" and "@name", cut to 60 bytes.
+	name = lua.ChunkID(name)
 	// The parse tree is Go memory the budget does not see; charged while
 	// it lives, it is forgotten at the next measure.
 	if L.ReserveMemory(len(src)*parseBytesPerByte) != nil {

@@ -126,13 +126,13 @@ func TestLoadFunction(t *testing.T) {
 	ss, _ := open(t, s, "")
 	tests := []struct{ code, want string }{
 		{"return 1 + 1", "2"},
-		{"return = 1", "(load):1: syntax error near '='"},
+		{"return = 1", `[string "return = 1"]:1: syntax error near '='`},
 		{"return io", "nil"},
-		{strings.Repeat("do ", 300) + strings.Repeat("end ", 300), "(load):1: chunk nests deeper than 200 levels"},
+		{strings.Repeat("do ", 300) + strings.Repeat("end ", 300), `..."]:1: chunk nests deeper than 200 levels`},
 		{"return " + strings.Repeat("{", 300) + strings.Repeat("}", 300), "nests deeper"},
 		// A megabyte of nesting is refused as it is read, not after seconds
 		// of parsing into hundreds of MiB.
-		{"return " + strings.Repeat("(", maxLoadSize-10), "(load):1: chunk nests deeper than 200 levels"},
+		{"return " + strings.Repeat("(", maxLoadSize-10), `..."]:1: chunk nests deeper than 200 levels`},
 		{"return " + strings.Repeat("a .. ", maxLoadSize/5-10) + "a", "nests deeper"},
 		{"return " + strings.Repeat("{", maxLoadSize-10), "nests deeper"},
 		{strings.Repeat(" ", maxLoadSize+1), "chunk too large"},
@@ -352,5 +352,33 @@ func TestDeepFile(t *testing.T) {
 	logger, _ := newLogger()
 	if _, err := Load(filepath.Join(dir, "deep.lua"), Config{Dir: dir, Logger: logger}); err == nil || !strings.Contains(err.Error(), "nests deeper") {
 		t.Errorf("Load: %v", err)
+	}
+}
+
+// TestChunkNames: chunks a script compiles are named in errors as Lua 5.1
+// names them (luaO_chunkid), whatever name a script passes.
+func TestChunkNames(t *testing.T) {
+	s, _ := loadSource(t, "names.lua", `
+local function err(f) local ok, e = pcall(f); return e end
+return {
+  init = function() return { name = "n", version = "1" }, { tools = {} }, {} end,
+  tools = function() return { { name = "names" } } end,
+  handle_tool = function()
+    local pieces = { "error('x')" }
+    return table.concat({
+      err(loadstring("error('x')")),
+      err(loadstring("error('x')", "=mine")),
+      err(loadstring("error('x')", "@lib/a.lua")),
+      err(load("\nerror('x')")),
+      err(load(function() return table.remove(pieces) end)),
+      select(2, loadstring("x = ", string.rep("n", 1000))),
+    }, "|")
+  end,
+}`)
+	ss, _ := open(t, s, "")
+	want := `[string "error('x')"]:1: x|mine:1: x|lib/a.lua:1: x|[string "..."]:2: x|(load):1: x|` +
+		`[string "` + strings.Repeat("n", 43) + `..."]:1: syntax error`
+	if got := text(t, mustCall(t, ss, "names", `{}`)); !strings.HasPrefix(got, want) {
+		t.Errorf("chunk names:\n got %s\nwant %s...", got, want)
 	}
 }
