@@ -179,7 +179,7 @@ func (c *checker) list(cb int, state lua.LValue, key string, each func(root stri
 		}
 		seen[string(k)] = true
 		keys = append(keys, string(k))
-		if _, err := c.v.object(t, root, nil, nil); err != nil {
+		if _, err := c.v.object(t, root, nil, descriptorShapes[cb]); err != nil {
 			c.add(line, "%v", err)
 		}
 		if each != nil {

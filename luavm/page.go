@@ -71,10 +71,10 @@ func (ss *session) listPage(c *op, cb int, key string, offset, limit int) ([]mcp
 		if i < start || i >= end {
 			continue
 		}
-		data, err := ss.v.object(t, "", nil, nil)
+		data, err := ss.v.object(t, "", nil, descriptorShapes[cb])
 		if err != nil {
 			// Encode again with the entry's path, for the message only.
-			_, err = ss.v.object(t, entryRoot(name, i), nil, nil)
+			_, err = ss.v.object(t, entryRoot(name, i), nil, descriptorShapes[cb])
 			return nil, 0, c.crashf(name, "%v", err)
 		}
 		items = append(items, mcp.Item{Key: string(k), JSON: data})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,4 +101,86 @@ func TestPageBadEntries(t *testing.T) {
 	set(`{"fn":true}`)
 	check(0, "")
 	check(5, "tools[8].input_schema.f")
+}
+
+// TestDescriptorShapes: the list entries reach the wire in the shapes the
+// MCP schema gives them, whatever the script's tables look like: a prompt
+// with arguments = {} was sent "arguments":{} and a tool with icons = {}
+// "icons":{}, both refused by a client that checks the schema (with the
+// whole list); an empty table there is now [], a schema is an object, and a
+// value of the other kind is a crash naming it. luamcp check reports the
+// same, and server_info's icons are a list too.
+func TestDescriptorShapes(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		kind  mcp.ListKind
+		entry string // the Lua entry, in a list of its kind
+		want  string // its JSON; "" for a crash
+		crash string
+	}{
+		{"prompt empty arguments", mcp.ListPrompts, `{ name = "p", arguments = {} }`, `{"arguments":[],"name":"p"}`, ""},
+		{"prompt arguments", mcp.ListPrompts, `{ name = "p", arguments = { { name = "a" } } }`, `{"arguments":[{"name":"a"}],"name":"p"}`, ""},
+		{"prompt arguments object", mcp.ListPrompts, `{ name = "p", arguments = { name = "a" } }`, "", `prompts[1].arguments: want a list, got a table with the key "name"`},
+		{"prompt empty icons", mcp.ListPrompts, `{ name = "p", icons = {} }`, `{"icons":[],"name":"p"}`, ""},
+		{"tool empty icons", mcp.ListTools, `{ name = "t", input_schema = { type = "object" }, icons = {} }`, `{"icons":[],"inputSchema":{"type":"object"},"name":"t"}`, ""},
+		{"tool marked icons", mcp.ListTools, `{ name = "t", input_schema = { type = "object" }, icons = mcp.object({}) }`, "", "tools[1].icons: want a list, got a table marked as the other kind"},
+		{"tool schema", mcp.ListTools, `{ name = "t", input_schema = { type = "object", properties = {} } }`, `{"inputSchema":{"properties":{},"type":"object"},"name":"t"}`, ""},
+		{"tool schema list", mcp.ListTools, `{ name = "t", input_schema = { "object" } }`, "", "tools[1].input_schema: want an object (a table with string keys), got a list"},
+		{"tool output schema string", mcp.ListTools, `{ name = "t", input_schema = { type = "object" }, outputSchema = "x" }`, "", `tools[1].outputSchema: want an object (a table with string keys), got the string "x"`},
+		{"resource empty icons", mcp.ListResources, `{ uri = "r://x", name = "x", icons = {} }`, `{"icons":[],"name":"x","uri":"r://x"}`, ""},
+		{"template empty icons", mcp.ListResourceTemplates, `{ uri_template = "r://{x}", name = "x", icons = {} }`, `{"icons":[],"name":"x","uriTemplate":"r://{x}"}`, ""},
+		// inside an entry, everything passes as written (script-api.md "Descriptors")
+		{"nested empty table", mcp.ListResources, `{ uri = "r://x", name = "x", annotations = { audience = {} } }`, `{"annotations":{"audience":{}},"name":"x","uri":"r://x"}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lists := map[mcp.ListKind]string{mcp.ListTools: "{}", mcp.ListResources: "{}", mcp.ListResourceTemplates: "{}", mcp.ListPrompts: "{}"}
+			lists[tt.kind] = "{ " + tt.entry + " }"
+			src := `local mcp = require("mcp")
+return {
+  init = function() return { name = "shapes", version = "1", icons = {} }, { tools = {}, resources = {}, prompts = {} }, {} end,
+  tools = function() return ` + lists[mcp.ListTools] + ` end,
+  handle_tool = function() return "ok" end,
+  resources = function() return ` + lists[mcp.ListResources] + ` end,
+  resource_templates = function() return ` + lists[mcp.ListResourceTemplates] + ` end,
+  read_resource = function() return "x" end,
+  prompts = function() return ` + lists[mcp.ListPrompts] + ` end,
+  get_prompt = function() return { messages = {} } end,
+}`
+			dir := t.TempDir()
+			path := filepath.Join(dir, "shapes.lua")
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			logger, _ := newLogger()
+			s, err := Load(path, Config{Dir: dir, Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ss, res := open(t, s, "sid")
+			jsonEqual(t, string(res.ServerInfo), `{"icons":[],"name":"shapes","version":"1"}`)
+			items, _, err := ss.(mcp.Pager).Page(context.Background(), tt.kind, 0, 10)
+			_, problems := Check(path, Config{Dir: dir, Logger: logger})
+			if tt.crash != "" {
+				if !isCrash(err) {
+					t.Fatalf("want a crash, got %v, %v", items, err)
+				}
+				contains(t, err.Error(), tt.crash)
+				if !slices.ContainsFunc(problems, func(p Problem) bool { return strings.Contains(p.Message, tt.crash) }) {
+					t.Errorf("check: %v, want a problem with %q", problems, tt.crash)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(problems) != 0 {
+				t.Errorf("check: %v, want none", problems)
+			}
+			if len(items) != 1 {
+				t.Fatalf("%d items, want 1", len(items))
+			}
+			jsonEqual(t, string(items[0].JSON), tt.want)
+		})
+	}
 }

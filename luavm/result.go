@@ -35,6 +35,27 @@ var resultShapes = map[string]bridge.Shape{
 	"structuredContent":  bridge.Object,
 }
 
+// descriptorShapes are, per list callback, the top-level keys of its entries
+// whose JSON type the MCP schema fixes: a prompt's arguments and every
+// icons are lists, so `arguments = {}` is [], not {} (which a client that
+// checks the schema refuses, with the whole list); a schema is an object.
+// luamcp check encodes the entries the same way.
+var descriptorShapes = map[int]map[string]bridge.Shape{
+	cbTools: {
+		"icons":         bridge.List,
+		"input_schema":  bridge.Object,
+		"inputSchema":   bridge.Object,
+		"output_schema": bridge.Object,
+		"outputSchema":  bridge.Object,
+	},
+	cbResources:         {"icons": bridge.List},
+	cbResourceTemplates: {"icons": bridge.List},
+	cbPrompts:           {"arguments": bridge.List, "icons": bridge.List},
+}
+
+// serverInfoShapes are those of init's server_info.
+var serverInfoShapes = map[string]bridge.Shape{"icons": bridge.List}
+
 // field is one top-level key of an object being written.
 type field struct {
 	name string     // key on the wire

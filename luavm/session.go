@@ -157,7 +157,7 @@ func (v *vm) initResult(info, caps lua.LValue, encode bool) (*mcp.InitResult, er
 	}
 	var err error
 	if encode {
-		if res.ServerInfo, err = v.object(t, "server_info", func(k string) bool { return k == "instructions" }, nil); err != nil {
+		if res.ServerInfo, err = v.object(t, "server_info", func(k string) bool { return k == "instructions" }, serverInfoShapes); err != nil {
 			return nil, err
 		}
 	}
