@@ -33,11 +33,12 @@ const (
 var askers = [numAskers]struct {
 	method, prefix string
 	rename         map[string]string
+	shapes         map[string]Shape // by wire name, top-level only
 }{
 	askElicit: {"elicitation/create", "elicit", map[string]string{
 		"requested_schema": "requestedSchema",
 		"elicitation_id":   "elicitationId",
-	}},
+	}, nil},
 	askSample: {"sampling/createMessage", "sample", map[string]string{
 		"max_tokens":        "maxTokens",
 		"system_prompt":     "systemPrompt",
@@ -45,8 +46,13 @@ var askers = [numAskers]struct {
 		"stop_sequences":    "stopSequences",
 		"include_context":   "includeContext",
 		"tool_choice":       "toolChoice",
+	}, map[string]Shape{
+		// Lists in the MCP schema: an empty table is [], not {}.
+		"messages":      List,
+		"stopSequences": List,
+		"tools":         List,
 	}},
-	askRoots: {"roots/list", "roots", nil},
+	askRoots: {"roots/list", "roots", nil, nil},
 }
 
 // askerOf returns the asker of method.
@@ -254,7 +260,9 @@ func fail(L *lua.LState, msg string) int {
 
 // requestParams encodes src as the params of method, renaming its
 // top-level snake_case keys, and takes its key field out: the key names the
-// request and is never sent. The params are always an object, {} for none:
+// request and is never sent. The top-level keys the MCP schema makes lists
+// (sampling's messages, stopSequences, tools) are sent as lists: an empty
+// table is [], and a value of the other kind is an error naming it. The params are always an object, {} for none:
 // a 2026-07-28 inputRequest carries them as given, and clients read them as
 // an object (the Go SDK refuses a roots/list inputRequest without params).
 func (m *Module) requestParams(L *lua.LState, method string, a asker, src *lua.LTable) (json.RawMessage, string) {
@@ -278,6 +286,9 @@ func (m *Module) requestParams(L *lua.LState, method string, a asker, src *lua.L
 					}
 					k = lua.LString(wire)
 				}
+				if shape, ok := askers[a].shapes[string(k.(lua.LString))]; ok {
+					v = m.shaped(L, method, string(k.(lua.LString)), v, shape)
+				}
 			}
 			t.RawSet(k, v)
 		})
@@ -290,6 +301,21 @@ func (m *Module) requestParams(L *lua.LState, method string, a asker, src *lua.L
 		raise(L, method+": "+err.Error())
 	}
 	return out, key
+}
+
+// shaped returns v, the param name of method, checked against shape: an
+// unmarked empty table becomes a new one marked as a list (so that it is
+// encoded [] without marking the script's own table), a value of the other
+// shape raises.
+func (m *Module) shaped(L *lua.LState, method, name string, v lua.LValue, shape Shape) lua.LValue {
+	emptyList, err := m.c.checkShape(v, "params."+name, shape)
+	if err != nil {
+		raise(L, method+": "+err.Error())
+	}
+	if emptyList {
+		return m.c.MarkArray(L.CreateTable(0, 0))
+	}
+	return v
 }
 
 // describeKey names a table key in an error message.

@@ -64,6 +64,49 @@ func TestRequestKeyErrors(t *testing.T) {
 	}
 }
 
+// TestRequestParamShapes: the top-level params the MCP schema makes lists
+// reach the client as lists: mcp.sample with stop_sequences = {} sent
+// "stopSequences":{} (and messages = {} "messages":{}), which a client that
+// checks the schema refuses. An empty table there is [] (the script's table
+// stays unmarked), a value of the other kind is an error naming it, and
+// nested tables pass as written.
+func TestRequestParamShapes(t *testing.T) {
+	tests := []struct{ name, chunk, want, fail string }{
+		{"empty lists", `mcp.sample(ctx, {messages = {}, stop_sequences = {}, tools = {}})`,
+			`request sampling/createMessage {"messages":[],"stopSequences":[],"tools":[]}`, ""},
+		{"wire names", `mcp.sample(ctx, {messages = {}, stopSequences = {}})`,
+			`request sampling/createMessage {"messages":[],"stopSequences":[]}`, ""},
+		{"lists", `mcp.sample(ctx, {messages = {{role = "user", content = {type = "text", text = "hi"}}}, stop_sequences = {"x"}})`,
+			`request sampling/createMessage {"messages":[{"content":{"text":"hi","type":"text"},"role":"user"}],"stopSequences":["x"]}`, ""},
+		{"through mcp.ask", `mcp.ask(ctx, {s = {method = "sampling/createMessage", params = {messages = {}}}})`,
+			`request sampling/createMessage {"messages":[]}`, ""},
+		{"nested as written", `mcp.sample(ctx, {messages = {}, model_preferences = {hints = {}}, metadata = {}})`,
+			`request sampling/createMessage {"messages":[],"metadata":{},"modelPreferences":{"hints":{}}}`, ""},
+		{"the script's table unmarked", `local m = {}; mcp.sample(ctx, {messages = m}); assert(mcp.json_encode(m) == "{}")`,
+			`request sampling/createMessage {"messages":[]}`, ""},
+		{"elicit unchanged", `mcp.elicit(ctx, {message = "m", requested_schema = {type = "object", properties = {}}})`,
+			`request elicitation/create {"message":"m","requestedSchema":{"properties":{},"type":"object"}}`, ""},
+		{"marked object", `mcp.sample(ctx, {messages = mcp.object({})})`, "",
+			"sampling/createMessage: params.messages: want a list, got a table marked as the other kind"},
+		{"a table with keys", `mcp.sample(ctx, {messages = {}, stop_sequences = {a = "x"}})`, "",
+			`sampling/createMessage: params.stopSequences: want a list, got a table with the key "a"`},
+		{"a string", `mcp.sample(ctx, {messages = {}, tools = "x"})`, "",
+			`sampling/createMessage: params.tools: want a list, got the string "x"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+			if tt.fail != "" {
+				h.mustFail(t, tt.chunk, tt.fail)
+				return
+			}
+			h.mustRun(t, tt.chunk)
+			equal(t, "line", h.line.events, []string{tt.want})
+		})
+	}
+}
+
 func TestAsk(t *testing.T) {
 	h := newHarness(t)
 	h.line.answer = func(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {

@@ -77,13 +77,27 @@ const (
 // client against the protocol's schema: both are settled here, where the
 // table's mark is known. Anything but a table is an error.
 func (c *Codec) AppendEncodeAs(dst []byte, v lua.LValue, root string, want Shape) ([]byte, error) {
+	emptyList, err := c.checkShape(v, root, want)
+	if err != nil {
+		return dst, err
+	}
+	if emptyList {
+		return append(dst, "[]"...), nil
+	}
+	return c.AppendEncode(dst, v, root)
+}
+
+// checkShape reports whether v has the shape want, as AppendEncodeAs
+// encodes it, and whether it is an unmarked empty table that a List encodes
+// as [].
+func (c *Codec) checkShape(v lua.LValue, root string, want Shape) (emptyList bool, err error) {
 	t, ok := v.(*lua.LTable)
 	name := "a list"
 	if want == Object {
 		name = "an object (a table with string keys)"
 	}
 	if !ok {
-		return dst, &EncodeError{Path: root, Msg: "want " + name + ", got " + describeValue(v)}
+		return false, &EncodeError{Path: root, Msg: "want " + name + ", got " + describeValue(v)}
 	}
 	m, n := c.mark(t), t.MaxN()
 	base := len(c.ents)
@@ -96,15 +110,15 @@ func (c *Codec) AppendEncodeAs(dst []byte, v lua.LValue, root string, want Shape
 	c.ents = c.ents[:base]
 	switch {
 	case want == List && m == markObject, want == Object && m == markArray:
-		return dst, &EncodeError{Path: root, Msg: "want " + name + ", got a table marked as the other kind"}
+		return false, &EncodeError{Path: root, Msg: "want " + name + ", got a table marked as the other kind"}
 	case want == List && m == markNone && key != nil:
-		return dst, &EncodeError{Path: root, Msg: "want " + name + ", got a table with the key " + keyName(key)}
+		return false, &EncodeError{Path: root, Msg: "want " + name + ", got a table with the key " + keyName(key)}
 	case want == List && m == markNone && n == 0:
-		return append(dst, "[]"...), nil
+		return true, nil
 	case want == Object && m == markNone && n > 0 && key == nil:
-		return dst, &EncodeError{Path: root, Msg: "want " + name + ", got a list"}
+		return false, &EncodeError{Path: root, Msg: "want " + name + ", got a list"}
 	}
-	return c.AppendEncode(dst, v, root)
+	return false, nil
 }
 
 // describeValue names a value's type for an error, with a string's or
