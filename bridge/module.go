@@ -318,6 +318,11 @@ func (m *Module) encodeArg(L *lua.LState, fname string, n int, root string) (jso
 	if _, ok := v.(*lua.LTable); !ok {
 		L.ArgError(n, root+" must be a table or nil, got "+typeName(v))
 	}
+	// A notification's params are an object in MCP: a list is refused
+	// like params with no JSON form.
+	if _, err := m.c.checkShape(v, root, Object); err != nil {
+		return nil, fmt.Errorf("%s: %w", fname, err)
+	}
 	out, err := m.c.Encode(v, root)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", fname, err)
@@ -327,7 +332,7 @@ func (m *Module) encodeArg(L *lua.LState, fname string, n int, root string) (jso
 
 // pushed ends a push function: true when the push went out, or (after a log
 // line) false and the reason when it was refused (params that cannot be
-// encoded, a method that is not a notification). A refused push is dropped,
+// encoded or are not an object, a method that is not a notification). A refused push is dropped,
 // not raised: it is a notification, and
 // the call that made it goes on (behaviour.md: logged and dropped, using up
 // no event id).

@@ -328,6 +328,9 @@ func TestPushUnencodableDropped(t *testing.T) {
 	tests := []struct{ chunk, want string }{
 		{`return mcp.notify("s", "notifications/m", {x = function() end})`, "false, mcp.notify: params.x: cannot encode a function"},
 		{`return mcp.broadcast("c", "notifications/m", {list = {1, nil, 3}})`, "false, mcp.broadcast: params.list[2]: nil inside an array (use mcp.null for a JSON null)"},
+		// MCP's params are an object: a list (sent "params":[1,2] before) is refused.
+		{`return mcp.notify("s", "notifications/tools/list_changed", {1, 2})`, "false, mcp.notify: params: want an object (a table with string keys), got a list"},
+		{`return mcp.broadcast("c", "notifications/m", mcp.array())`, "false, mcp.broadcast: params: want an object (a table with string keys), got a table marked as the other kind"},
 		// A push only notifies: a request method (or any other) is refused.
 		{`return mcp.notify("s", "sampling/createMessage", {})`, `false, mcp.notify: method "sampling/createMessage" is not a notification (want "notifications/...")`},
 		{`return mcp.notify(nil, "ping")`, `false, mcp.notify: method "ping" is not a notification (want "notifications/...")`},
