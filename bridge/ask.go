@@ -38,7 +38,7 @@ var askers = [numAskers]struct {
 	askElicit: {"elicitation/create", "elicit", map[string]string{
 		"requested_schema": "requestedSchema",
 		"elicitation_id":   "elicitationId",
-	}, nil},
+	}, map[string]Shape{"requestedSchema": Schema}},
 	askSample: {"sampling/createMessage", "sample", map[string]string{
 		"max_tokens":        "maxTokens",
 		"system_prompt":     "systemPrompt",
@@ -306,8 +306,19 @@ func (m *Module) requestParams(L *lua.LState, method string, a asker, src *lua.L
 // shaped returns v, the param name of method, checked against shape: an
 // unmarked empty table becomes a new one marked as a list (so that it is
 // encoded [] without marking the script's own table), a value of the other
-// shape raises.
+// shape raises. A schema is encoded as one (its required = {} is []) and
+// decoded again: the copy's tables are marked as what they were written as.
 func (m *Module) shaped(L *lua.LState, method, name string, v lua.LValue, shape Shape) lua.LValue {
+	if shape == Schema {
+		text, err := m.c.EncodeAs(v, "params."+name, Schema)
+		if err == nil {
+			v, err = m.c.Decode(text)
+		}
+		if err != nil {
+			raise(L, method+": "+err.Error())
+		}
+		return v
+	}
 	emptyList, err := m.c.checkShape(v, "params."+name, shape)
 	if err != nil {
 		raise(L, method+": "+err.Error())

@@ -28,7 +28,17 @@ const maxKeptBuffer = 64 << 10
 // strings that are not valid UTF-8, cycles and nesting deeper than MaxDepth are
 // errors. Lua nil (only possible at the root) encodes as null.
 func (c *Codec) Encode(v lua.LValue, root string) ([]byte, error) {
-	buf, err := c.AppendEncode(c.buf[:0], v, root)
+	return c.keep(c.AppendEncode(c.buf[:0], v, root))
+}
+
+// EncodeAs is Encode for a value of a fixed shape (AppendEncodeAs).
+func (c *Codec) EncodeAs(v lua.LValue, root string, want Shape) ([]byte, error) {
+	return c.keep(c.AppendEncodeAs(c.buf[:0], v, root, want))
+}
+
+// keep returns a copy of buf, the output an encoding appended to c.buf, and
+// keeps buf for the next unless it grew large.
+func (c *Codec) keep(buf []byte, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +59,7 @@ func (c *Codec) AppendEncode(dst []byte, v lua.LValue, root string) ([]byte, err
 	n := len(dst)
 	c.room, c.tables = newBudget(c.l), 0
 	out, err := c.appendValue(dst, v, 0)
+	c.next = roleNone // a root that is no table leaves it set
 	if err != nil {
 		clear(c.seen)
 		c.seen = c.seen[:0]
@@ -70,6 +81,9 @@ const (
 	// Object is a JSON object: an empty table encodes as {}, and a list
 	// (keys 1..n, or marked with mcp.array) is refused.
 	Object
+	// Schema is an Object that is a JSON Schema: an empty table under a
+	// keyword that takes a list (required = {}) is [] (schema.go).
+	Schema
 )
 
 // AppendEncodeAs is AppendEncode for a value of a fixed shape. An empty
@@ -84,6 +98,9 @@ func (c *Codec) AppendEncodeAs(dst []byte, v lua.LValue, root string, want Shape
 	if emptyList {
 		return append(dst, "[]"...), nil
 	}
+	if want == Schema {
+		c.next = roleSchema
+	}
 	return c.AppendEncode(dst, v, root)
 }
 
@@ -93,8 +110,8 @@ func (c *Codec) AppendEncodeAs(dst []byte, v lua.LValue, root string, want Shape
 func (c *Codec) checkShape(v lua.LValue, root string, want Shape) (emptyList bool, err error) {
 	t, ok := v.(*lua.LTable)
 	name := "a list"
-	if want == Object {
-		name = "an object (a table with string keys)"
+	if want != List {
+		want, name = Object, "an object (a table with string keys)"
 	}
 	if !ok {
 		return false, &EncodeError{Path: root, Msg: "want " + name + ", got " + describeValue(v)}
@@ -192,13 +209,15 @@ func (c *Codec) appendTable(buf []byte, t *lua.LTable, depth int) ([]byte, *path
 		}
 	}
 	c.seen = append(c.seen, t)
-	buf, err := c.appendTableBody(buf, t, depth)
+	r := c.next
+	c.next = roleNone
+	buf, err := c.appendTableBody(buf, t, depth, r)
 	c.seen[len(c.seen)-1] = nil
 	c.seen = c.seen[:len(c.seen)-1]
 	return buf, err
 }
 
-func (c *Codec) appendTableBody(buf []byte, t *lua.LTable, depth int) ([]byte, *pathError) {
+func (c *Codec) appendTableBody(buf []byte, t *lua.LTable, depth int, r role) ([]byte, *pathError) {
 	m := c.mark(t)
 	n := t.MaxN()
 	base := len(c.ents)
@@ -206,18 +225,20 @@ func (c *Codec) appendTableBody(buf []byte, t *lua.LTable, depth int) ([]byte, *
 	hash := len(c.ents) > base
 	switch {
 	case m == markObject:
-		return c.appendObject(buf, t, n, base, depth, true)
+		return c.appendObject(buf, t, n, base, depth, true, r)
 	case m == markArray && hash:
 		return buf, newPathError("array (mcp.array) has the non-index key %s", keyName(c.ents[base].k))
 	case m == markArray:
-		return c.appendArray(buf, t, n, depth)
+		return c.appendArray(buf, t, n, depth, r)
+	case n == 0 && !hash && r.emptyIsList():
+		return append(buf, "[]"...), nil
 	case n == 0:
-		return c.appendObject(buf, t, 0, base, depth, false)
+		return c.appendObject(buf, t, 0, base, depth, false, r)
 	case hash:
 		return buf, newPathError("table mixes list items with the key %s (mark it with mcp.object to encode an object)",
 			keyName(c.ents[base].k))
 	}
-	return c.appendArray(buf, t, n, depth)
+	return c.appendArray(buf, t, n, depth, r)
 }
 
 // errOutgrows is the error of a JSON text larger than the room its state's
@@ -237,7 +258,7 @@ func keyName(k lua.LValue) string {
 	return "of type " + typeName(k)
 }
 
-func (c *Codec) appendArray(buf []byte, t *lua.LTable, n, depth int) ([]byte, *pathError) {
+func (c *Codec) appendArray(buf []byte, t *lua.LTable, n, depth int, r role) ([]byte, *pathError) {
 	buf = append(buf, '[')
 	for i := 1; i <= n; i++ {
 		if i > 1 {
@@ -248,6 +269,7 @@ func (c *Codec) appendArray(buf []byte, t *lua.LTable, n, depth int) ([]byte, *p
 			return buf, newPathError("nil inside an array (use mcp.null for a JSON null)").under(lua.LNumber(i))
 		}
 		var err *pathError
+		c.next = r.item()
 		if buf, err = c.appendValue(buf, v, depth); err != nil {
 			return buf, err.under(lua.LNumber(i))
 		}
@@ -258,7 +280,7 @@ func (c *Codec) appendArray(buf []byte, t *lua.LTable, n, depth int) ([]byte, *p
 // appendObject writes t as an object. The entries outside the array part are
 // already in c.ents[base:]; the array part 1..n is added here (marked objects
 // only: an unmarked table reaches here with n == 0).
-func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, marked bool) ([]byte, *pathError) {
+func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, marked bool, r role) ([]byte, *pathError) {
 	for i := 1; i <= n; i++ {
 		if v := t.RawGetInt(i); v != lua.LNil {
 			c.ents = append(c.ents, entry{k: lua.LNumber(i), v: v})
@@ -308,6 +330,7 @@ func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, mark
 		}
 		buf = append(buf, ':')
 		var err *pathError
+		c.next = r.member(e.s)
 		if buf, err = c.appendValue(buf, e.v, depth); err != nil {
 			return buf, err.under(e.k)
 		}

@@ -49,14 +49,17 @@ type Codec struct {
 	objectMeta *lua.LTable
 
 	// Scratch space, reused between calls by the owning goroutine only.
-	stack  []lua.LValue                // decode: values of the containers being read
-	text   []byte                      // decode: unescaped string bytes
-	intern map[string]lua.LValue       // decode: boxed object keys seen recently
-	buf    []byte                      // encode: output buffer of Encode
-	ents   []entry                     // encode: pending object entries
-	seen   []*lua.LTable               // encode: tables on the current path (cycle check)
-	room   budget                      // encode: what the output may take (budget.go)
-	tables int                         // encode: tables written, for context checks
+	stack  []lua.LValue          // decode: values of the containers being read
+	text   []byte                // decode: unescaped string bytes
+	intern map[string]lua.LValue // decode: boxed object keys seen recently
+	buf    []byte                // encode: output buffer of Encode
+	ents   []entry               // encode: pending object entries
+	seen   []*lua.LTable         // encode: tables on the current path (cycle check)
+	room   budget                // encode: what the output may take (budget.go)
+	tables int                   // encode: tables written, for context checks
+	// next is the role (schema.go) of the table appendValue writes next:
+	// set by the one writing its container, taken by appendTable.
+	next   role
 	clones map[*lua.LTable]*lua.LTable // Clone: source table -> copy
 	work   []cloneWork                 // Clone: tables still to fill
 }

@@ -125,6 +125,7 @@ func TestDescriptorShapes(t *testing.T) {
 		{"tool empty icons", mcp.ListTools, `{ name = "t", input_schema = { type = "object" }, icons = {} }`, `{"icons":[],"inputSchema":{"type":"object"},"name":"t"}`, ""},
 		{"tool marked icons", mcp.ListTools, `{ name = "t", input_schema = { type = "object" }, icons = mcp.object({}) }`, "", "tools[1].icons: want a list, got a table marked as the other kind"},
 		{"tool schema", mcp.ListTools, `{ name = "t", input_schema = { type = "object", properties = {} } }`, `{"inputSchema":{"properties":{},"type":"object"},"name":"t"}`, ""},
+		{"tool schema empty required", mcp.ListTools, `{ name = "t", input_schema = { type = "object", properties = {}, required = {} } }`, `{"inputSchema":{"properties":{},"required":[],"type":"object"},"name":"t"}`, ""},
 		{"tool schema list", mcp.ListTools, `{ name = "t", input_schema = { "object" } }`, "", "tools[1].input_schema: want an object (a table with string keys), got a list"},
 		{"tool output schema string", mcp.ListTools, `{ name = "t", input_schema = { type = "object" }, outputSchema = "x" }`, "", `tools[1].outputSchema: want an object (a table with string keys), got the string "x"`},
 		{"resource empty icons", mcp.ListResources, `{ uri = "r://x", name = "x", icons = {} }`, `{"icons":[],"name":"x","uri":"r://x"}`, ""},

@@ -3,6 +3,7 @@ package luavm
 import (
 	"errors"
 	"fmt"
+	"github.com/luamcp/luamcp/bridge"
 	"sync"
 
 	"github.com/luamcp/luamcp/internal/jsonschema"
@@ -83,7 +84,7 @@ func (v *vm) schemaText(tool *lua.LTable, key string) ([]byte, error) {
 	if !ok {
 		return nil, nil
 	}
-	return v.codec.Encode(schema, key)
+	return v.codec.EncodeAs(schema, key, bridge.Schema)
 }
 
 // compileInputSchema compiles tool's input schema (compileSchema); luamcp
