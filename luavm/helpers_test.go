@@ -213,3 +213,22 @@ func contains(t testing.TB, s, sub string) {
 		t.Errorf("%q does not contain %q", s, sub)
 	}
 }
+
+// checkOutcome checks a tool call's outcome: a crash containing crash when it is
+// not "", else the result want. It reports whether the call returned a
+// result.
+func checkOutcome(t *testing.T, got string, err error, want, crash string) bool {
+	t.Helper()
+	if crash != "" {
+		if !isCrash(err) {
+			t.Fatalf("want a crash, got %q, %v", got, err)
+		}
+		contains(t, err.Error(), crash)
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, got, want)
+	return true
+}

@@ -37,17 +37,9 @@ func TestToolOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := call(t, ss, tt.name, tt.args)
-			if tt.crash != "" {
-				if !isCrash(err) {
-					t.Fatalf("want a crash, got %q, %v", got, err)
-				}
-				contains(t, err.Error(), tt.crash)
+			if !checkOutcome(t, got, err, tt.want, tt.crash) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			jsonEqual(t, got, tt.want)
 			if !strings.HasSuffix(got, `"isError":false}`) && !strings.HasSuffix(got, `"isError":true}`) {
 				t.Errorf("isError is not last: %s", got)
 			}
@@ -596,17 +588,7 @@ return {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := call(t, ss, tt.name, `{}`)
-			if tt.crash != "" {
-				if !isCrash(err) {
-					t.Fatalf("want a crash, got %q, %v", got, err)
-				}
-				contains(t, err.Error(), tt.crash)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			jsonEqual(t, got, tt.want)
+			checkOutcome(t, got, err, tt.want, tt.crash)
 		})
 	}
 	res, err := ss.ReadResource(context.Background(), testCall(""), "r://x")
