@@ -3,6 +3,8 @@ package bridge
 import (
 	"encoding/json"
 	"testing"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // benchArgs is a typical tools/call arguments object.
@@ -53,6 +55,44 @@ func BenchmarkAppendEncode(b *testing.B) {
 		if buf, err = c.AppendEncode(buf[:0], v, "result"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCheckContent is the check of a tool result's content blocks
+// (CheckContent): benchResult's one text block, and five blocks of the
+// five kinds, encoded against it (AppendEncode of the same list).
+func BenchmarkCheckContent(b *testing.B) {
+	L, c, _ := newState(b)
+	one := eval(b, L, benchResult).(*lua.LTable).RawGetString("content").(*lua.LTable)
+	five := eval(b, L, `return {
+		{type = "text", text = "hello"},
+		{type = "image", data = "aGVsbG8=", mimeType = "image/png"},
+		{type = "audio", data = "aGVsbG8=", mimeType = "audio/wav"},
+		{type = "resource_link", uri = "mem://x", name = "x"},
+		{type = "resource", resource = {uri = "mem://x", text = "hello"}},
+	}`).(*lua.LTable)
+	for _, bc := range []struct {
+		name string
+		list *lua.LTable
+	}{{"blocks=1", one}, {"blocks=5", five}} {
+		b.Run(bc.name+"/check", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.CheckContent(bc.list, "result"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bc.name+"/encode", func(b *testing.B) {
+			var buf []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if buf, err = c.AppendEncode(buf[:0], bc.list, "result"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

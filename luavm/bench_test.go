@@ -237,3 +237,39 @@ func BenchmarkCallToolList(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCallToolContent is BenchmarkCallToolEcho with a table result:
+// three content blocks (text, image, resource_link) and structured
+// content, built by each call; what a result's blocks cost to check.
+func BenchmarkCallToolContent(b *testing.B) {
+	s, _ := loadSource(b, "content.lua", `
+return {
+  init = function() return { name = "content", version = "1" }, { tools = {} }, { count = 0 } end,
+  tools = { { name = "echo", input_schema = { type = "object" } } },
+  handle_tool = function(name, args, ctx, state)
+    state.count = state.count + 1
+    return {
+      content = {
+        { type = "text", text = args.text },
+        { type = "image", data = "aGVsbG8=", mimeType = "image/png" },
+        { type = "resource_link", uri = "mem://x", name = "x" },
+      },
+      structured_content = { count = state.count },
+    }
+  end,
+}`)
+	ss, _, err := s.Init(context.Background(), nil, "sid")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ss.Close("")
+	ctx := context.Background()
+	c := testCall("sid")
+	args := json.RawMessage(`{"text":"hello"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ss.CallTool(ctx, c, "echo", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -186,11 +186,15 @@ func (v *vm) toolResult(res lua.LValue, isError bool, root string) (json.RawMess
 		buf, _ = v.codec.AppendEncode(buf, lua.LString(r.String()), root)
 		buf = append(buf, "}]"...)
 	case *lua.LTable:
-		if _, ok := r.RawGetString("content").(*lua.LTable); !ok {
+		content, ok := r.RawGetString("content").(*lua.LTable)
+		if !ok {
 			return nil, fmt.Errorf("%s: a table result needs content (a list of content blocks)", root)
 		}
 		buf = append(buf, '{')
 		if buf, err = v.appendFields(buf, r, root, skipIsError, resultShapes); err != nil {
+			return nil, err
+		}
+		if err = v.codec.CheckContent(content, root); err != nil {
 			return nil, err
 		}
 	default:
@@ -206,7 +210,8 @@ func (v *vm) toolResult(res lua.LValue, isError bool, root string) (json.RawMess
 
 // resourceResult encodes what read_resource produced: a string becomes
 // {"contents":[{"uri","text","mimeType"?}]}, a table with contents is sent as
-// it is.
+// it is, but for the uri of an entry without one: the uri read (the MCP
+// schema requires it). Each entry needs text or blob.
 func (v *vm) resourceResult(res lua.LValue, uri string, mime lua.LValue) (json.RawMessage, error) {
 	switch r := res.(type) {
 	case lua.LString:
@@ -227,24 +232,79 @@ func (v *vm) resourceResult(res lua.LValue, uri string, mime lua.LValue) (json.R
 		}
 		return v.done(append(buf, "}]}"...)), nil
 	case *lua.LTable:
-		if _, ok := r.RawGetString("contents").(*lua.LTable); !ok {
+		contents, ok := r.RawGetString("contents").(*lua.LTable)
+		if !ok {
 			return nil, errors.New("result: a table result needs contents (a list of resource contents)")
 		}
-		return v.object(r, "result", nil, resultShapes)
+		if lacksURI(contents) {
+			contents = v.withURI(contents, uri)
+			r = shallowCopy(v.L, r)
+			r.RawSetString("contents", contents)
+		}
+		out, err := v.object(r, "result", nil, resultShapes)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.codec.CheckResourceContents(contents, "result"); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("result: want a string or a table with contents, got %s", describe(res))
 }
 
+// lacksURI reports whether an entry of contents is a table without uri.
+func lacksURI(contents *lua.LTable) bool {
+	for i, n := 1, contents.Len(); i <= n; i++ {
+		if e, ok := contents.RawGetInt(i).(*lua.LTable); ok && e.RawGetString("uri") == lua.LNil {
+			return true
+		}
+	}
+	return false
+}
+
+// withURI returns a copy of contents in which each entry without uri is a
+// copy with uri: the script's tables stay as they were.
+func (v *vm) withURI(contents *lua.LTable, uri string) *lua.LTable {
+	cp := shallowCopy(v.L, contents)
+	for i, n := 1, contents.Len(); i <= n; i++ {
+		if e, ok := contents.RawGetInt(i).(*lua.LTable); ok && e.RawGetString("uri") == lua.LNil {
+			e = shallowCopy(v.L, e)
+			e.RawSetString("uri", lua.LString(uri))
+			cp.RawSetInt(i, e)
+		}
+	}
+	return cp
+}
+
+// shallowCopy returns a new table with t's entries and metatable (which
+// holds its array or object mark).
+func shallowCopy(L *lua.LState, t *lua.LTable) *lua.LTable {
+	cp := L.CreateTable(t.Len(), 0)
+	t.ForEach(cp.RawSet)
+	cp.Metatable = t.Metatable
+	return cp
+}
+
 // promptResult encodes what get_prompt produced: {messages, description?}.
+// Each message has a role, user or assistant, and one content block.
 func (v *vm) promptResult(res lua.LValue) (json.RawMessage, error) {
 	t, ok := res.(*lua.LTable)
 	if !ok {
 		return nil, fmt.Errorf("result: want a table with messages, got %s", describe(res))
 	}
-	if _, ok := t.RawGetString("messages").(*lua.LTable); !ok {
+	messages, ok := t.RawGetString("messages").(*lua.LTable)
+	if !ok {
 		return nil, errors.New("result: a prompt needs messages (a list)")
 	}
-	return v.object(t, "result", nil, resultShapes)
+	out, err := v.object(t, "result", nil, resultShapes)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.codec.CheckPromptMessages(messages, "result"); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // message returns the text of an in-band failure (`nil, message`).

@@ -602,3 +602,82 @@ return {
 	}
 	jsonEqual(t, string(res), `{"messages":[]}`)
 }
+
+// TestResultBlocks: the content blocks of a tool result, the entries of a
+// resource's contents and a prompt's messages have the fields the MCP schema
+// requires, or the call is a crash naming the place (and the state rolls
+// back); a resource entry without uri gets the uri read. What the schema
+// allows besides (annotations, _meta, keys of one's own) passes.
+func TestResultBlocks(t *testing.T) {
+	s, logs := load(t, "blocks.lua", nil)
+	ss, _ := open(t, s, "sid")
+	for _, tt := range []struct {
+		name, want, crash string
+	}{
+		{"all_kinds", `{"content":[{"type":"text","text":"t","annotations":{"priority":1},"_meta":{"k":1},"mine":true},` +
+			`{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"audio","data":"aGk=","mimeType":"audio/wav"},` +
+			`{"type":"resource_link","uri":"r://x","name":"x","size":2},` +
+			`{"type":"resource","resource":{"uri":"r://x","text":"hi"}},{"type":"resource","resource":{"uri":"r://y","blob":"aGk="}}],"isError":false}`, ""},
+		{"no_text", "", "result.content[2]: a text block needs text"},
+		{"text_number", "", "result.content[1].text: want a string, got the number 42"},
+		{"image_no_mime", "", "result.content[1]: an image block needs mimeType"},
+		{"image_snake_mime", "", "result.content[1]: an image block needs mimeType"},
+		{"audio_no_data", "", "result.content[1]: an audio block needs data"},
+		{"string_block", "", `result.content[1]: want a content block (a table with type), got the string "hi"`},
+		{"list_block", "", "result.content[1]: want a content block (a table with type), got a list"},
+		{"no_type", "", "result.content[1]: a content block needs type (text, image, audio, resource_link or resource)"},
+		{"robot", "", `result.content[1].type: want text, image, audio, resource_link or resource, got the string "robot"`},
+		{"tool_use", "", `result.content[1].type: want text, image, audio, resource_link or resource, got the string "tool_use"`},
+		{"link_no_name", "", "result.content[1]: a resource_link block needs name"},
+		{"link_no_uri", "", "result.content[1]: a resource_link block needs uri"},
+		{"embedded_no_resource", "", "result.content[1]: a resource block needs resource"},
+		{"embedded_no_uri", "", "result.content[1].resource: resource contents need uri"},
+		{"embedded_no_text", "", "result.content[1].resource: resource contents need text or blob"},
+		{"embedded_string", "", `result.content[1].resource: want resource contents (a table with uri and text or blob), got the string "r://x"`},
+		{"error_no_text", "", "error.content[1]: a text block needs text"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := call(t, ss, tt.name, `{}`)
+			checkOutcome(t, got, err, tt.want, tt.crash)
+		})
+	}
+	// Every crash left the state as it was: only all_kinds counted.
+	jsonEqual(t, mustCall(t, ss, "count", `{}`), `{"content":[{"type":"text","text":"1"}],"isError":false}`)
+	contains(t, logs.String(), "callback=handle_tool")
+
+	for _, tt := range []struct {
+		uri, want, crash string
+	}{
+		{"r://fill", `{"contents":[{"uri":"r://fill","text":"a"},{"uri":"r://other","blob":"aGk="},{"uri":"r://fill","blob":"aGk=","mimeType":"x/y"}]}`, ""},
+		// The same entry as r://fill's first: reading r://fill left it without uri.
+		{"r://kept", `{"contents":[{"uri":"r://kept","text":"a"}]}`, ""},
+		{"r://neither", "", "result.contents[1]: resource contents need text or blob"},
+		{"r://text_number", "", "result.contents[1].text: want a string, got the number 1"},
+		{"r://uri_number", "", "result.contents[1].uri: want a string, got the number 1"},
+		{"r://string_entry", "", `result.contents[1]: want resource contents (a table with uri and text or blob), got the string "x"`},
+	} {
+		t.Run(tt.uri, func(t *testing.T) {
+			got, err := ss.ReadResource(context.Background(), testCall("sid"), tt.uri)
+			checkOutcome(t, string(got), err, tt.want, tt.crash)
+		})
+	}
+
+	for _, tt := range []struct {
+		name, want, crash string
+	}{
+		{"good", `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}},` +
+			`{"role":"assistant","content":{"type":"resource","resource":{"uri":"r://x","text":"t"},"annotations":{"audience":["user"]}}}]}`, ""},
+		{"system_role", "", `result.messages[1].role: want "user" or "assistant", got the string "system"`},
+		{"no_role", "", `result.messages[1].role: want "user" or "assistant", got nil`},
+		{"string_content", "", `result.messages[1].content: want a content block (a table with type), got the string "hi"`},
+		{"list_content", "", "result.messages[1].content: want a content block (a table with type), got a list"},
+		{"no_content", "", "result.messages[1]: a message needs content"},
+		{"block_no_text", "", "result.messages[2].content: a text block needs text"},
+		{"string_message", "", `result.messages[1]: want a message (a table with role and content), got the string "hi"`},
+	} {
+		t.Run("prompt_"+tt.name, func(t *testing.T) {
+			got, err := ss.GetPrompt(context.Background(), testCall("sid"), tt.name, nil)
+			checkOutcome(t, string(got), err, tt.want, tt.crash)
+		})
+	}
+}

@@ -74,7 +74,7 @@
 ---@field execution {taskSupport: "forbidden"|"optional"|"required"}? may the tool run as a task (mcp.task); default "forbidden"
 
 ---@class luamcp.ToolResult
----@field content table[] content blocks, passed through
+---@field content table[] content blocks ({type="text", text=}, {type="image"|"audio", data=, mimeType=}, {type="resource_link", uri=, name=}, {type="resource", resource={uri=, text=|blob=}}), sent as written once checked
 ---@field structured_content table?
 
 ---@class luamcp.Resource
