@@ -296,6 +296,9 @@ func (m *Module) requestParams(L *lua.LState, method string, a asker, src *lua.L
 			raise(L, method+": params: both "+dup+" are set")
 		}
 	}
+	if a == askSample {
+		m.sampleParams(L, method, t)
+	}
 	out, err := m.c.Encode(t, "params")
 	if err != nil {
 		raise(L, method+": "+err.Error())
@@ -335,4 +338,70 @@ func describeKey(k lua.LValue) string {
 		return fmt.Sprintf("%q", string(s))
 	}
 	return typeName(k)
+}
+
+// sampleParams checks and completes t, the params of a
+// sampling/createMessage: each message has a role (user or assistant) and
+// content blocks with the fields the MCP schema requires (checkMessages),
+// and each tool's input_schema and output_schema are renamed and written as
+// a tool descriptor's are (sampleTools).
+func (m *Module) sampleParams(L *lua.LState, method string, t *lua.LTable) {
+	if msgs, ok := t.RawGetString("messages").(*lua.LTable); ok {
+		if err := m.c.checkMessages(msgs, samplingBlocks); err != nil {
+			raise(L, method+": "+err.under(lua.LString("messages")).finish("params").Error())
+		}
+	}
+	if tools, ok := t.RawGetString("tools").(*lua.LTable); ok {
+		t.RawSetString("tools", m.sampleTools(L, method, tools))
+	}
+}
+
+// toolSchemaNames are the snake_case keys of a sampling tool, as of a tool
+// descriptor, with their wire names.
+var toolSchemaNames = map[string]string{"input_schema": "inputSchema", "output_schema": "outputSchema"}
+
+// sampleTools returns a copy of tools, mcp.sample's list of tools (the
+// MCP schema's Tool): in each, input_schema and output_schema become
+// inputSchema and outputSchema, written as schemas (required = {} is []).
+// A tool needs a name and an input schema of type "object". The script's
+// tables are left as they are.
+func (m *Module) sampleTools(L *lua.LState, method string, tools *lua.LTable) *lua.LTable {
+	n := tools.Len()
+	out := m.c.MarkArray(L.CreateTable(n, 0))
+	for i := 1; i <= n; i++ {
+		at := "tools[" + strconv.Itoa(i) + "]"
+		tool, ok := tools.RawGetInt(i).(*lua.LTable)
+		if !ok {
+			raise(L, method+": params."+at+": want a tool (a table with name and input_schema), got "+describeValue(tools.RawGetInt(i)))
+		}
+		cp := L.CreateTable(0, 4)
+		var dup string
+		tool.ForEach(func(k, v lua.LValue) {
+			if s, ok := k.(lua.LString); ok {
+				if wire, ok := toolSchemaNames[string(s)]; ok {
+					if tool.RawGetString(wire) != lua.LNil {
+						dup = string(s) + " and " + wire
+					}
+					k, s = lua.LString(wire), lua.LString(wire)
+				}
+				if s == "inputSchema" || s == "outputSchema" {
+					v = m.shaped(L, method, at+"."+string(s), v, Schema)
+				}
+			}
+			cp.RawSet(k, v)
+		})
+		switch {
+		case dup != "":
+			raise(L, method+": params."+at+": both "+dup+" are set")
+		case cp.RawGetString("name").Type() != lua.LTString:
+			raise(L, method+": params."+at+": a tool needs name (a string), got "+describeValue(cp.RawGetString("name")))
+		case cp.RawGetString("inputSchema") == lua.LNil:
+			raise(L, method+": params."+at+": a tool needs input_schema")
+		}
+		if typ := cp.RawGetString("inputSchema").(*lua.LTable).RawGetString("type"); typ != lua.LString("object") {
+			raise(L, method+": params."+at+".inputSchema.type: the root of an input schema must be type = \"object\", got "+describeValue(typ))
+		}
+		out.RawSetInt(i, cp)
+	}
+	return out
 }

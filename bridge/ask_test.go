@@ -96,6 +96,24 @@ func TestRequestParamShapes(t *testing.T) {
 			`sampling/createMessage: params.stopSequences: want a list, got a table with the key "a"`},
 		{"a string", `mcp.sample(ctx, {messages = {}, tools = "x"})`, "",
 			`sampling/createMessage: params.tools: want a list, got the string "x"`},
+		// A tool's schemas are renamed and written as a tool descriptor's
+		// are; the script's tables stay as they were.
+		{"tool schemas", `local s = {type = "object", properties = {}, required = {}}
+			mcp.sample(ctx, {messages = {}, tools = {{name = "t", input_schema = s, output_schema = {type = "object", required = {}}}}})
+			assert(mcp.json_encode(s.required) == "{}" and s.type == "object")`,
+			`request sampling/createMessage {"messages":[],"tools":[{"inputSchema":{"properties":{},"required":[],"type":"object"},"name":"t","outputSchema":{"required":[],"type":"object"}}]}`, ""},
+		{"tool wire names", `mcp.sample(ctx, {messages = {}, tools = {{name = "t", inputSchema = {type = "object"}, annotations = {x = 1}}}})`,
+			`request sampling/createMessage {"messages":[],"tools":[{"annotations":{"x":1},"inputSchema":{"type":"object"},"name":"t"}]}`, ""},
+		{"tool both names", `mcp.sample(ctx, {messages = {}, tools = {{name = "t", input_schema = {type = "object"}, inputSchema = {type = "object"}}}})`, "",
+			"sampling/createMessage: params.tools[1]: both input_schema and inputSchema are set"},
+		{"tool without schema", `mcp.sample(ctx, {messages = {}, tools = {{name = "t"}}})`, "",
+			"sampling/createMessage: params.tools[1]: a tool needs input_schema"},
+		{"tool without name", `mcp.sample(ctx, {messages = {}, tools = {{input_schema = {type = "object"}}}})`, "",
+			"sampling/createMessage: params.tools[1]: a tool needs name (a string), got nil"},
+		{"tool schema not an object", `mcp.sample(ctx, {messages = {}, tools = {{name = "t", input_schema = {type = "string"}}}})`, "",
+			`sampling/createMessage: params.tools[1].inputSchema.type: the root of an input schema must be type = "object", got the string "string"`},
+		{"tool a string", `mcp.sample(ctx, {messages = {}, tools = {"t"}})`, "",
+			`sampling/createMessage: params.tools[1]: want a tool (a table with name and input_schema), got the string "t"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +125,59 @@ func TestRequestParamShapes(t *testing.T) {
 			}
 			h.mustRun(t, tt.chunk)
 			equal(t, "line", h.line.events, []string{tt.want})
+		})
+	}
+}
+
+// TestSamplingMessages: mcp.sample's messages have a role, user or
+// assistant, and content (a block, or a list of blocks) whose blocks have
+// the fields the MCP schema requires of a sampling message's; otherwise the
+// request raises, naming the place, and is not sent.
+func TestSamplingMessages(t *testing.T) {
+	tests := []struct{ name, messages, want, fail string }{
+		{"block", `{{role = "user", content = {type = "text", text = "hi", _meta = {}}}}`,
+			`[{"content":{"_meta":{},"text":"hi","type":"text"},"role":"user"}]`, ""},
+		{"list of blocks", `{{role = "assistant", content = {{type = "tool_use", id = "1", name = "f", input = {}}}},
+			{role = "user", content = {{type = "tool_result", toolUseId = "1", content = {{type = "text", text = "ok"}}}, {type = "image", data = "aGk=", mimeType = "image/png"}}}}`,
+			`[{"content":[{"id":"1","input":{},"name":"f","type":"tool_use"}],"role":"assistant"},` +
+				`{"content":[{"content":[{"text":"ok","type":"text"}],"toolUseId":"1","type":"tool_result"},{"data":"aGk=","mimeType":"image/png","type":"image"}],"role":"user"}]`, ""},
+		{"marked empty list", `{{role = "user", content = mcp.array()}}`, `[{"content":[],"role":"user"}]`, ""},
+		{"no text", `{{role = "user", content = {type = "text"}}}`, "",
+			"params.messages[1].content: a text block needs text"},
+		{"in a list", `{{role = "user", content = {{type = "text", text = "a"}, {type = "image", data = "aGk="}}}}`, "",
+			"params.messages[1].content[2]: an image block needs mimeType"},
+		{"system role", `{{role = "system", content = {type = "text", text = "hi"}}}`, "",
+			`params.messages[1].role: want "user" or "assistant", got the string "system"`},
+		{"string content", `{{role = "user", content = "hi"}}`, "",
+			`params.messages[1].content: want a content block (a table with type), got the string "hi"`},
+		{"no content", `{{role = "user"}}`, "", "params.messages[1]: a message needs content"},
+		{"resource_link", `{{role = "user", content = {type = "resource_link", uri = "r://x", name = "x"}}}`, "",
+			`params.messages[1].content.type: want text, image, audio, tool_use or tool_result, got the string "resource_link"`},
+		{"tool_use without input", `{{role = "assistant", content = {type = "tool_use", id = "1", name = "f"}}}`, "",
+			"params.messages[1].content: a tool_use block needs input"},
+		{"tool_use input a list", `{{role = "assistant", content = {type = "tool_use", id = "1", name = "f", input = {1}}}}`, "",
+			"params.messages[1].content.input: want an object (a table with string keys), got a list"},
+		{"tool_result one block", `{{role = "user", content = {type = "tool_result", toolUseId = "1", content = {type = "text", text = "x"}}}}`, "",
+			"params.messages[1].content.content: want a list of content blocks, got one block (put it in a list: { block })"},
+		{"tool_result bad block", `{{role = "user", content = {type = "tool_result", toolUseId = "1", content = {{type = "image"}}}}}`, "",
+			"params.messages[1].content.content[1]: an image block needs data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, chunk := range []string{
+				`mcp.sample(ctx, {max_tokens = 5, messages = ` + tt.messages + `})`,
+				`mcp.ask(ctx, {s = {method = "sampling/createMessage", params = {max_tokens = 5, messages = ` + tt.messages + `}}})`,
+			} {
+				h := newHarness(t)
+				h.begin(CallInfo{RequestID: json.RawMessage(`1`)})
+				if tt.fail != "" {
+					h.mustFail(t, chunk, "sampling/createMessage: "+tt.fail)
+					equal(t, "line", h.line.events, nil)
+					continue
+				}
+				h.mustRun(t, chunk)
+				equal(t, "line", h.line.events, []string{`request sampling/createMessage {"maxTokens":5,"messages":` + tt.want + `}`})
+			}
 		})
 	}
 }

@@ -39,7 +39,7 @@
 ---@field key string? names the request (the 2026-07-28 inputRequests key); default "elicit-1", "elicit-2", ... in call order; never sent
 
 ---@class mcp.SampleRequest
----@field messages table[] {role=, content={type="text", text=...}} entries
+---@field messages table[] {role="user"|"assistant", content={type="text", text=...}} entries; content is a block or a list of blocks (text, image, audio, tool_use, tool_result), each with the fields MCP requires, or the request raises
 ---@field max_tokens integer
 ---@field system_prompt string?
 ---@field model_preferences table?
@@ -47,7 +47,7 @@
 ---@field stop_sequences string[]?
 ---@field include_context "none"|"thisServer"|"allServers"?
 ---@field metadata table?
----@field tools table[]? tools the model may use (2025-11-25)
+---@field tools table[]? tools the model may use (2025-11-25): {name=, input_schema=, output_schema=?, ...}, the schemas renamed and written as a tool descriptor's
 ---@field tool_choice table?
 ---@field key string? names the request (the 2026-07-28 inputRequests key); default "sample-1", ... in call order; never sent
 
