@@ -332,7 +332,8 @@ func (m *Module) encodeArg(L *lua.LState, fname string, n int, root string) (jso
 
 // pushed ends a push function: true when the push went out, or (after a log
 // line) false and the reason when it was refused (params that cannot be
-// encoded or are not an object, a method that is not a notification). A refused push is dropped,
+// encoded or are not an object, a method that is not a notification, an MCP
+// notification without the params its schema requires). A refused push is dropped,
 // not raised: it is a notification, and
 // the call that made it goes on (behaviour.md: logged and dropped, using up
 // no event id).
@@ -348,6 +349,17 @@ func (m *Module) pushed(L *lua.LState, err error) int {
 }
 
 // --- pushes -----------------------------------------------------------------
+
+// checkNotification checks the params of a push of method, one of the
+// notifications MCP defines, against what its schema requires
+// (notificationNeeds): notifications/message without level is refused like
+// params with no JSON form.
+func (m *Module) checkNotification(fname, method string, params lua.LValue) error {
+	if err := m.c.checkNotification(method, params); err != nil {
+		return fmt.Errorf("%s: %w", fname, err)
+	}
+	return nil
+}
 
 // target returns the string argument n; ok is false for nil (a stateless
 // ctx.session_id), which makes the push a no-op.
@@ -375,6 +387,9 @@ func (m *Module) notify(L *lua.LState) int {
 	if err == nil {
 		err = pushMethod("mcp.notify", method)
 	}
+	if err == nil {
+		err = m.checkNotification("mcp.notify", method, L.Get(3))
+	}
 	if err == nil && ok && m.pushes != nil {
 		m.pushes.Notify(sid, method, params)
 	}
@@ -387,6 +402,9 @@ func (m *Module) broadcast(L *lua.LState) int {
 	params, err := m.encodeArg(L, "mcp.broadcast", 3, "params")
 	if err == nil {
 		err = pushMethod("mcp.broadcast", method)
+	}
+	if err == nil {
+		err = m.checkNotification("mcp.broadcast", method, L.Get(3))
 	}
 	if err == nil && m.pushes != nil {
 		m.pushes.Broadcast(channel, method, params)

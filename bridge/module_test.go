@@ -353,6 +353,56 @@ func TestPushUnencodableDropped(t *testing.T) {
 	}
 }
 
+// TestPushNotificationParams: a push of a notification MCP defines needs the
+// params its schema requires (notificationNeeds); without them it is logged
+// and dropped, and the push returns false and why. Other methods, and what
+// the schema allows besides, pass.
+func TestPushNotificationParams(t *testing.T) {
+	tests := []struct{ chunk, want string }{
+		{`return mcp.notify("s", "notifications/message", {data = "x"})`, "false, mcp.notify: params: notifications/message needs level"},
+		{`return mcp.broadcast("c", "notifications/message", {level = "info"})`, "false, mcp.broadcast: params: notifications/message needs data"},
+		{`return mcp.notify("s", "notifications/message", {level = "loud", data = 1})`,
+			"false, mcp.notify: params.level: want a log level (debug, info, notice, warning, error, critical, alert, emergency), got the string \"loud\""},
+		{`return mcp.notify("s", "notifications/message")`, "false, mcp.notify: params: notifications/message needs params with level"},
+		{`return mcp.broadcast("c", "notifications/resources/updated", {})`, "false, mcp.broadcast: params: notifications/resources/updated needs uri"},
+		{`return mcp.broadcast("c", "notifications/resources/updated", {uri = 7})`, "false, mcp.broadcast: params.uri: want a string, got the number 7"},
+		{`return mcp.notify("s", "notifications/progress", {progressToken = "t"})`, "false, mcp.notify: params: notifications/progress needs progress"},
+		{`return mcp.notify("s", "notifications/progress", {progressToken = 1.5, progress = 1})`,
+			"false, mcp.notify: params.progressToken: want a string or an integer, got the number 1.5"},
+		{`return mcp.notify("s", "notifications/elicitation/complete", {})`, "false, mcp.notify: params: notifications/elicitation/complete needs elicitationId"},
+		{`return mcp.notify("s", "notifications/tasks/status", {taskId = "t", status = "working"})`, "false, mcp.notify: params: notifications/tasks/status needs createdAt"},
+	}
+	for _, tt := range tests {
+		h := newHarness(t)
+		var logs strings.Builder
+		h.m.logger = slog.New(slog.NewTextHandler(&logs, nil))
+		if got := h.mustRun(t, tt.chunk); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.chunk, got, tt.want)
+		}
+		if !strings.Contains(logs.String(), "push dropped") {
+			t.Errorf("%s: no log line; log: %s", tt.chunk, logs.String())
+		}
+		equal(t, "pushes", h.pushes.events, nil)
+	}
+	for _, chunk := range []string{
+		`return mcp.notify("s", "notifications/message", {level = "info", data = mcp.null, logger = "x", _meta = {}})`,
+		`return mcp.broadcast("c", "notifications/resources/updated", {uri = "r://x", extra = 1})`,
+		`return mcp.notify("s", "notifications/progress", {progressToken = 3, progress = 0.5, total = 1})`,
+		`return mcp.notify("s", "notifications/tasks/status", {taskId = "t", status = "working", createdAt = "a", lastUpdatedAt = "b", ttl = mcp.null})`,
+		`return mcp.broadcast("c", "notifications/tools/list_changed")`,
+		`return mcp.notify("s", "notifications/cancelled", {})`,
+		`return mcp.notify("s", "notifications/my/own", {})`,
+	} {
+		h := newHarness(t)
+		if got := h.mustRun(t, chunk); got != "true" {
+			t.Errorf("%s: got %q, want true", chunk, got)
+		}
+		if len(h.pushes.events) != 1 {
+			t.Errorf("%s: pushes %v, want one", chunk, h.pushes.events)
+		}
+	}
+}
+
 func TestPushErrors(t *testing.T) {
 	h := newHarness(t)
 	h.mustFail(t, `mcp.notify("s", "m", "text")`, "params must be a table or nil, got string")

@@ -298,3 +298,42 @@ func (c *Codec) checkValue(v lua.LValue, w want) *pathError {
 	return nil
 }
 
+// notificationNeeds are, by method, the params fields the MCP schema
+// requires of the notifications it defines that a server sends
+// (ServerNotification, 2025-11-25 and 2026-07-28). mcp.notify and
+// mcp.broadcast refuse such a notification without them, as they refuse
+// params with no JSON form. notifications/cancelled is not here: its
+// requestId is required by 2026-07-28 only.
+var notificationNeeds = map[string][]need{
+	"notifications/message":              {{"level", aLevel}, {"data", anyValue}},
+	"notifications/progress":             {{"progressToken", aToken}, {"progress", aNumber}},
+	"notifications/resources/updated":    {{"uri", aString}},
+	"notifications/elicitation/complete": {{"elicitationId", aString}},
+	"notifications/tasks/status": {
+		{"taskId", aString}, {"status", aString}, {"createdAt", aString},
+		{"lastUpdatedAt", aString}, {"ttl", anyValue},
+	},
+	"notifications/subscriptions/acknowledged": {{"notifications", anObject}},
+}
+
+// checkNotification checks params (nil for none) against what the MCP
+// schema requires of method's.
+func (c *Codec) checkNotification(method string, params lua.LValue) error {
+	needs := notificationNeeds[method]
+	if len(needs) == 0 {
+		return nil
+	}
+	t, _ := params.(*lua.LTable)
+	for _, nd := range needs {
+		if t == nil {
+			return &EncodeError{Path: "params", Msg: method + " needs params with " + nd.key}
+		}
+		if err := c.checkField(t, nd); err != nil {
+			if err.missing {
+				return &EncodeError{Path: "params", Msg: method + " needs " + nd.key}
+			}
+			return err.finish("params")
+		}
+	}
+	return nil
+}

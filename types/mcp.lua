@@ -75,7 +75,7 @@ function mcp.progress(ctx, progress, opts) end
 ---@param session_id string?
 ---@param method string a notification: "notifications/..." (e.g. "notifications/tools/list_changed")
 ---@param params table? encoded as the notification's params
----@return boolean ok false when the push is dropped (a method outside notifications/, or params with no JSON form)
+---@return boolean ok false when the push is dropped (a method outside notifications/, params with no JSON form, or an MCP notification without the params it requires, e.g. notifications/message without level)
 ---@return string? err why it was dropped
 function mcp.notify(session_id, method, params) end
 
@@ -84,7 +84,7 @@ function mcp.notify(session_id, method, params) end
 ---@param channel string
 ---@param method string a notification: "notifications/..."
 ---@param params table?
----@return boolean ok false when the push is dropped (a method outside notifications/, or params with no JSON form)
+---@return boolean ok false when the push is dropped (a method outside notifications/, params with no JSON form, or an MCP notification without the params it requires)
 ---@return string? err why it was dropped
 function mcp.broadcast(channel, method, params) end
 
