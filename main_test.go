@@ -277,8 +277,8 @@ func TestCheckJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
 		t.Fatalf("--json printed %s: %v", out.String(), err)
 	}
-	if len(report.Scripts) != 2 || report.Problems != 7 {
-		t.Fatalf("report %+v, want 2 scripts and 7 problems", report)
+	if len(report.Scripts) != 2 || report.Problems != 9 {
+		t.Fatalf("report %+v, want 2 scripts and 9 problems", report)
 	}
 	good, bad := report.Scripts[0], report.Scripts[1]
 	if good.Path != "/mcp/good" || len(good.Tools) != 1 || len(good.Problems) != 0 {

@@ -227,6 +227,13 @@ func (c *checker) tool(root string, t *lua.LTable) {
 	if typ, _ := st.RawGetString("type").(lua.LString); typ != "object" {
 		c.add(line, "%s.input_schema.type: the root of an input schema must be type = \"object\", got %s", root, describe(st.RawGetString("type")))
 	}
+	// The MCP schema (2025-11-25) requires the same of an output schema
+	// (one that is no table is reported where the entry is encoded).
+	if out, ok := renamed(t, "output_schema").(*lua.LTable); ok {
+		if typ, _ := out.RawGetString("type").(lua.LString); typ != "object" {
+			c.add(line, "%s.output_schema.type: the root of an output schema must be type = \"object\", got %s", root, describe(out.RawGetString("type")))
+		}
+	}
 	// With validate_arguments, a schema the checker cannot read refuses
 	// every call of its tool.
 	if c.ver.validateArgs {

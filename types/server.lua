@@ -67,7 +67,7 @@
 ---@field description string? what the tool does, for the model (optional, but the model reads it)
 ---@field input_schema table a JSON Schema whose root is type = "object"
 ---@field title string?
----@field output_schema table?
+---@field output_schema table? a JSON Schema whose root is type = "object"
 ---@field annotations table?
 ---@field icons table[]?
 ---@field _meta table?

@@ -11,6 +11,9 @@ return {
       { name = "schemaless", description = "" },
       { name = "tasky", description = "", input_schema = { type = "object" }, execution = { taskSupport = "optinal" } },
       { name = "execution", description = "", input_schema = { type = "object" }, execution = "optional" },
+      { name = "out_empty", description = "", input_schema = { type = "object" }, output_schema = {} },
+      { name = "out_array", description = "", input_schema = { type = "object" }, output_schema = { type = "array" } },
+      { name = "out_ok", description = "", input_schema = { type = "object" }, outputSchema = { type = "object", properties = {} } },
     }
   end,
   handle_tool = function() end,
