@@ -1,6 +1,7 @@
 ---@meta base64
 -- LuaLS stubs for `local base64 = require("base64")`, always available. Decoding accepts text
--- with or without padding, and ignores line breaks and spaces.
+-- with or without padding, and ignores line breaks and spaces; padding that does not complete
+-- the text to a multiple of 4 characters ("Zg=", "Zm9v==") is nil, message.
 
 ---@class base64
 local base64 = {}

@@ -9,7 +9,8 @@ import (
 
 // base64Module is `base64`: the standard alphabet (RFC 4648 §4, padded) and
 // the URL-safe one (§5, unpadded, as in JWTs). Decoding accepts text with or
-// without padding, and ignores line breaks and spaces.
+// without padding, and ignores line breaks and spaces; padding, when there is
+// some, is what completes the text to a multiple of 4 characters.
 var base64Module = module{
 	funcs: []function{
 		{"encode", func(_ *State, L *lua.LState) int { return base64Encode(L, base64.StdEncoding, "base64.encode") }},
@@ -41,7 +42,13 @@ func base64Decode(L *lua.LState, enc *base64.Encoding, what string) int {
 		}
 		return r
 	}, L.CheckString(1))
-	s = strings.TrimRight(s, "=")
+	// Padding completes the last group of 4 characters, with one or two
+	// '=': "Zg=", "Zm9v==" and "=" are no encoding of anything.
+	trimmed := strings.TrimRight(s, "=")
+	if pad := len(s) - len(trimmed); pad > 0 && (pad > 2 || len(s)%4 != 0) {
+		return fail(L, "base64: bad padding: %d '=' after %d characters (padding completes a group of 4)", pad, len(trimmed))
+	}
+	s = trimmed
 	if err := keep(L, what, enc.DecodedLen(len(s))); err != nil {
 		return fail(L, "%v", err)
 	}

@@ -2,6 +2,7 @@ package hostlib
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -225,4 +226,27 @@ func runBounded(t *testing.T, L *lua.LState, code string) {
 	if mib := (after.TotalAlloc - before.TotalAlloc) >> 20; mib > 64 && !raceEnabled {
 		t.Errorf("allocated %d MiB under a 16 MiB budget", mib)
 	}
+}
+
+// TestBase64Padding: padding, when there is some, completes the text to a
+// multiple of 4 characters with one or two '=' (RFC 4648 §3.2, §4, §5), in
+// both alphabets, spaces and line breaks aside. Every run of '=' at the end
+// was dropped before decoding: "Zg=", "Zm9v==", "Zg=====" and "=" decoded
+// (to "f", "foo", "f" and "").
+func TestBase64Padding(t *testing.T) {
+	L, _ := newLua(t, nil)
+	var cases []luaCase
+	for _, c := range []struct{ text, want string }{
+		{"Zg==", "f"}, {"Zm8=", "fo"}, {"Zm9v", "foo"}, {"Zg", "f"}, {"Zm8", "fo"},
+		{"Zm9vYg==", "foob"}, {"Zm9v\nYg=\n=", "foob"}, {" Zg == ", "f"}, {"", ""},
+	} {
+		cases = append(cases, luaCase{"decodes " + c.text, fmt.Sprintf(`eq(base64.decode(%[1]q), %[2]q)
+			eq(base64.url_decode(%[1]q), %[2]q)`, c.text, c.want)})
+	}
+	for _, text := range []string{"Zg=", "Zg===", "Zg=====", "Zm9v=", "Zm9v==", "Zm8==", "=", "==", "====", "Zm9vZ===", "Zg=\n"} {
+		cases = append(cases, luaCase{"refuses " + text, fmt.Sprintf(`for _, f in ipairs({ base64.decode, base64.url_decode }) do
+			local v, err = f(%q); eq(v, nil); eq(err:sub(1, 20), "base64: bad padding:")
+		end`, text)})
+	}
+	runCases(t, L, cases)
 }
