@@ -21,7 +21,8 @@ function time.ms() end
 ---@return string
 function time.format(t, layout) end
 
----Parses a time (default layout RFC 3339; a text without a zone is UTC).
+---Parses a time (default layout RFC 3339; a text without a zone is UTC). A zone abbreviation
+---other than UTC or GMT ("PST") without a numeric offset beside it is nil, message.
 ---@param text string
 ---@param layout string?
 ---@return number? seconds an integer when the time has no fraction

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -249,4 +250,42 @@ func TestBase64Padding(t *testing.T) {
 		end`, text)})
 	}
 	runCases(t, L, cases)
+}
+
+// TestTimeParseZones: time.parse reads a text in UTC whatever the server's
+// local zone, and refuses a zone abbreviation whose offset it cannot know.
+// Go's time.Parse looked an abbreviation up in the local zone, and read one
+// it did not find there as UTC: "10:00:00 PST" was 10:00 UTC on a server in
+// UTC and 18:00 UTC on one in Los Angeles, "EST" was UTC on both, and
+// "15:00:00 GMT+3" was 15:00 UTC.
+func TestTimeParseZones(t *testing.T) {
+	L, _ := newLua(t, nil)
+	const noon = 1709208000 // 2024-02-29T12:00:00Z
+	cases := []luaCase{
+		{"RFC 3339 offsets", fmt.Sprintf(`eq(time.parse("2024-02-29T12:00:00Z"), %[1]d)
+			eq(time.parse("2024-02-29T14:00:00+02:00"), %[1]d); eq(time.parse("2024-02-29T04:00:00-08:00"), %[1]d)`, noon)},
+		{"no zone is UTC", fmt.Sprintf(`eq(time.parse("2024-02-29 12:00", "2006-01-02 15:04"), %d)`, noon)},
+		{"UTC and GMT", fmt.Sprintf(`eq(time.parse("Thu, 29 Feb 2024 12:00:00 GMT", "RFC1123"), %[1]d)
+			eq(time.parse("Thu Feb 29 12:00:00 UTC 2024", "UnixDate"), %[1]d)`, noon)},
+		{"a number beside the abbreviation", fmt.Sprintf(`eq(time.parse("Thu Feb 29 04:00:00 -0800 PST 2024", "Mon Jan _2 15:04:05 -0700 MST 2006"), %[1]d)
+			eq(time.parse("Thu Feb 29 12:00:00 +0000 WET 2024", "Mon Jan _2 15:04:05 -0700 MST 2006"), %[1]d)`, noon)},
+	}
+	for _, text := range []string{"Thu, 29 Feb 2024 12:00:00 PST", "Thu, 29 Feb 2024 12:00:00 EST", "Thu, 29 Feb 2024 12:00:00 CET", "Thu, 29 Feb 2024 15:00:00 GMT+3"} {
+		cases = append(cases, luaCase{"refuses " + text, fmt.Sprintf(`local v, err = time.parse(%q, "RFC1123"); eq(v, nil)
+			assert(err:find("unknown offset of the time zone", 1, true), err)`, text)})
+	}
+	// The same outcomes on a server whose local zone has these abbreviations.
+	for _, zone := range []string{"UTC", "America/Los_Angeles", "America/New_York", "Europe/Berlin"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Logf("no zone %s here: %v", zone, err)
+			continue
+		}
+		t.Run(zone, func(t *testing.T) {
+			saved := time.Local
+			time.Local = loc
+			defer func() { time.Local = saved }()
+			runCases(t, L, cases)
+		})
+	}
 }

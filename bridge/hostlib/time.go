@@ -71,15 +71,25 @@ func timeFormat(_ *State, L *lua.LState) int {
 
 // time.parse(text [, layout]) -> Unix seconds | nil, message. A text without
 // a zone is read as UTC. Whole seconds are an integer.
+//
+// A zone written as an abbreviation (layout MST) gives no offset by itself:
+// Go's time.Parse looks it up in the process's local zone, and reads one it
+// does not find there as UTC, so "10:00 PST" was 10:00 UTC on a server in
+// UTC and 18:00 UTC on one in Los Angeles, and "EST" was UTC on both. The
+// text is read in UTC, and an abbreviation other than UTC and GMT, with no
+// numeric offset beside it, is nil, message.
 func timeParse(_ *State, L *lua.LState) int {
 	s := L.CheckString(1)
 	layout := layoutArg(L, 2)
 	if len(s) > 1024 {
 		return fail(L, "time: text longer than 1024 bytes")
 	}
-	tm, err := time.Parse(layout, strings.TrimSpace(s))
+	tm, err := time.ParseInLocation(layout, strings.TrimSpace(s), time.UTC)
 	if err != nil {
 		return fail(L, "time: %v", err)
+	}
+	if name, _ := tm.Zone(); !utcZone(name) && !numericZone(layout) {
+		return fail(L, "time: parsing time %q: unknown offset of the time zone %q (give the offset as a number: layout -0700 or Z07:00)", s, name)
 	}
 	if tm.Nanosecond() == 0 {
 		L.Push(lua.LNumber(tm.Unix()))
@@ -87,4 +97,23 @@ func timeParse(_ *State, L *lua.LState) int {
 		L.Push(lua.LNumber(float64(tm.Unix()) + float64(tm.Nanosecond())/1e9))
 	}
 	return 1
+}
+
+// utcZone reports whether name, the zone of a time parsed in UTC from a
+// layout without a numeric zone, is UTC's. Any other is an abbreviation Go
+// made a zone of: of offset 0 whatever it names, or, for "GMT+3", of
+// offset +3 hours without moving the time (and POSIX's GMT+3 is UTC-3).
+func utcZone(name string) bool {
+	switch name {
+	case "", "UTC", "UT", "GMT", "Z":
+		return true
+	}
+	return false
+}
+
+// numericZone reports whether layout has a numeric zone element (-0700,
+// -07:00, -07, Z0700, Z07:00, ...): then the text gave the offset, and a zone
+// abbreviation beside it only names it.
+func numericZone(layout string) bool {
+	return strings.Contains(layout, "-07") || strings.Contains(layout, "Z07")
 }
