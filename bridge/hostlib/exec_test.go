@@ -80,7 +80,9 @@ func TestExec(t *testing.T) {
 		{"run", `local r = exec.run{ "sh", "-c", "echo hi; echo err >&2; exit 3" }
 			eq(r.code, 3); eq(r.stdout, "hi\n"); eq(r.stderr, "err\n"); eq(r.truncated, nil)`},
 		{"arguments are not a shell line", `local r = exec.run{ "/bin/echo", "a b", "$HOME", ";", "ls" }; eq(r.stdout, "a b $HOME ; ls\n")`},
-		{"stdin", `eq(exec.run{ "sh", "-c", "cat", stdin = "abc" }.stdout, "abc"); eq(exec.run{ "sh", "-c", "cat" }.stdout, "")`},
+		{"stdin", `eq(exec.run{ "sh", "-c", "cat", stdin = "abc" }.stdout, "abc"); eq(exec.run{ "sh", "-c", "cat" }.stdout, "")
+			-- A call as the last, keyed, field is stdin, never an argument too.
+			local r = exec.run{ "sh", "-c", "echo $0 $#; cat", stdin = string.rep("x", 3) }; eq(r.stdout, "sh 0\nxxx")`},
 		{"minimal environment", `local r = exec.run{ "sh", "-c", "echo $FOO:$LUAMCP_SECRET:$PATH", env = { FOO = "bar" } }
 			eq(r.stdout:sub(1, 5), "bar::"); if #r.stdout < 7 then error("no PATH") end`},
 		{"cwd", `eq(exec.run{ "sh", "-c", "pwd" }.stdout, "` + realDir + `\n")

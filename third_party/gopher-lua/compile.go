@@ -1396,7 +1396,8 @@ func compileTableExpr(context *funcContext, reg int, ex *ast.TableExpr, ec *expc
 	tablepc := code.LastPC()
 	regbase := reg
 
-	arraycount := 0
+	arraycount := 0 // positional values, the vararg expression of a last field excluded
+	pending := 0    // positional values in registers, not yet stored by a SETLIST
 	lastvararg := false
 	for i, field := range ex.Fields {
 		islast := i == len(ex.Fields)-1
@@ -1407,6 +1408,7 @@ func compileTableExpr(context *funcContext, reg int, ex *ast.TableExpr, ec *expc
 			} else {
 				reg += compileExpr(context, reg, field.Value, ecnone(0))
 				arraycount += 1
+				pending += 1
 			}
 		} else {
 			regorg := reg
@@ -1421,29 +1423,30 @@ func compileTableExpr(context *funcContext, reg int, ex *ast.TableExpr, ec *expc
 			code.AddABC(opcode, tablereg, b, c, sline(ex))
 			reg = regorg
 		}
-		flush := arraycount % FieldsPerFlush
-		if (arraycount != 0 && (flush == 0 || islast)) || lastvararg {
+		// As Lua 5.1's closelistfield and lastlistfield: a full batch of
+		// positional values is stored; at the end, what is pending, and a
+		// last positional call or ... with all its values (B = 0). A keyed
+		// field, last or not, stores nothing: its value is not in the list.
+		if pending == FieldsPerFlush || (islast && pending > 0) || lastvararg {
 			reg = regbase
-			num := flush
-			if num == 0 {
-				num = FieldsPerFlush
-			}
-			c := (arraycount-1)/FieldsPerFlush + 1
-			b := num
-			if islast && isVarArgReturnExpr(field.Value) {
+			b := pending
+			na := arraycount // the index of the last value stored, as Lua's cc->na
+			if lastvararg {
 				b = 0
+				na++
 			}
+			batch := (na-1)/FieldsPerFlush + 1
 			line := field.Value
 			if field.Key != nil {
 				line = field.Key
 			}
-			if c > 511 {
-				c = 0
+			if batch > 511 { // C = 0: the batch is in the next word
+				code.AddABC(OP_SETLIST, tablereg, b, 0, sline(line))
+				code.Add(uint32(batch), sline(line))
+			} else {
+				code.AddABC(OP_SETLIST, tablereg, b, batch, sline(line))
 			}
-			code.AddABC(OP_SETLIST, tablereg, b, c, sline(line))
-			if c == 0 {
-				code.Add(uint32(c), sline(line))
-			}
+			pending = 0
 		}
 	}
 	code.SetB(tablepc, int2Fb(arraycount))

@@ -349,3 +349,26 @@ func TestChunkNames5(t *testing.T) {
 		{"local ok, m = pcall(loadstring(\"return ('x'):rep()\")) return (m:gsub(\":\", \"|\"))", "true, \"[string \\\"return ('x')|rep()\\\"]|1| bad argument #1 to 'rep' (number expected, got no value)\""},
 	})
 }
+
+// A table constructor whose last field is keyed (k = f(), [5] = f(), k = ...) keeps one value of it, under its key: the call's results went into the list part too ({"cat", stdin = f()} was {"cat", f(), stdin = f()}), past the positional fields.
+func TestTableConstructorLastKeyed5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local function f() return 'p', 'q' end local t = {'a', k = f()} return #t, t[2], t[3], t.k", "true, 1, nil, nil, \"p\""},
+		{"local function f() return 'p', 'q' end local t = {'a', [5] = f()} return t[1], t[2], t[5], t[6]", "true, \"a\", nil, \"p\", nil"},
+		{"local function f() return 'p', 'q' end local t = {k = f()} return #t, t[1], t.k", "true, 0, nil, \"p\""},
+		{"local t = {'a', k = string.rep('x', 3)} return #t, t[2], t.k", "true, 1, nil, \"xxx\""},
+		{"local function g(...) local t = {'a', k = ...} return #t, t[2], t.k end return g('x', 'y')", "true, 1, nil, \"x\""},
+		{"local function f() return 'p', 'q' end local t = {'a', f()} return #t, t[2], t[3]", "true, 3, \"p\", \"q\""},
+		{"local function f() return 'p', 'q' end local t = {'a', f(), k = 1} return #t, t[2], t[3], t.k", "true, 2, \"p\", nil, 1"},
+	})
+}
+
+// A table constructor stores its positional values where Lua 5.1 does, in batches of 50 (FieldsPerFlush): with 50 or 100 values and a call last, the call's values went to t[1] on, over the first ones, or were lost; past 511 batches (25,550 values) they went to negative keys.
+func TestTableConstructorBatches5(t *testing.T) {
+	const build = "_G.f = function() return 'p', 'q' end local r = {} for _, n in ipairs{49, 50, 100, 25551} do local body = string.rep('7,', n) " +
+		"local a = loadstring('return {' .. body .. ' k = f()}')() local b = loadstring('return {' .. body .. ' f()}')() " +
+		"r[#r+1] = table.concat({#a, a[n], tostring(a[n+1]), a.k, tostring(a[-49]), #b, b[1], b[n], tostring(b[n+1]), tostring(b[n+2])}, ' ') end return table.concat(r, ' / ')"
+	checkLua51(t, [][2]string{
+		{build, "true, \"49 7 nil p nil 51 7 7 p q / 50 7 nil p nil 52 7 7 p q / 100 7 nil p nil 102 7 7 p q / 25551 7 nil p nil 25553 7 7 p q\""},
+	})
+}
