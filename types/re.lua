@@ -16,7 +16,7 @@ local re = {}
 function re.match(pattern, s) end
 
 ---The first n matches (all by default, at most 100000): each the whole match when the pattern
----has no group, else the list of its captures.
+---has no group, else the list of its captures. The list is marked as an array (empty: []).
 ---@param pattern string
 ---@param s string
 ---@param n integer?
@@ -32,7 +32,8 @@ function re.find_all(pattern, s, n) end
 ---@return string? err
 function re.replace(pattern, s, repl) end
 
----The pieces of s between matches; with n, at most n pieces (the last holds the rest).
+---The pieces of s between matches; with n, at most n pieces (the last holds the rest). The list
+---is marked as an array (empty: []).
 ---@param pattern string
 ---@param s string
 ---@param n integer?

@@ -289,3 +289,21 @@ func TestTimeParseZones(t *testing.T) {
 		})
 	}
 }
+
+// TestReListsAreArrays: the lists re.find_all and re.split return are
+// marked as arrays, as a decoded JSON array is, so that a tool returning
+// them writes [] when they are empty: no match, or a count of 0, encoded as
+// {} (an object, where the tool's output schema says array).
+func TestReListsAreArrays(t *testing.T) {
+	L, _ := newLua(t, nil)
+	runCases(t, L, []luaCase{
+		{"find_all, no match", `eq(json.encode(re.find_all("\\d", "abc")), "[]")`},
+		{"find_all, n = 0", `eq(json.encode(re.find_all("\\d", "a1", 0)), "[]")`},
+		{"find_all, captures", `eq(json.encode(re.find_all("(\\w)=(\\d)", "none")), "[]")
+			eq(json.encode(re.find_all("(\\w)=(\\d)", "a=1")), '[["a","1"]]')`},
+		{"find_all, matches", `eq(json.encode(re.find_all("\\d", "a1b2")), '["1","2"]')`},
+		{"split, n = 0", `eq(json.encode(re.split(",", "a,b", 0)), "[]")`},
+		{"split", `eq(json.encode(re.split(",", "a,b")), '["a","b"]'); eq(json.encode(re.split(",", "")), '[""]')`},
+		{"still plain lists", `local m = re.find_all("\\d", "a1b2"); m[3] = "x"; eq(#m, 3); table.insert(m, "y"); eq(m[4], "y")`},
+	})
+}

@@ -171,8 +171,9 @@ func reMatch(_ *State, L *lua.LState) int {
 // default): each the whole match when the pattern has no group, else the
 // list of its captures; n is at most maxMatches, and without it more than
 // maxMatches matches is nil, message. The list is
-// charged to the memory budget; its strings share the bytes of s.
-func reFindAll(_ *State, L *lua.LState) int {
+// charged to the memory budget; its strings share the bytes of s. It is
+// marked as an array, as a decoded JSON array is: no match encodes as [].
+func reFindAll(st *State, L *lua.LState) int {
 	n := limitArg(L, 3)
 	p, s := reArgs(L)
 	if p == nil {
@@ -192,7 +193,7 @@ func reFindAll(_ *State, L *lua.LState) int {
 	if most := L.MemoryLimit() / per; L.MemoryLimit() > 0 && most < int64(limit) {
 		limit = int(most) + 1
 	}
-	out := L.CreateTable(0, 0)
+	out := st.codec.MarkArray(L.CreateTable(0, 0))
 	ms := p.findAll(L, s, limit)
 	if size := int64(len(ms)) * per; pastLimit(L, size) {
 		return fail(L, "%v", budgetError(L, "re.find_all", size))
@@ -307,8 +308,9 @@ func replacedSize(L *lua.LState, p *pattern, s, repl string) (size int64, fits b
 
 // re.split(pattern, s [, n]) -> the pieces of s between matches; with n, at
 // most n pieces (the last is the unsplit rest); n is at most maxMatches, and
-// without it more than maxMatches pieces is nil, message.
-func reSplit(_ *State, L *lua.LState) int {
+// without it more than maxMatches pieces is nil, message. The list is marked
+// as an array: with n = 0 it is empty, and encodes as [].
+func reSplit(st *State, L *lua.LState) int {
 	n := limitArg(L, 3)
 	p, s := reArgs(L)
 	if p == nil {
@@ -321,7 +323,7 @@ func reSplit(_ *State, L *lua.LState) int {
 	if err := keep(L, "re.split", len(parts)*sizeItem); err != nil {
 		return fail(L, "%v", err)
 	}
-	out := L.CreateTable(len(parts), 0)
+	out := st.codec.MarkArray(L.CreateTable(len(parts), 0))
 	for i, p := range parts {
 		if i%checkEvery == 0 {
 			checkContext(L)
