@@ -7,7 +7,7 @@
 ---@field url string the URL (http or https)
 ---@field method string? default "GET"
 ---@field query table<string, string|number|boolean|(string|number|boolean)[]>? appended to the URL, encoded
----@field headers table<string, string>? request headers
+---@field headers table<string, string>? request headers (names are case-insensitive: two keys naming one header raise)
 ---@field body string? a raw body
 ---@field json any? a body encoded as JSON (sets content-type)
 ---@field form table<string, string|number|boolean>? a body encoded as a form (sets content-type)

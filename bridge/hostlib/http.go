@@ -273,6 +273,17 @@ func (s *State) httpSpec(L *lua.LState, lib *Lib, t *lua.LTable, fname string) (
 		max:     intField(L, t, fname, "max_bytes", defaultHTTPMax, 0, maxHTTPMax),
 		follow:  boolField(L, t, fname, "follow_redirects", true),
 	}
+	// Header names are case-insensitive: two keys naming one header
+	// would leave it to the table's order which is sent.
+	seen := make(map[string]string, len(spec.headers))
+	for k := range spec.headers {
+		ck := http.CanonicalHeaderKey(k)
+		if other, ok := seen[ck]; ok {
+			a, b := min(k, other), max(k, other)
+			L.RaiseError("%s: headers has both %q and %q: header names are case-insensitive", fname, a, b)
+		}
+		seen[ck] = k
+	}
 	raw, ok := field(t, "url").(lua.LString)
 	if !ok {
 		L.RaiseError("%s: url must be a string, got %s", fname, describe(field(t, "url")))
@@ -355,7 +366,11 @@ func (s *State) response(L *lua.LState, r *httpResult) *lua.LTable {
 // +json type such as application/problem+json).
 func isJSON(ct string) bool {
 	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+	// A malformed parameter (charset without a value) leaves the type.
+	if err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter) {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 
 // deniedError is a request route.allow.http does not permit: the host of a
@@ -477,10 +492,17 @@ func (l *Lib) checkRedirect(req *http.Request, via []*http.Request) error {
 	if follow, _ := req.Context().Value(followKey{}).(bool); !follow {
 		return http.ErrUseLastResponse
 	}
-	if len(via) >= maxRedirects {
+	// via holds the requests made so far: the first and the redirects
+	// followed. Go's own policy stops at len(via) == 10, after 9.
+	if len(via) > maxRedirects {
 		return &deniedError{fmt.Sprintf("http: stopped after %d redirects", maxRedirects)}
 	}
 	if err := l.checkURL(req.URL, "redirect to"); err != nil {
+		var denied *deniedError
+		if !errors.As(err, &denied) {
+			// A scheme or a missing host: say it was the redirect's.
+			err = &deniedError{fmt.Sprintf("http: redirect to %s: %s", req.URL.Redacted(), strings.TrimPrefix(err.Error(), "http: "))}
+		}
 		return err
 	}
 	// The headers a script set were meant for the host it named (an API
@@ -527,7 +549,7 @@ func (l *Lib) do(ctx context.Context, spec *httpSpec) (*httpResult, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, spec.method, spec.url.String(), body)
 	if err != nil {
-		return nil, fmt.Errorf("http: %v", err)
+		return nil, fmt.Errorf("http: %s", goCause(err))
 	}
 	for k, v := range spec.headers {
 		req.Header.Set(k, v)
@@ -616,7 +638,18 @@ func (l *Lib) failure(parent, ctx context.Context, spec *httpSpec, err error) er
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return fmt.Errorf("http: %s: %v", spec.url.Host, err)
+	return fmt.Errorf("http: %s: %s", spec.url.Host, goCause(err))
+}
+
+// goCause is the text of an error of net/http without the package's
+// prefixes ("net/http: invalid method", "http: server gave HTTP response to
+// HTTPS client"): the message already names the module.
+func goCause(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"net/http: ", "http: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
 }
 
 // callEnded is the failure of a request whose call was cancelled or timed out.

@@ -139,15 +139,27 @@ func TestHTTP(t *testing.T) {
 			-- The bound is exact for a body of unknown length too.
 			eq(#http.get(BASE .. "/big-chunked", { max_bytes = 100 }).body, 100)
 			v, err = http.get(BASE .. "/big-chunked", { max_bytes = 99 }); eq(v, nil); eq(err, "http: response body is larger than max_bytes (99)")`},
-		// Nine redirects are followed; the tenth is refused, as Go's default
-		// policy does: a redirect loop ends.
-		{"redirect limit", `eq(http.get(BASE .. "/chain?n=9").body, "end")
-			local v, err = http.get(BASE .. "/chain?n=10"); eq(v, nil); eq(err, "http: stopped after 10 redirects")`},
+		// Ten redirects are followed, as host-api.md says (Go's default
+		// policy stops after nine); the eleventh is refused: a redirect
+		// loop ends.
+		{"redirect limit", `eq(http.get(BASE .. "/chain?n=9").body, "end"); eq(http.get(BASE .. "/chain?n=10").body, "end")
+			local v, err = http.get(BASE .. "/chain?n=11"); eq(v, nil); eq(err, "http: stopped after 10 redirects")`},
+		// A redirect the URL rules refuse says it was the redirect's.
+		{"redirect to a bad URL", `local v, err = http.get(BASE .. "/redirect?to=" .. url.encode("ftp://x/y")); eq(v, nil)
+			eq(err, 'http: redirect to ftp://x/y: unsupported URL scheme "ftp" (want http or https)')
+			v, err = http.get(BASE .. "/redirect?to=" .. url.encode("http:///y")); eq(err, "http: redirect to http:///y: the URL has no host")`},
+		// Messages name the module once: net/http's own prefixes go.
+		{"no net/http prefixes", `local v, err = http.request{ method = "GE T", url = BASE .. "/text" }; eq(v, nil); eq(err, 'http: invalid method "GE T"')
+			v, err = http.get("https://` + api.hostPort() + `/text"); eq(err, "http: ` + api.hostPort() + `: server gave HTTP response to HTTPS client")
+			v, err = http.request{ url = BASE .. "/text", headers = { ["bad name"] = "x" } }
+			eq(err, 'http: ` + api.hostPort() + `: invalid header field name "bad name"')`},
 		{"timeout", `local v, err = http.get(BASE .. "/slow", { timeout_ms = 100 }); eq(v, nil); eq(err, "http: timed out after 100 ms")`},
 		{"network error", `local v, err = http.get("http://` + api.hostPort() + `:1/"); eq(v, nil)`},
 		{"wrong types raise", `fails(http.get, {}); fails(http.request, { url = BASE, timeout = 5 }); fails(http.request, { url = BASE, headers = 5 })
 			fails(http.post, BASE, 5); fails(http.request, { url = BASE, body = "a", json = {} }); fails(http.request_all, { 5 })
-			fails(http.request, { method = "GET" })`},
+			fails(http.request, { method = "GET" })
+			local err = fails(http.request, { url = BASE, headers = { ["x-key"] = "a", ["X-Key"] = "b" } })
+			if not err:find('http.request: headers has both "X-Key" and "x-key": header names are case-insensitive', 1, true) then error(err) end`},
 	})
 	select {
 	case <-api.closed: // the timed-out request's connection was closed
@@ -264,6 +276,35 @@ func TestHTTPFailureHidesTheResolver(t *testing.T) {
 		msg := lib.failure(context.Background(), context.Background(), spec, &url.Error{Op: "Get", URL: u.String(), Err: err}).Error()
 		if strings.Contains(msg, "10.255.255.53") || !strings.Contains(msg, "nonexistent.example") {
 			t.Errorf("message %q: want the host named, not the resolver", msg)
+		}
+	}
+}
+
+// TestHTTPIsJSON: res.json is set for the JSON media types, whatever their
+// case and parameters (a malformed one included), and for +json types.
+func TestHTTPIsJSON(t *testing.T) {
+	for _, c := range []struct {
+		ct   string
+		want bool
+	}{
+		{"application/json", true},
+		{"Application/JSON", true},
+		{"application/json; charset=utf-8", true},
+		{"application/json;charset=UTF-8", true},
+		{"application/json; charset", true}, // a parameter without a value
+		{"application/json;;", true},
+		{"application/problem+json", true},
+		{"application/problem+json; charset=utf-8", true},
+		{"application/vnd.api+json", true},
+		{"application/json-seq", false},
+		{"application/x-ndjson", false},
+		{"application/jsonx", false},
+		{"text/plain", false},
+		{"application", false},
+		{"", false},
+	} {
+		if got := isJSON(c.ct); got != c.want {
+			t.Errorf("isJSON(%q) = %v, want %v", c.ct, got, c.want)
 		}
 	}
 }
