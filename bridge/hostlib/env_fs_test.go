@@ -96,6 +96,23 @@ func TestFS(t *testing.T) {
 			eq(fs.remove("out/m/n"), true); eq(fs.remove("out/m"), true); eq(fs.exists("out/m"), false)
 			v, err = fs.remove("out/m"); eq(err, "fs: out/m: not found")
 			v, err = fs.remove("out"); eq(err, "fs: out is a root folder: it cannot be removed")`},
+		// A file where a folder is needed is "not a folder", whatever the
+		// call; exists says false under it; a name too long for the disk is
+		// named so, without the temporary file's name.
+		{"a file as a folder, a name too long", `local v, err = fs.read("data/a.txt/x"); eq(v, nil); eq(err, "fs: data/a.txt/x: not a folder")
+			v, err = fs.write("data/a.txt/x", "y"); eq(err, "fs: data/a.txt/x is not in a writable folder (route.allow.write)")
+			eq(fs.write("out/f.txt", "x"), true)
+			v, err = fs.write("out/f.txt/x", "y"); eq(v, nil); eq(err, "fs: out/f.txt/x: not a folder")
+			v, err = fs.write("out/f.txt/x/y", "y"); eq(err, "fs: out/f.txt/x/y: not a folder")
+			v, err = fs.append("out/f.txt/x", "y"); eq(err, "fs: out/f.txt/x: not a folder")
+			v, err = fs.mkdir("out/f.txt/x"); eq(err, "fs: out/f.txt/x: not a folder")
+			eq(fs.exists("out/f.txt/x"), false); eq(fs.exists("data/a.txt/x/y"), false)
+			v, err = fs.stat("out/f.txt/x"); eq(err, "fs: out/f.txt/x: not a folder")
+			local long = "out/" .. string.rep("n", 300)
+			v, err = fs.write(long, "x"); eq(v, nil); eq(err, "fs: " .. long .. ": file name too long")
+			v, err = fs.read(long); eq(err, "fs: " .. long .. ": file name too long")
+			local names = {}; for _, e in ipairs(fs.list("out")) do names[#names + 1] = e.name end
+			if table.concat(names, " "):find("tmp-", 1, true) then error("a temporary file was left: " .. table.concat(names, " ")) end`},
 		{"wrong types raise", `fails(fs.read, nil); fails(fs.write, "out/x"); fails(fs.read, "data/a.txt", { max_bytes = "1" })`},
 	})
 	if b, err := os.ReadFile(filepath.Join(dir, "secret", "s.txt")); err != nil || string(b) != "secret" {

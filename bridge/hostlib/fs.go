@@ -165,8 +165,12 @@ func fsFail(L *lua.LState, p fsPath, err error) int {
 		return fail(L, "fs: %s escapes its root", p.shown)
 	default:
 		var pe *fs.PathError
-		if errors.As(err, &pe) {
+		var le *os.LinkError
+		switch {
+		case errors.As(err, &pe):
 			err = pe.Err // the os.Root-relative path would add nothing
+		case errors.As(err, &le):
+			err = le.Err // a rename's: it names the temporary file
 		}
 		msg = err.Error()
 	}
@@ -237,6 +241,9 @@ func fsWrite(s *State, L *lua.LState, appending bool) int {
 	}
 	if dir := filepath.Dir(p.rel); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				err = errNotDir // the parent is a file: as a read under it says
+			}
 			return fsFail(L, p, err)
 		}
 	}
@@ -432,7 +439,8 @@ func fsExists(s *State, L *lua.LState) int {
 	switch {
 	case err == nil:
 		L.Push(lua.LTrue)
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errNotDir):
+		// Under a file (data/a.txt/x), nothing exists either.
 		L.Push(lua.LFalse)
 	default:
 		return fsFail(L, p, err)
