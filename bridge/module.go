@@ -83,6 +83,11 @@ type CallInfo struct {
 	// made counts the requests made without a key, by function, to name
 	// them "elicit-1", "sample-1", "roots-1", ...
 	made [numAskers]int
+	// lastProgress is the progress of the call's last progress
+	// notification, once progressed: MCP has each one's progress increase,
+	// so mcp.progress does not send one that is not above it.
+	lastProgress float64
+	progressed   bool
 }
 
 // Module is the `mcp` Lua module of one LState.
@@ -520,6 +525,11 @@ func (m *Module) progress(L *lua.LState) int {
 	if info == nil || len(info.ProgressToken) == 0 || info.Line == nil {
 		return 0
 	}
+	if info.progressed && float64(p) <= info.lastProgress {
+		m.logger.Debug("mcp.progress: notification not sent: progress must increase", "progress", float64(p), "last", info.lastProgress)
+		return 0
+	}
+	info.progressed, info.lastProgress = true, float64(p)
 	if err := info.Line.Progress(json.RawMessage(append([]byte(nil), buf...))); err != nil {
 		m.logger.Debug("mcp.progress: notification not sent", "err", err)
 	}

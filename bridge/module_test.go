@@ -259,6 +259,25 @@ func TestProgressNoOps(t *testing.T) {
 	}
 }
 
+// TestProgressIncreases: MCP has each progress notification's progress
+// above the one before, so one that is not is not sent.
+func TestProgressIncreases(t *testing.T) {
+	h := newHarness(t)
+	h.begin(CallInfo{RequestID: json.RawMessage(`1`), ProgressToken: json.RawMessage(`"t"`)})
+	h.mustRun(t, `for _, p in ipairs({5, 3, 5, 0, 20, 20.5}) do mcp.progress(ctx, p, {total = 10}) end`)
+	equal(t, "line", h.line.events, []string{
+		`progress {"progressToken":"t","progress":5,"total":10}`,
+		`progress {"progressToken":"t","progress":20,"total":10}`,
+		`progress {"progressToken":"t","progress":20.5,"total":10}`,
+	})
+	// Another call starts from nothing.
+	h.begin(CallInfo{RequestID: json.RawMessage(`2`), ProgressToken: json.RawMessage(`"u"`)})
+	h.mustRun(t, `mcp.progress(ctx, 0)`)
+	if n := len(h.line.events); n != 4 || h.line.events[3] != `progress {"progressToken":"u","progress":0}` {
+		t.Errorf("events %q, want the second call's progress 0 last", h.line.events)
+	}
+}
+
 func TestProgressErrors(t *testing.T) {
 	for _, live := range []bool{true, false} {
 		t.Run(fmt.Sprint("live=", live), func(t *testing.T) {

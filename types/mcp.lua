@@ -63,9 +63,10 @@
 local mcp = {}
 
 ---Sends notifications/progress on the call's SSE stream. A no-op when the call has no progress
----token or is answered as plain JSON, so a tool can call it unconditionally.
+---token or is answered as plain JSON, so a tool can call it unconditionally; a progress not
+---above the call's last one is not sent (MCP has it increase).
 ---@param ctx mcp.Context
----@param progress number must increase from call to call
+---@param progress number must increase from one notification of the call to the next
 ---@param opts mcp.ProgressOptions?
 function mcp.progress(ctx, progress, opts) end
 
