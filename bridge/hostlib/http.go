@@ -492,6 +492,15 @@ func (l *Lib) checkRedirect(req *http.Request, via []*http.Request) error {
 	if follow, _ := req.Context().Value(followKey{}).(bool); !follow {
 		return http.ErrUseLastResponse
 	}
+	// On a 301 or 302 Go makes every method but GET and HEAD a GET (its
+	// compatibility policy), where browsers and curl change POST only: a
+	// PUT or DELETE redirected so would run as a GET, drop its body and
+	// look done. Such a redirect is not followed: the script gets it.
+	if code := req.Response.StatusCode; code == http.StatusMovedPermanently || code == http.StatusFound {
+		if m := via[len(via)-1].Method; m != http.MethodGet && m != http.MethodHead && m != http.MethodPost {
+			return http.ErrUseLastResponse
+		}
+	}
 	// via holds the requests made so far: the first and the redirects
 	// followed. Go's own policy stops at len(via) == 10, after 9.
 	if len(via) > maxRedirects {

@@ -144,6 +144,12 @@ func TestHTTP(t *testing.T) {
 		// loop ends.
 		{"redirect limit", `eq(http.get(BASE .. "/chain?n=9").body, "end"); eq(http.get(BASE .. "/chain?n=10").body, "end")
 			local v, err = http.get(BASE .. "/chain?n=11"); eq(v, nil); eq(err, "http: stopped after 10 redirects")`},
+		// A 301 or 302 makes a POST a GET, as browsers do, but is not
+		// followed for other methods, which Go would make GETs too.
+		{"redirected methods", `local r = http.request{ method = "DELETE", url = BASE .. "/redirect?to=/text" }
+			eq(r.status, 302); eq(r.headers.location, "/text")
+			r = http.request{ method = "PUT", url = BASE .. "/redirect?to=/text", body = "x" }; eq(r.status, 302)
+			r = http.post(BASE .. "/redirect?to=/text", "x"); eq(r.status, 200); eq(r.body, "plain")`},
 		// A redirect the URL rules refuse says it was the redirect's.
 		{"redirect to a bad URL", `local v, err = http.get(BASE .. "/redirect?to=" .. url.encode("ftp://x/y")); eq(v, nil)
 			eq(err, 'http: redirect to ftp://x/y: unsupported URL scheme "ftp" (want http or https)')
