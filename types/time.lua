@@ -2,7 +2,7 @@
 -- LuaLS stubs for `local time = require("time")`, always available. Times are Unix seconds;
 -- layouts are Go's (https://pkg.go.dev/time#pkg-constants), or one of the names RFC3339,
 -- RFC3339Nano, RFC1123, RFC1123Z, RFC822, RFC822Z, RFC850, ANSIC, UnixDate, Kitchen, DateTime,
--- DateOnly, TimeOnly.
+-- DateOnly, TimeOnly, and HTTP (the date of HTTP headers: "Tue, 02 Jan 2024 03:04:05 GMT").
 
 ---@class time
 local time = {}

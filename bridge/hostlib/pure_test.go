@@ -70,6 +70,8 @@ func TestTime(t *testing.T) {
 		{"parse", `eq(time.parse("2024-01-02T03:04:05Z"), 1704164645); eq(time.parse("2024-01-02", "DateOnly"), 1704153600)
 			eq(time.parse("2024-01-02T03:04:05+01:00"), 1704164645 - 3600); eq(time.parse("1970-01-01T00:00:01.25Z"), 1.25)
 			eq(time.parse(time.format(1704164645, "RFC1123"), "RFC1123"), 1704164645)`},
+		{"HTTP dates", `eq(time.format(1704164645, "HTTP"), "Tue, 02 Jan 2024 03:04:05 GMT")
+			eq(time.parse("Tue, 02 Jan 2024 03:04:05 GMT", "HTTP"), 1704164645)`},
 		{"parse failure", `local v, err = time.parse("yesterday"); eq(v, nil); eq(err:sub(1, 6), "time: ")`},
 		{"now", `local now, ms = time.now(), time.ms()
 			if now < 1.7e9 or math.abs(now * 1000 - ms) > 5000 then error("now " .. now .. " ms " .. ms) end

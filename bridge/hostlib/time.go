@@ -2,6 +2,7 @@ package hostlib
 
 import (
 	"math"
+	"net/http"
 	"strings"
 	"time"
 
@@ -27,8 +28,10 @@ var timeModule = module{
 }
 
 // namedLayouts are the names time.format and time.parse accept besides a Go
-// layout (the names of Go's constants).
+// layout: the names of Go's constants, and HTTP, the date HTTP headers carry
+// (RFC 9110: RFC1123 with GMT, where RFC1123 writes UTC).
 var namedLayouts = map[string]string{
+	"HTTP":        http.TimeFormat,
 	"RFC3339":     time.RFC3339,
 	"RFC3339Nano": time.RFC3339Nano,
 	"RFC1123":     time.RFC1123,
