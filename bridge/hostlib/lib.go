@@ -18,6 +18,7 @@ package hostlib
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -295,13 +296,17 @@ func stringMap(L *lua.LState, t *lua.LTable, fname, key string) map[string]strin
 	return out
 }
 
-// scalar converts a string, number or boolean to text; anything else
-// raises, naming what.
+// scalar converts a string, finite number or boolean to text; anything else
+// raises, naming what (NaN and the infinities have no text a server reads as
+// a number: json refuses them too).
 func scalar(L *lua.LState, v lua.LValue, what string) string {
 	switch v := v.(type) {
 	case lua.LString:
 		return string(v)
 	case lua.LNumber:
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			L.RaiseError("%s must be a finite number, got %s", what, v.String())
+		}
 		return v.String()
 	case lua.LBool:
 		if v {

@@ -136,6 +136,7 @@ func TestURL(t *testing.T) {
 		{"round trip", `local s = "https://example.com:8443/x/y?a=1&b=two#top"; eq(url.build(url.parse(s)), s)`},
 		{"query", `eq(url.query({ b = 2, a = { 1, "x y" }, c = true }), "a=1&a=x+y&b=2&c=true"); eq(url.query({}), "")`},
 		{"wrong types raise", `fails(url.query, { a = print }); fails(url.query, { [1] = "x" }); fails(url.build, { port = "80" })
-			fails(url.build, { query = 5 }); fails(url.parse, {})`},
+			fails(url.build, { query = 5 }); fails(url.parse, {})
+			fails(url.query, { a = 0/0 }); fails(url.query, { a = { 1, math.huge } }); fails(url.build, { host = "h", query = { a = -math.huge } })`},
 	})
 }
