@@ -54,7 +54,9 @@ var syncFile = (*os.File).Sync
 // whichever comes first. After ctx, the sync goes on aside: synced is
 // closed when it has returned, so that the caller may then remove what it
 // wrote (removeTemp; a file closed meanwhile is released by the runtime only
-// after the sync).
+// after the sync). When the sync returned first, synced is nil: nothing
+// runs aside (the goroutine's own close of finished may not have run yet,
+// and removeTemp would take the sync for one still running).
 func syncContext(ctx context.Context, f *os.File) (synced <-chan struct{}, err error) {
 	finished := make(chan struct{})
 	result := make(chan error, 1)
@@ -64,14 +66,14 @@ func syncContext(ctx context.Context, f *os.File) (synced <-chan struct{}, err e
 	}()
 	select {
 	case err := <-result:
-		return finished, err
+		return nil, err
 	case <-ctx.Done():
 		return finished, ctx.Err()
 	}
 }
 
 // removeTemp removes the temporary file tmp of root once synced, the sync
-// of it, has returned (nil: none started): at once, or from a goroutine
+// of it, has returned (nil: none runs): at once, or from a goroutine
 // when the sync runs on past the call, reopening the root the call closes.
 func removeTemp(root *os.Root, tmp string, synced <-chan struct{}) {
 	if synced != nil {

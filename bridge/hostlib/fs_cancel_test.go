@@ -99,3 +99,20 @@ func TestFSChunks(t *testing.T) {
 		t.Error("a cancelled write changed the file")
 	}
 }
+
+// TestSyncReturnedFirst: a sync that returned before the call's context
+// ended leaves nothing aside, so that a write failing after it (a rename
+// refused) removes its temporary file before it returns, not later from a
+// goroutine that took the sync for one still running.
+func TestSyncReturnedFirst(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 1000 {
+		if synced, err := syncContext(context.Background(), f); err != nil || synced != nil {
+			t.Fatalf("syncContext = %v, %v; want nil, nil: the sync returned", synced, err)
+		}
+	}
+}
