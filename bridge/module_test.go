@@ -359,16 +359,7 @@ func TestPushUnencodableDropped(t *testing.T) {
 		{`return mcp.log(nil, "info", {f = print})`, "false, mcp.log: data.f: cannot encode a function"},
 	}
 	for _, tt := range tests {
-		h := newHarness(t)
-		var logs strings.Builder
-		h.m.logger = slog.New(slog.NewTextHandler(&logs, nil))
-		if got := h.mustRun(t, tt.chunk); got != tt.want {
-			t.Errorf("%s: got %q, want %q", tt.chunk, got, tt.want)
-		}
-		if !strings.Contains(logs.String(), "push dropped") {
-			t.Errorf("%s: no log line; log: %s", tt.chunk, logs.String())
-		}
-		equal(t, "pushes", h.pushes.events, nil)
+		checkDropped(t, tt.chunk, tt.want)
 	}
 }
 
@@ -392,16 +383,7 @@ func TestPushNotificationParams(t *testing.T) {
 		{`return mcp.notify("s", "notifications/tasks/status", {taskId = "t", status = "working"})`, "false, mcp.notify: params: notifications/tasks/status needs createdAt"},
 	}
 	for _, tt := range tests {
-		h := newHarness(t)
-		var logs strings.Builder
-		h.m.logger = slog.New(slog.NewTextHandler(&logs, nil))
-		if got := h.mustRun(t, tt.chunk); got != tt.want {
-			t.Errorf("%s: got %q, want %q", tt.chunk, got, tt.want)
-		}
-		if !strings.Contains(logs.String(), "push dropped") {
-			t.Errorf("%s: no log line; log: %s", tt.chunk, logs.String())
-		}
-		equal(t, "pushes", h.pushes.events, nil)
+		checkDropped(t, tt.chunk, tt.want)
 	}
 	for _, chunk := range []string{
 		`return mcp.notify("s", "notifications/message", {level = "info", data = mcp.null, logger = "x", _meta = {}})`,
@@ -754,4 +736,20 @@ func TestTask(t *testing.T) {
 	if got := h.mustRun(t, `return mcp.task(ctx)`); got != "false" {
 		t.Errorf("mcp.task after EndCall = %q", got)
 	}
+}
+
+// checkDropped runs chunk, a push, and checks that it returned want (false
+// and why), was logged as dropped and pushed nothing.
+func checkDropped(t *testing.T, chunk, want string) {
+	t.Helper()
+	h := newHarness(t)
+	var logs strings.Builder
+	h.m.logger = slog.New(slog.NewTextHandler(&logs, nil))
+	if got := h.mustRun(t, chunk); got != want {
+		t.Errorf("%s: got %q, want %q", chunk, got, want)
+	}
+	if !strings.Contains(logs.String(), "push dropped") {
+		t.Errorf("%s: no log line; log: %s", chunk, logs.String())
+	}
+	equal(t, "pushes", h.pushes.events, nil)
 }
