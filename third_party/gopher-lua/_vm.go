@@ -434,6 +434,13 @@ func init() {
 			switch lv := L.rkValue(B).(type) {
 			case LString:
 				// +inline-call reg.SetNumber RA LNumber(len(lv))
+			case *LTable:
+				// patched for luamcp: the length of a table is its own, as
+				// Lua 5.1's OP_LEN (__len is for other values; tables have
+				// it from Lua 5.2): upstream called a table's __len, so
+				// __len = function(t) return #t end recursed until the
+				// stack overflowed
+				// +inline-call reg.SetNumber RA LNumber(lv.Len())
 			default:
 				op := L.metaOp1(lv, "__len")
 				if op.Type() == LTFunction {
@@ -848,8 +855,21 @@ func init() {
 			nwant := B - 1
 			if B == 0 {
 				nwant = nvarargs
+				// +inline-call reg.CopyRange RA cf.Base+nparams+1 cf.LocalBase nwant
+				return 0
 			}
-			// +inline-call reg.CopyRange RA cf.Base+nparams+1 cf.LocalBase nwant
+			// patched for luamcp: a fixed number of values (x = (...),
+			// b = ..., 2) is copied without moving the top, as Lua 5.1's
+			// OP_VARARG: CopyRange set the top after them and cleared the
+			// registers above, so x = (...) into a local cleared the locals
+			// declared after it (Go nils, a Go panic where they were read)
+			for i := 0; i < nwant; i++ {
+				var v LValue = LNil
+				if i < nvarargs {
+					v = reg.Get(cf.Base + nparams + 1 + i)
+				}
+				reg.Set(RA+i, v)
+			}
 			return 0
 		},
 		func(L *LState, inst uint32, baseframe *callFrame) int { //OP_NOP

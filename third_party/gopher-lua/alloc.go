@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"math"
 	"reflect"
 	"unsafe"
 )
@@ -55,8 +56,11 @@ func newAllocator(size int) *allocator {
 // The downside of this is that all of the floats on a given block have to become eligible for gc before the block
 // as a whole can be gc-ed.
 func (al *allocator) LNumber2I(v LNumber) LValue {
-	// first check for shared preloaded numbers
-	if v >= 0 && v < preloadLimit && float64(v) == float64(int64(v)) {
+	// first check for shared preloaded numbers (patched for luamcp: not
+	// for -0, which compares equal to 0 but is written -0: upstream made
+	// every -0 an arithmetic instruction stored, such as 0 * -1 or -x of
+	// a local x = 0, into 0)
+	if v >= 0 && v < preloadLimit && float64(v) == float64(int64(v)) && (v != 0 || !math.Signbit(float64(v))) {
 		return preloads[int(v)]
 	}
 

@@ -387,8 +387,10 @@ func baseRawGet(L *LState) int {
 }
 
 func baseRawSet(L *LState) int {
-	L.RawSet(L.CheckTable(1), L.CheckAny(2), L.CheckAny(3))
-	return 0
+	tb := L.CheckTable(1)
+	L.RawSet(tb, L.CheckAny(2), L.CheckAny(3))
+	L.Push(tb) // patched for luamcp: rawset returns its table, as Lua 5.1's luaB_rawset
+	return 1
 }
 
 // patched for luamcp: as Lua 5.1's luaB_select, a string starting with '#'

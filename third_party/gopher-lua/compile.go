@@ -711,7 +711,16 @@ func compileAssignStmtLeft(context *funcContext, stmt *ast.AssignStmt) (int, []*
 			// went to whatever that register held (the key, a global's
 			// value, or a register never written, a Go nil on which the VM
 			// dereferenced a nil metatable: a Go panic).
-			compileExprWithMVPropagation(context, st.Object, &reg, &ac.ec.reg)
+			if len(stmt.Lhs) > 1 || len(stmt.Rhs) > 1 {
+				// patched for luamcp: in a multiple assignment the table is
+				// copied to a register of its own, as Lua 5.1's check_conflict
+				// does: a local assigned by the same statement (t.x, t = 1, 2)
+				// is set before the table's SETTABLE runs.
+				ac.ec.reg = reg
+				reg += compileExpr(context, reg, st.Object, ecnone(0))
+			} else {
+				compileExprWithMVPropagation(context, st.Object, &reg, &ac.ec.reg)
+			}
 			ac.keyrk = reg
 			reg += compileExpr(context, reg, st.Key, ecnone(0))
 			if _, ok := st.Key.(*ast.StringExpr); ok {
@@ -756,6 +765,33 @@ func compileAssignStmtRight(context *funcContext, stmt *ast.AssignStmt, reg int,
 
 		if expr == nil {
 			expr = stmt.Rhs[namesassigned]
+		}
+		if lennames > 1 || lenexprs > 1 {
+			// patched for luamcp: every value of a multiple assignment is
+			// evaluated into a register of its own before any variable is
+			// set, as Lua 5.1 does. Upstream evaluated a value straight into
+			// the local it was assigned to (a, b = b, a set a, then read the
+			// new a: 2, 2), and stored a local's own register as a field's
+			// value (t[i], i = i, t[i] stored the new i). A constant is still
+			// stored as a constant. An assignment of more values than
+			// variables is one too (b = f(), a + b read the new b).
+			idx := reg
+			reginc := compileExpr(context, reg, expr, ecnone(0))
+			if ec.ctype == ecTable {
+				ac.valuerk = idx
+				if _, logical := expr.(*ast.LogicalOpExpr); logical {
+					// its last LOADK (x or 0) is a jump's target
+				} else if last := context.Code.Last(); reginc == 1 && opGetOpCode(last) == OP_LOADK && opGetArgA(last) == idx && opGetArgBx(last) <= opMaxIndexRk {
+					context.Code.Pop()
+					ac.valuerk = opRkAsk(opGetArgBx(last))
+					reginc = 0
+				}
+			} else {
+				ac.needmove = reginc != 0
+			}
+			reg += reginc
+			namesassigned += 1
+			continue
 		}
 		idx := reg
 		reginc := compileExpr(context, reg, expr, ec)
@@ -1194,6 +1230,13 @@ func compileExpr(context *funcContext, reg int, expr ast.Expr, ec *expcontext) i
 		context.Proto.IsVarArg &= ^VarArgNeedsArg
 		code.AddABC(OP_VARARG, sreg, 2+ec.varargopt, 0, sline(ex))
 		if context.RegTop() > (sreg+2+ec.varargopt) || ec.varargopt < -1 {
+			return 0
+		}
+		if sreg != reg {
+			// patched for luamcp: the value went to a local (b = ..., 2);
+			// upstream returned a negative count of registers, and the
+			// values after it were compiled below the ones in use (a Go
+			// nil read by the VM: a Go panic)
 			return 0
 		}
 		return (sreg + 1 + ec.varargopt) - reg

@@ -78,6 +78,21 @@ func coResume(L *LState) int {
 		L.Push(LString(msg))
 		return 2
 	}
+	if th.stack.IsEmpty() {
+		// patched for luamcp: a coroutine whose function ended in a tail call
+		// of yield (return coroutine.yield(...)) has no frame left, its
+		// function's frame replaced by yield's: the values of this resume
+		// are what the function returns, and the coroutine is dead, as in
+		// Lua 5.1. Upstream took it for one not started and dereferenced
+		// its missing frame (a Go panic).
+		nargs := L.GetTop() - 1
+		if !th.wrapped {
+			L.Insert(LTrue, 2)
+			nargs++
+		}
+		th.kill()
+		return nargs
+	}
 	L.charge(0) // patched for luamcp: checks the registries the threads grew (budget.go)
 	th.Parent = L
 	L.G.CurrentThread = th
@@ -93,10 +108,38 @@ func coResume(L *LState) int {
 	} else {
 		nargs := L.GetTop() - 1
 		L.XMoveTo(th, nargs)
+		adjustYieldResults(th, nargs)
 	}
 	top := L.GetTop()
 	threadRun(th)
 	return L.GetTop() - top
+}
+
+// adjustYieldResults makes the nargs values a resume passed to th, which
+// yielded, the results of its call of yield as the call wants them (patched
+// for luamcp): as many as the CALL instruction asks for, nils added or extra
+// values dropped, as Lua 5.1's luaD_poscall when lua_resume finishes a yield.
+// Upstream left them as passed: local a, b, c = coroutine.yield() resumed
+// with one value left b and c as Go nils past the top (a Go panic where they
+// were read), and return (coroutine.yield()) returned them all. The values
+// are at the top of th's registers, where the call's results go (its
+// ReturnBase, which is the CALL's A, also when yield replaced a function
+// that tail-called it).
+func adjustYieldResults(th *LState, nargs int) {
+	cf := th.currentFrame
+	if cf == nil || cf.Fn == nil || cf.Fn.IsG || cf.Pc < 1 || cf.Pc > len(cf.Fn.Proto.Code) {
+		return
+	}
+	inst := cf.Fn.Proto.Code[cf.Pc-1]
+	if opGetOpCode(inst) != OP_CALL {
+		return
+	}
+	ra := cf.LocalBase + opGetArgA(inst)
+	nret := opGetArgC(inst) - 1
+	if nret < 0 || th.reg.Top()-nargs != ra {
+		return
+	}
+	th.reg.SetTop(ra + nret)
 }
 
 func coRunning(L *LState) int {

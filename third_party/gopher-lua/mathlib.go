@@ -79,7 +79,8 @@ func mathCeil(L *LState) int {
 }
 
 func mathCos(L *LState) int {
-	L.Push(LNumber(math.Cos(float64(L.CheckNumber(1)))))
+	x := float64(L.CheckNumber(1))
+	L.Push(LNumber(hardwareNaN(math.Cos(x), x))) // patched for luamcp
 	return 1
 }
 
@@ -129,7 +130,8 @@ func mathLdexp(L *LState) int {
 }
 
 func mathLog(L *LState) int {
-	L.Push(LNumber(math.Log(float64(L.CheckNumber(1)))))
+	x := float64(L.CheckNumber(1))
+	L.Push(LNumber(hardwareNaN(math.Log(x), x))) // patched for luamcp
 	return 1
 }
 
@@ -170,8 +172,14 @@ func mathMin(L *LState) int {
 	return 1
 }
 
+// patched for luamcp: as C's modf, an infinity's fractional part is 0 of its
+// sign (Go's math.Modf gives NaN: math.modf(1/0) was inf, nan).
 func mathModf(L *LState) int {
-	v1, v2 := math.Modf(float64(L.CheckNumber(1)))
+	x := float64(L.CheckNumber(1))
+	v1, v2 := math.Modf(x)
+	if math.IsInf(x, 0) {
+		v2 = math.Copysign(0, x)
+	}
 	L.Push(LNumber(v1))
 	L.Push(LNumber(v2))
 	return 2
@@ -186,6 +194,18 @@ func luaPow(x, y float64) float64 {
 	if v != v && x == x && y == y {
 		z := x - x
 		v = z / z
+	}
+	return v
+}
+
+// hardwareNaN is v, or the NaN the hardware makes (-nan on x86-64) when v is
+// a NaN that x is not: what glibc's log, sin, cos and tan return for
+// a negative number or an infinity, which Lua 5.1 prints -nan, where Go's
+// functions return their own NaN (nan). Patched for luamcp.
+func hardwareNaN(v, x float64) float64 {
+	if v != v && x == x {
+		z := x - x // 0, or the hardware's NaN for an infinity
+		return z / z
 	}
 	return v
 }
@@ -248,7 +268,8 @@ func mathRandomseed(L *LState) int {
 }
 
 func mathSin(L *LState) int {
-	L.Push(LNumber(math.Sin(float64(L.CheckNumber(1)))))
+	x := float64(L.CheckNumber(1))
+	L.Push(LNumber(hardwareNaN(math.Sin(x), x))) // patched for luamcp
 	return 1
 }
 
@@ -263,7 +284,8 @@ func mathSqrt(L *LState) int {
 }
 
 func mathTan(L *LState) int {
-	L.Push(LNumber(math.Tan(float64(L.CheckNumber(1)))))
+	x := float64(L.CheckNumber(1))
+	L.Push(LNumber(hardwareNaN(math.Tan(x), x))) // patched for luamcp
 	return 1
 }
 

@@ -372,3 +372,76 @@ func TestTableConstructorBatches5(t *testing.T) {
 		{build, "true, \"49 7 nil p nil 51 7 7 p q / 50 7 nil p nil 52 7 7 p q / 100 7 nil p nil 102 7 7 p q / 25551 7 nil p nil 25553 7 7 p q\""},
 	})
 }
+
+// A multiple assignment evaluates all its values before it assigns any, as Lua 5.1: a value was compiled straight into the local it went to (a, b = b, a was 2, 2), a local's register was stored as a field's value after the local was set (t[i], i = i, t[i]), a table held in a local assigned by the same statement was the new one (t.x, t = 1, u), and an extra value read the variable already set (b = f(), a + b).
+func TestMultipleAssignment5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local a, b = 1, 2 a, b = b, a return a, b", "true, 2, 1"},
+		{"local x, y = 1 x, y = y, x return x, y", "true, nil, 1"},
+		{"local a, b, c = 1, 2, 3 a, b, c = c, a, b return a, b, c", "true, 3, 1, 2"},
+		{"local a, b = 0, 0 a, b = a + 1, a + b return a, b", "true, 1, 0"},
+		{"local t = {10, 20, 30} local i = 1 t[i], i = i, t[i] return i, t[1], t[2]", "true, 10, 1, 20"},
+		{"local i, a = 1, {} i, a[i] = i + 1, 20 return i, a[1], a[2]", "true, 2, 20, nil"},
+		{"local t, u = {}, {} local t0 = t t.x, t = 1, u return t == u, t0.x, u.x", "true, true, 1, nil"},
+		{"local a, b = 1, 2 local function f() a, b = b, a end f() return a, b", "true, 2, 1"},
+		{"ga, gb = 1, 2 ga, gb = gb, ga return ga, gb", "true, 2, 1"},
+		{"local a, b, c = 1, 2, 3 local function f() return 10, 20 end a, b, c = c, f() return a, b, c", "true, 3, 10, 20"},
+		{"local t = {1, 2} t[1], t[2] = t[2], t[1] return t[1], t[2]", "true, 2, 1"},
+		{"local function two() return 'p', 'q' end local a, b, c = 1, 2, 3 local t = {} b = two(), a + b return a, b, c, type(t)", "true, 1, \"p\", 3, \"table\""},
+		{"local a, t = 1, {10, 20} local s = {5} t[1], s[a] = t[a] or 0 return t[1], s[1]", "true, 10, nil"},
+		{"return (function(...) local a, b = 1, 2 local t = {1} b = ..., #t return a, b, #t end)('v')", "true, 1, \"v\", 1"},
+	})
+}
+
+// The values a resume passes become the results of the call of yield as the call wants them (nils added, extras dropped), and a coroutine whose function ended in return coroutine.yield(...) returns them and is dead, as Lua 5.1: upstream left Go nils past the top (local a, b, c = coroutine.yield()), returned every value of return (coroutine.yield()), and took a coroutine that tail-called yield for one not started (a Go panic).
+func TestYieldResults5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local co = coroutine.create(function() return coroutine.yield(1) end) local a = {coroutine.resume(co)} local b = {coroutine.resume(co, 'a', nil, 'c')} return a[2], b[1], b[2], b[3], b[4], coroutine.status(co), coroutine.resume(co)", "true, 1, true, \"a\", nil, \"c\", \"dead\", false, \"cannot resume dead coroutine\""},
+		{"local w = coroutine.wrap(function(x) return coroutine.yield(x) end) return w(4), w(5, 6)", "true, 4, 5, 6"},
+		{"local co = coroutine.create(function() local a, b, c = coroutine.yield() return a, b, c end) coroutine.resume(co) return coroutine.resume(co, 1)", "true, true, 1, nil, nil"},
+		{"local co = coroutine.create(function() return (coroutine.yield()) end) coroutine.resume(co) return coroutine.resume(co, 1, 2)", "true, true, 1"},
+		{"local function f() return coroutine.yield(1) end local co = coroutine.create(function() local a, b = f() local c = coroutine.yield(a, b) return c end) coroutine.resume(co) local r = {coroutine.resume(co, 'p')} return r[1], r[2], r[3], coroutine.resume(co, 'q')", "true, true, \"p\", nil, true, \"q\""},
+	})
+}
+
+// # of a table is its own length, as Lua 5.1's OP_LEN: a table's __len is not called (from Lua 5.2 it is). rawset returns its table.
+func TestLengthOfTables5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local t = setmetatable({1, 2, 3}, {__len = function() return 10 end}) return #t", "true, 3"},
+		{"local t = setmetatable({1, 2}, {__len = function(a) return #a + 1 end}) return #t", "true, 2"},
+		{"local t = {} return rawset(t, 'k', 1) == t, t.k", "true, true, 1"},
+	})
+}
+
+// -0 computed at run time stays -0 in a register or a table (the VM's preallocated numbers turned it into 0).
+func TestNegativeZeroArith5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local z = 0 local t = {-z} return -z, z * -1, 0.25 * -z, t[1], 1 / (z * -1)", "true, -0, -0, -0, -0, -inf"},
+	})
+}
+
+// math.modf of an infinity has a fractional part of 0 of its sign, as C's modf (it was nan); log, sin, cos and tan give the hardware's NaN (-nan on x86-64), as glibc.
+func TestMathInfNaN5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return math.modf(1/0)", "true, inf, 0"},
+		{"return math.modf(-1/0)", "true, -inf, -0"},
+		{"return math.modf(-2.5)", "true, -2, -0.5"},
+		{"return math.log(-1), math.sin(1/0), math.cos(-1/0), math.tan(1/0)", "true, -nan, -nan, -nan, -nan"},
+	})
+}
+
+// A back-reference to a position capture ("()%1") never matches, as in Lua 5.1 (whose match_capture compares CAP_POSITION bytes): it was a slice out of range, or matched as an empty capture.
+func TestPositionBackReference5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local r = {} for a, b in string.gmatch(\"hello world\", \"%A()%w%1\") do r[#r+1] = tostring(a) end return #r, (\"()x?%1\"):len(), string.find(\"aa\", \"()a%1\"), string.match(\"\", \"()x?%1\"), string.gsub(\"abab\", \"()b%1\", \"X\")", "true, 0, 6, nil, nil, \"abab\", 0"},
+		{"return string.find(\"xx\", \"(x)()%2\"), string.find(\"xx\", \"(x)%1\")", "true, nil, 1, 2, \"x\""},
+	})
+}
+
+// A fixed number of values of ... (x = (...), b = ..., 2) is copied without moving the top of the registers, as Lua 5.1's OP_VARARG: the locals declared after x were cleared to Go nils.
+func TestVarargFixed5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local function f(...) local name, opts = nil, {x = 1} name = (...) return name, opts.x end return f('v')", "true, \"v\", 1"},
+		{"local function f(...) local a, b, c = 0, 0, {} a, b = ... return a, b, type(c) end return f('v')", "true, \"v\", nil, \"table\""},
+	})
+}

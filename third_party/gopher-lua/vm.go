@@ -948,6 +948,32 @@ func init() {
 						rg.top = regi + 1
 					}
 				}
+			case *LTable:
+				// patched for luamcp: the length of a table is its own, as
+				// Lua 5.1's OP_LEN (__len is for other values; tables have
+				// it from Lua 5.2): upstream called a table's __len, so
+				// __len = function(t) return #t end recursed until the
+				// stack overflowed
+				// this section is inlined by go-inline
+				// source function is 'func (rg *registry) SetNumber(regi int, vali LNumber) ' in '_state.go'
+				{
+					rg := reg
+					regi := RA
+					vali := LNumber(lv.Len())
+					newSize := regi + 1
+					// this section is inlined by go-inline
+					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
+					{
+						requiredSize := newSize
+						if requiredSize > cap(rg.array) {
+							rg.resize(requiredSize)
+						}
+					}
+					rg.array[regi] = rg.alloc.LNumber2I(vali)
+					if regi >= rg.top {
+						rg.top = regi + 1
+					}
+				}
 			default:
 				op := L.metaOp1(lv, "__len")
 				if op.Type() == LTFunction {
@@ -2187,46 +2213,59 @@ func init() {
 			nwant := B - 1
 			if B == 0 {
 				nwant = nvarargs
-			}
-			// this section is inlined by go-inline
-			// source function is 'func (rg *registry) CopyRange(regv, start, limit, n int) ' in '_state.go'
-			{
-				rg := reg
-				regv := RA
-				start := cf.Base + nparams + 1
-				limit := cf.LocalBase
-				n := nwant
-				newSize := regv + n
 				// this section is inlined by go-inline
-				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
+				// source function is 'func (rg *registry) CopyRange(regv, start, limit, n int) ' in '_state.go'
 				{
-					requiredSize := newSize
-					if requiredSize > cap(rg.array) {
-						rg.resize(requiredSize)
+					rg := reg
+					regv := RA
+					start := cf.Base + nparams + 1
+					limit := cf.LocalBase
+					n := nwant
+					newSize := regv + n
+					// this section is inlined by go-inline
+					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
+					{
+						requiredSize := newSize
+						if requiredSize > cap(rg.array) {
+							rg.resize(requiredSize)
+						}
 					}
-				}
-				if limit == -1 || limit > rg.top {
-					limit = rg.top
-				}
-				for i := 0; i < n; i++ {
-					srcIdx := start + i
-					if srcIdx >= limit || srcIdx < 0 {
-						rg.array[regv+i] = LNil
-					} else {
-						rg.array[regv+i] = rg.array[srcIdx]
+					if limit == -1 || limit > rg.top {
+						limit = rg.top
 					}
-				}
+					for i := 0; i < n; i++ {
+						srcIdx := start + i
+						if srcIdx >= limit || srcIdx < 0 {
+							rg.array[regv+i] = LNil
+						} else {
+							rg.array[regv+i] = rg.array[srcIdx]
+						}
+					}
 
-				// values beyond top don't need to be valid LValues, so setting them to nil is fine
-				// setting them to nil rather than LNil lets us invoke the golang memclr opto
-				oldtop := rg.top
-				rg.top = regv + n
-				if rg.top < oldtop {
-					nilRange := rg.array[rg.top:oldtop]
-					for i := range nilRange {
-						nilRange[i] = nil
+					// values beyond top don't need to be valid LValues, so setting them to nil is fine
+					// setting them to nil rather than LNil lets us invoke the golang memclr opto
+					oldtop := rg.top
+					rg.top = regv + n
+					if rg.top < oldtop {
+						nilRange := rg.array[rg.top:oldtop]
+						for i := range nilRange {
+							nilRange[i] = nil
+						}
 					}
 				}
+				return 0
+			}
+			// patched for luamcp: a fixed number of values (x = (...),
+			// b = ..., 2) is copied without moving the top, as Lua 5.1's
+			// OP_VARARG: CopyRange set the top after them and cleared the
+			// registers above, so x = (...) into a local cleared the locals
+			// declared after it (Go nils, a Go panic where they were read)
+			for i := 0; i < nwant; i++ {
+				var v LValue = LNil
+				if i < nvarargs {
+					v = reg.Get(cf.Base + nparams + 1 + i)
+				}
+				reg.Set(RA+i, v)
 			}
 			return 0
 		},

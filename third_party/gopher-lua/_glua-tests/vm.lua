@@ -10,7 +10,7 @@ local tbl = {1,2,3}
 setmetatable(tbl, {__len = function(self)
   return 10
 end})
-assert(#tbl == 10)
+assert(#tbl == 3) -- patched for luamcp: a table's own length, its __len is not called (Lua 5.1)
 
 setmetatable(tbl, nil)
 assert(#tbl == 3)

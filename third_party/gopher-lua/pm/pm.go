@@ -508,6 +508,9 @@ type iptr struct {
 	// a back-reference %n to a capture not closed before it reads a capture
 	// whose end is unset or left from another attempt.
 	closed uint64
+	// position has bit n set when capture n is a position capture, "()"
+	// (patched for luamcp): a back-reference to one never matches.
+	position uint64
 }
 
 // compile generates the program of a parsed pattern.
@@ -580,6 +583,7 @@ func compilePattern(p pattern, ptr *iptr) {
 	case *posCapPattern:
 		ptr.insts = append(ptr.insts, inst{opPSave, nil, ptr.capture, -1})
 		ptr.closed |= 1 << (ptr.capture / 2)
+		ptr.position |= 1 << (ptr.capture / 2)
 		ptr.capture += 2
 	case *capPattern:
 		c0, c1 := ptr.capture, ptr.capture+1
@@ -599,9 +603,16 @@ func compilePattern(p pattern, ptr *iptr) {
 		// as Lua 5.1 does when a match reaches it. The matcher read
 		// src[start:end] with an end left from another attempt or unset, a
 		// slice out of range (a Go panic).
+		// Operand2 is 2 when capture N is a position capture: Lua 5.1's
+		// match_capture compares as many bytes as its length, CAP_POSITION
+		// (-2) as a size_t, which no subject holds, so it never matches.
+		// The matcher read src[start:end] with the end unset (a slice out
+		// of range, or a match of an empty capture).
 		unclosed := -1
 		if ptr.closed&(1<<pat.N) == 0 {
 			unclosed = 1
+		} else if ptr.position&(1<<pat.N) != 0 {
+			unclosed = 2
 		}
 		ptr.insts = append(ptr.insts, inst{opNumber, nil, pat.N, unclosed})
 	}
@@ -795,6 +806,10 @@ func (mt *matcher) match(pc, sp int) (bool, int, *MatchData) {
 			idx := inst.Operand1 * 2
 			if inst.Operand2 == 1 || idx >= m.CaptureLength()-1 {
 				panic(newError(_UNKNOWN, "invalid capture index"))
+			}
+			if inst.Operand2 == 2 { // patched for luamcp: a position capture
+				ok = false
+				break
 			}
 			capture := src[m.Capture(idx):m.Capture(idx+1)]
 			mt.step(len(capture))
