@@ -356,9 +356,18 @@ func (m *Module) sampleParams(L *lua.LState, method string, t *lua.LTable) {
 	}
 }
 
-// toolSchemaNames are the snake_case keys of a sampling tool, as of a tool
-// descriptor, with their wire names.
-var toolSchemaNames = map[string]string{"input_schema": "inputSchema", "output_schema": "outputSchema"}
+// WireNames are the snake_case keys a script may write in descriptors and
+// results, with the wire's camelCase names (script-api.md "Callbacks"):
+// luavm renames them at the top level of what it sends, and mcp.sample in
+// each of its tools, which are tool descriptors.
+var WireNames = map[string]string{
+	"input_schema":       "inputSchema",
+	"output_schema":      "outputSchema",
+	"mime_type":          "mimeType",
+	"uri_template":       "uriTemplate",
+	"structured_content": "structuredContent",
+	"website_url":        "websiteUrl",
+}
 
 // sampleTools returns a copy of tools, mcp.sample's list of tools (the
 // MCP schema's Tool): in each, input_schema and output_schema become
@@ -378,7 +387,7 @@ func (m *Module) sampleTools(L *lua.LState, method string, tools *lua.LTable) *l
 		var dup string
 		tool.ForEach(func(k, v lua.LValue) {
 			if s, ok := k.(lua.LString); ok {
-				if wire, ok := toolSchemaNames[string(s)]; ok {
+				if wire, ok := WireNames[string(s)]; ok {
 					if tool.RawGetString(wire) != lua.LNil {
 						dup = string(s) + " and " + wire
 					}

@@ -24,16 +24,7 @@ func BenchmarkCallToolEcho(b *testing.B) {
 		{"state=10k", `{"size":10000}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			ss := echoSession(b, bc.params)
-			ctx := context.Background()
-			c := testCall("sid")
-			args := json.RawMessage(`{"text":"hello"}`)
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := ss.CallTool(ctx, c, "echo", args); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchCalls(b, echoSession(b, bc.params), "echo")
 		})
 	}
 }
@@ -223,16 +214,7 @@ func BenchmarkCallToolList(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer ss.Close("")
-				ctx := context.Background()
-				c := testCall("sid")
-				name := fmt.Sprintf("tool%d", n)
-				args := json.RawMessage(`{"text":"hello"}`)
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, err := ss.CallTool(ctx, c, name, args); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchCalls(b, ss, fmt.Sprintf("tool%d", n))
 			})
 		}
 	}
@@ -263,12 +245,18 @@ return {
 		b.Fatal(err)
 	}
 	defer ss.Close("")
+	benchCalls(b, ss, "echo")
+}
+
+// benchCalls is the loop of the session call benchmarks: tool called with
+// {"text":"hello"} in session "sid", allocations reported.
+func benchCalls(b *testing.B, ss mcp.Session, tool string) {
 	ctx := context.Background()
 	c := testCall("sid")
 	args := json.RawMessage(`{"text":"hello"}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ss.CallTool(ctx, c, "echo", args); err != nil {
+		if _, err := ss.CallTool(ctx, c, tool, args); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,16 +12,15 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// wireNames are the snake_case keys renamed to the wire's camelCase, at the
-// top level of descriptors and results only (script-api.md "Callbacks").
-var wireNames = map[string]lua.LValue{
-	"input_schema":       lua.LString("inputSchema"),
-	"output_schema":      lua.LString("outputSchema"),
-	"mime_type":          lua.LString("mimeType"),
-	"uri_template":       lua.LString("uriTemplate"),
-	"structured_content": lua.LString("structuredContent"),
-	"website_url":        lua.LString("websiteUrl"),
-}
+// wireNames are bridge.WireNames as Lua strings (boxed once): the keys
+// renamed at the top level of descriptors and results.
+var wireNames = func() map[string]lua.LValue {
+	m := make(map[string]lua.LValue, len(bridge.WireNames))
+	for k, w := range bridge.WireNames {
+		m[k] = lua.LString(w)
+	}
+	return m
+}()
 
 // resultShapes are the top-level keys of results whose JSON type the MCP
 // schema fixes (script-api.md "Results"): `content = {}` is an empty list,
@@ -236,8 +235,8 @@ func (v *vm) resourceResult(res lua.LValue, uri string, mime lua.LValue) (json.R
 		if !ok {
 			return nil, errors.New("result: a table result needs contents (a list of resource contents)")
 		}
-		if lacksURI(contents) {
-			contents = v.withURI(contents, uri)
+		if filled := v.withURI(contents, uri); filled != contents {
+			contents = filled
 			r = shallowCopy(v.L, r)
 			r.RawSetString("contents", contents)
 		}
@@ -253,22 +252,16 @@ func (v *vm) resourceResult(res lua.LValue, uri string, mime lua.LValue) (json.R
 	return nil, fmt.Errorf("result: want a string or a table with contents, got %s", describe(res))
 }
 
-// lacksURI reports whether an entry of contents is a table without uri.
-func lacksURI(contents *lua.LTable) bool {
-	for i, n := 1, contents.Len(); i <= n; i++ {
-		if e, ok := contents.RawGetInt(i).(*lua.LTable); ok && e.RawGetString("uri") == lua.LNil {
-			return true
-		}
-	}
-	return false
-}
-
-// withURI returns a copy of contents in which each entry without uri is a
-// copy with uri: the script's tables stay as they were.
+// withURI returns contents itself when every entry has a uri, else a copy
+// in which each entry without one is a copy with uri: the script's tables
+// stay as they were.
 func (v *vm) withURI(contents *lua.LTable, uri string) *lua.LTable {
-	cp := shallowCopy(v.L, contents)
+	cp := contents
 	for i, n := 1, contents.Len(); i <= n; i++ {
 		if e, ok := contents.RawGetInt(i).(*lua.LTable); ok && e.RawGetString("uri") == lua.LNil {
+			if cp == contents {
+				cp = shallowCopy(v.L, contents)
+			}
 			e = shallowCopy(v.L, e)
 			e.RawSetString("uri", lua.LString(uri))
 			cp.RawSetInt(i, e)
