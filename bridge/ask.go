@@ -299,7 +299,7 @@ func (m *Module) requestParams(L *lua.LState, method string, a asker, src *lua.L
 	if a == askSample {
 		m.sampleParams(L, method, t)
 	}
-	out, err := m.c.Encode(t, "params")
+	out, err := m.c.EncodeAs(t, "params", Protocol)
 	if err != nil {
 		raise(L, method+": "+err.Error())
 	}

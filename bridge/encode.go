@@ -75,16 +75,38 @@ func (c *Codec) AppendEncode(dst []byte, v lua.LValue, root string) ([]byte, err
 type Shape int
 
 const (
-	// List is a JSON array: an empty table encodes as [], and a table
-	// with a string key, or marked with mcp.object, is refused.
+	// List is a JSON array of values the MCP schema defines (content
+	// blocks, resource contents, messages, icons): an empty table encodes
+	// as [], and a table with a string key, or marked with mcp.object, is
+	// refused. Inside its items, the members the schema types as lists
+	// are [] when empty (protocol.go).
 	List Shape = iota + 1
-	// Object is a JSON object: an empty table encodes as {}, and a list
+	// Object is a JSON object of the script's own (structuredContent, a
+	// notification's params): an empty table encodes as {}, and a list
 	// (keys 1..n, or marked with mcp.array) is refused.
 	Object
 	// Schema is an Object that is a JSON Schema: an empty table under a
 	// keyword that takes a list (required = {}) is [] (schema.go).
 	Schema
+	// Protocol is an Object the MCP schema defines (annotations, a
+	// request's params): the members it types as lists are [] when empty
+	// (protocol.go).
+	Protocol
 )
+
+// role is the role of a value of shape s: how the tables inside it are
+// read when they are empty.
+func (s Shape) role() role {
+	switch s {
+	case List:
+		return roleMCPs
+	case Schema:
+		return roleSchema
+	case Protocol:
+		return roleMCP
+	}
+	return roleNone
+}
 
 // AppendEncodeAs is AppendEncode for a value of a fixed shape. An empty
 // table is ambiguous in Lua, and a value of the other shape would reach the
@@ -98,9 +120,7 @@ func (c *Codec) AppendEncodeAs(dst []byte, v lua.LValue, root string, want Shape
 	if emptyList {
 		return append(dst, "[]"...), nil
 	}
-	if want == Schema {
-		c.next = roleSchema
-	}
+	c.next = want.role()
 	return c.AppendEncode(dst, v, root)
 }
 

@@ -20,6 +20,8 @@ const (
 	roleNames               // an object of schemas by name (properties, $defs)
 	roleList                // a list of values (required, enum, type)
 	roleLists               // an object of lists by name (dependentRequired)
+	roleMCP                 // an object of the MCP schema (protocol.go)
+	roleMCPs                // a list of them, or an object where one may be a list (content)
 )
 
 // keywordRoles are the keywords whose values are schemas, or lists, or
@@ -62,6 +64,8 @@ func (r role) member(key string) role {
 		return roleSchema
 	case roleLists:
 		return roleList
+	case roleMCP, roleMCPs:
+		return protocolRoles[key]
 	}
 	return roleNone
 }
@@ -69,11 +73,14 @@ func (r role) member(key string) role {
 // item is the role of an item of a list of role r. A schema written as a
 // list is draft-07's array form of items: a list of schemas.
 func (r role) item() role {
-	if r == roleSchemas || r == roleSchema {
+	switch r {
+	case roleSchemas, roleSchema:
 		return roleSchema
+	case roleMCP, roleMCPs:
+		return roleMCP
 	}
 	return roleNone
 }
 
 // emptyIsList reports whether an unmarked empty table of role r is [].
-func (r role) emptyIsList() bool { return r == roleList || r == roleSchemas }
+func (r role) emptyIsList() bool { return r == roleList || r == roleSchemas || r == roleMCPs }

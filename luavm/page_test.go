@@ -130,8 +130,12 @@ func TestDescriptorShapes(t *testing.T) {
 		{"tool output schema string", mcp.ListTools, `{ name = "t", input_schema = { type = "object" }, outputSchema = "x" }`, "", `tools[1].outputSchema: want an object (a table with string keys), got the string "x"`},
 		{"resource empty icons", mcp.ListResources, `{ uri = "r://x", name = "x", icons = {} }`, `{"icons":[],"name":"x","uri":"r://x"}`, ""},
 		{"template empty icons", mcp.ListResourceTemplates, `{ uri_template = "r://{x}", name = "x", icons = {} }`, `{"icons":[],"name":"x","uriTemplate":"r://{x}"}`, ""},
-		// inside an entry, everything passes as written (script-api.md "Descriptors")
-		{"nested empty table", mcp.ListResources, `{ uri = "r://x", name = "x", annotations = { audience = {} } }`, `{"annotations":{"audience":{}},"name":"x","uri":"r://x"}`, ""},
+		// inside an entry, the lists of the MCP schema are lists at any depth,
+		// and the script's own keys pass as written (script-api.md "Descriptors")
+		{"nested audience", mcp.ListResources, `{ uri = "r://x", name = "x", annotations = { audience = {} } }`, `{"annotations":{"audience":[]},"name":"x","uri":"r://x"}`, ""},
+		{"icon sizes", mcp.ListPrompts, `{ name = "p", icons = { { src = "https://x/i.png", sizes = {} } } }`, `{"icons":[{"sizes":[],"src":"https://x/i.png"}],"name":"p"}`, ""},
+		{"own keys as written", mcp.ListResources, `{ uri = "r://x", name = "x", _meta = { audience = {} } }`, `{"_meta":{"audience":{}},"name":"x","uri":"r://x"}`, ""},
+		{"annotations a list", mcp.ListTools, `{ name = "t", input_schema = { type = "object" }, annotations = { "readOnlyHint" } }`, "", "annotations: want an object"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lists := map[mcp.ListKind]string{mcp.ListTools: "{}", mcp.ListResources: "{}", mcp.ListResourceTemplates: "{}", mcp.ListPrompts: "{}"}

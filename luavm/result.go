@@ -37,19 +37,21 @@ var resultShapes = map[string]bridge.Shape{
 // descriptorShapes are, per list callback, the top-level keys of its entries
 // whose JSON type the MCP schema fixes: a prompt's arguments and every
 // icons are lists, so `arguments = {}` is [], not {} (which a client that
-// checks the schema refuses, with the whole list); a schema is an object,
-// whose keywords that take lists are lists (required = {} is []).
+// checks the schema refuses, with the whole list), and so are an icon's
+// sizes; annotations are an object whose audience is a list; a schema is an
+// object, whose keywords that take lists are lists (required = {} is []).
 // luamcp check encodes the entries the same way.
 var descriptorShapes = map[int]map[string]bridge.Shape{
 	cbTools: {
+		"annotations":   bridge.Protocol,
 		"icons":         bridge.List,
 		"input_schema":  bridge.Schema,
 		"inputSchema":   bridge.Schema,
 		"output_schema": bridge.Schema,
 		"outputSchema":  bridge.Schema,
 	},
-	cbResources:         {"icons": bridge.List},
-	cbResourceTemplates: {"icons": bridge.List},
+	cbResources:         {"annotations": bridge.Protocol, "icons": bridge.List},
+	cbResourceTemplates: {"annotations": bridge.Protocol, "icons": bridge.List},
 	cbPrompts:           {"arguments": bridge.List, "icons": bridge.List},
 }
 

@@ -558,6 +558,8 @@ local results = {
   content_marked_object = { content = mcp.object({}) },
   structured_string = { content = {}, structured_content = "x" },
   structured_list = { content = {}, structured_content = { 1, 2 } },
+  nested_lists = { content = { { type = "text", text = "x", annotations = { audience = {} }, _meta = { audience = {} } } },
+    structured_content = { annotations = { audience = {} } } },
 }
 return {
   init = function() return { name = "shapes", version = "1" }, { tools = {}, resources = {}, prompts = {} }, {} end,
@@ -585,6 +587,9 @@ return {
 		{"content_marked_object", "", "result.content: want a list, got a table marked as the other kind"},
 		{"structured_string", "", `result.structured_content: want an object (a table with string keys), got the string "x"`},
 		{"structured_list", "", "result.structured_content: want an object (a table with string keys), got a list"},
+		// The MCP schema's lists inside blocks are lists; the script's own objects are as written.
+		{"nested_lists", `{"content":[{"type":"text","text":"x","annotations":{"audience":[]},"_meta":{"audience":{}}}],` +
+			`"structuredContent":{"annotations":{"audience":{}}},"isError":false}`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := call(t, ss, tt.name, `{}`)
