@@ -74,8 +74,9 @@ type Handler struct {
 
 	// Space the warnings any client can trigger at will (warnThrottled):
 	// forwards without a valid signature, answers to no request, tasks
-	// past the store's bound.
-	badForwardWarn, badResponseWarn, taskFullWarn logcap.Throttle
+	// past the store's bound, bearer tokens while the verifier cannot
+	// judge them.
+	badForwardWarn, badResponseWarn, taskFullWarn, verifierWarn logcap.Throttle
 }
 
 // NewHandler returns the handler of one route served by srv. A nil hub gets

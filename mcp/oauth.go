@@ -140,7 +140,9 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) *AuthInfo
 	info, err := h.opts.Verifier.Verify(r.Context(), token)
 	if err != nil {
 		if errors.Is(err, ErrVerifierUnavailable) {
-			h.log.Warn("mcp: cannot verify access tokens", "err", err)
+			// Any bearer string gets here while the authorization server
+			// is down: throttled, or a flood of them floods the log.
+			h.warnThrottled(&h.verifierWarn, "mcp: cannot verify access tokens", "err", err)
 			h.refused(GateOAuth)
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return nil

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/luamcp/luamcp/internal/syncbuf"
 	"github.com/luamcp/luamcp/mcp"
 )
 
@@ -384,5 +386,31 @@ func TestOAuthChallengeOddPath(t *testing.T) {
 		if err != nil || u.Path != mcp.MetadataPath(path) {
 			t.Errorf("route %q: challenge %q: resource_metadata %q parses to %v, %v; want path %q", path, ch, raw, u, err, mcp.MetadataPath(path))
 		}
+	}
+}
+
+// TestOAuthVerifierDownLogsOnce: while the verifier cannot judge tokens
+// (the authorization server is down), any client can send any bearer
+// string: each request gets 503 and is counted, and the warning is logged
+// once per interval, not once per request.
+func TestOAuthVerifierDownLogsOnce(t *testing.T) {
+	var log syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	hub := mcp.NewHub(logger)
+	rec := newRecorder()
+	hub.SetObserver(rec)
+	h := mcp.NewHandler(newFakeServer(), oauthOptions(), hub, logger)
+	const flood = 20
+	for i := range flood {
+		w := serveDirect(h, http.MethodPost, "127.0.0.1:1", "127.0.0.1:8750", oauthInitBody, "Authorization: Bearer down")
+		if w.Code != http.StatusServiceUnavailable {
+			t.Fatalf("request %d: %d, want 503", i, w.Code)
+		}
+	}
+	if n := len(rec.gates()); n != flood {
+		t.Errorf("%d refusals counted, want %d", n, flood)
+	}
+	if n := strings.Count(log.String(), "cannot verify access tokens"); n != 1 {
+		t.Errorf("%d warnings logged, want 1:\n%s", n, log.String())
 	}
 }
