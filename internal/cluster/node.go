@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/mcp"
 )
 
@@ -112,6 +113,24 @@ type Node struct {
 	// leaving makes leaving happen once: a later Close or CloseForRestart
 	// returns nil.
 	leaving sync.Once
+
+	// lookupWarn, unreachableWarn and forgottenWarn space Forward's
+	// warnings, one kind each: any client can send request after request
+	// with a session id naming a node that cannot be looked up (NATS down)
+	// or reached (gone, a bad --advertise), and each would be a warning.
+	lookupWarn, unreachableWarn, forgottenWarn logcap.Throttle
+}
+
+// forwardWarnEvery is how often, at most, Forward logs that it could not
+// forward: the first failure at once, then one line per period saying how
+// many went unlogged since.
+const forwardWarnEvery = 10 * time.Second
+
+// warnThrottled logs a warning of Forward through t.
+func (n *Node) warnThrottled(t *logcap.Throttle, msg string, args ...any) {
+	if ok, held := t.Allow(time.Now(), forwardWarnEvery); ok {
+		n.log.Warn(msg, append(args, "unlogged_since_last", held)...)
+	}
 }
 
 // Join registers this node's address and starts its heartbeat, pushes
@@ -422,7 +441,7 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string, stop
 			return
 		}
 		if err != nil {
-			n.log.Warn("cluster: request not forwarded", "err", err)
+			n.warnThrottled(&n.lookupWarn, "cluster: request not forwarded", "err", err)
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -444,11 +463,11 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, node string, stop
 	case errors.Is(err, errPeerClosed):
 		// Forgotten again and again while this request waited: the node
 		// comes and goes; it may hold the session still.
-		n.log.Warn("cluster: the node owning a session was forgotten while a request waited for it: answering 503", "node", node, "err", err)
+		n.warnThrottled(&n.forgottenWarn, "cluster: the node owning a session was forgotten while a request waited for it: answering 503", "node", node, "err", err)
 		w.WriteHeader(http.StatusServiceUnavailable)
 	default:
 		n.forgetPeer(node, p)
-		n.log.Warn("cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
+		n.warnThrottled(&n.unreachableWarn, "cluster: the node owning a session cannot be reached: answering 404", "node", node, "err", err)
 		w.WriteHeader(http.StatusNotFound)
 	}
 }

@@ -239,3 +239,56 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestForwardWarningsLogOnce: a client can send request after request with a
+// session id naming a node that cannot be reached, or (NATS down) looked up:
+// each is refused, and the warning is logged once, not once per request.
+func TestForwardWarningsLogOnce(t *testing.T) {
+	e := startNATS(t)
+	var logs syncbuf.Buffer
+	nc, err := nats.Connect(e.URL(), ConnectOptions("a")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := Join(ctx, Config{Conn: nc, NodeID: "a", Advertise: "http://127.0.0.1:1", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + dead.Addr().String()
+	dead.Close()
+	joinNode(t, e.URL(), "c", deadURL) // listed in the bucket, never reachable
+
+	forward := func(node string) int {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:1/mcp", nil)
+		r.Header.Set(mcp.ForwardedHeader, "a")
+		a.Forward(w, r, node, nil)
+		return w.Code
+	}
+	const flood = 20
+	for i := range flood {
+		if got := forward("c"); got != http.StatusNotFound {
+			t.Fatalf("request %d to an unreachable node: %d, want 404", i, got)
+		}
+	}
+	e.Shutdown()
+	waitFor(t, 10*time.Second, "a sees NATS gone", func() bool { return nc.Status() == nats.RECONNECTING })
+	for i := range flood {
+		if got := forward("nobody"); got != http.StatusServiceUnavailable {
+			t.Fatalf("request %d to a node never looked up, NATS down: %d, want 503", i, got)
+		}
+	}
+	for _, msg := range []string{"cannot be reached", "request not forwarded"} {
+		if n := strings.Count(logs.String(), msg); n != 1 {
+			t.Errorf("%q logged %d times for %d requests, want once:\n%s", msg, n, flood, logs.String())
+		}
+	}
+}
