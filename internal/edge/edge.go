@@ -155,7 +155,7 @@ func Listen(cfg Config) (*Server, error) {
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 			IdleTimeout:       cfg.IdleTimeout,
 			MaxHeaderBytes:    maxHeader,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+			ErrorLog:          newServerLog(logger),
 		},
 	}
 	var tlsConf *tls.Config

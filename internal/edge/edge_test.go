@@ -266,3 +266,55 @@ func TestHeaderCap(t *testing.T) {
 		})
 	}
 }
+
+// TestHandshakeErrorsLogOnce: failed TLS handshakes (here plain HTTP sent to
+// the HTTPS port) are each answered as net/http does, and logged once per
+// interval, not once per connection: any client can make them at will.
+func TestHandshakeErrorsLogOnce(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeCert(t, "server", certFile, keyFile)
+	var logs strings.Builder
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	s, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	go s.Serve(http.NotFoundHandler())
+	const flood = 20
+	for i := range flood {
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second)) // liveness bound only
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil || resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("plain HTTP %d to the HTTPS port: %v, %v; want 400", i, resp, err)
+		}
+	}
+	// The last line is logged after the answer: wait for it, then for more.
+	deadline := time.Now().Add(10 * time.Second)
+	count := func() int {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return strings.Count(logs.String(), "TLS handshake error")
+	}
+	for count() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := count(); n != 1 {
+		logMu.Lock()
+		defer logMu.Unlock()
+		t.Errorf("%d failed handshakes logged for %d, want 1:\n%s", n, flood, logs.String())
+	}
+}
