@@ -137,7 +137,7 @@ func (cp *copier) value(v lua.LValue, parent int, key lua.LValue) (lua.LValue, *
 			return cp.to.null, nil
 		}
 	}
-	return nil, cp.fail(parent, key, "a streaming call's state snapshot cannot hold a "+typeName(v))
+	return nil, cp.fail(parent, key, "a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a "+typeName(v))
 }
 
 func (cp *copier) table(src *lua.LTable, parent int, key lua.LValue) *lua.LTable {

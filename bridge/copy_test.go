@@ -162,17 +162,17 @@ func TestCopyToRejects(t *testing.T) {
 	tests := []struct {
 		name, lua, want string
 	}{
-		{"function", `return {cb = function() end}`, `state.cb: a streaming call's state snapshot cannot hold a function`},
-		{"nested function", `return {list = {1, {f = print}}}`, `state.list[2].f: a streaming call's state snapshot cannot hold a function`},
-		{"root function", `return print`, `state: a streaming call's state snapshot cannot hold a function`},
-		{"thread", `return {co = coroutine.create(print)}`, `state.co: a streaming call's state snapshot cannot hold a thread (coroutine)`},
-		{"channel", `return {ch = channel.make()}`, `state.ch: a streaming call's state snapshot cannot hold a channel`},
-		{"function key", `return {[print] = 1}`, `state[<function>]: a streaming call's state snapshot cannot hold a function`},
-		{"odd key", `return {["a b"] = {print}}`, `state["a b"][1]: a streaming call's state snapshot cannot hold a function`},
+		{"function", `return {cb = function() end}`, `state.cb: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a function`},
+		{"nested function", `return {list = {1, {f = print}}}`, `state.list[2].f: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a function`},
+		{"root function", `return print`, `state: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a function`},
+		{"thread", `return {co = coroutine.create(print)}`, `state.co: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a thread (coroutine)`},
+		{"channel", `return {ch = channel.make()}`, `state.ch: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a channel`},
+		{"function key", `return {[print] = 1}`, `state[<function>]: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a function`},
+		{"odd key", `return {["a b"] = {print}}`, `state["a b"][1]: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a function`},
 		{"metatable with a method", `return {obj = setmetatable({}, {__index = function() end})}`,
-			`state.obj<metatable>.__index: a streaming call's state snapshot cannot hold a function`},
+			`state.obj<metatable>.__index: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a function`},
 		{"path through shared table", `local s = {f = print}; return {a = {b = s}}`,
-			`state.a.b.f: a streaming call's state snapshot cannot hold a function`},
+			`state.a.b.f: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a function`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,7 +191,7 @@ func TestCopyToRejects(t *testing.T) {
 		src, _, sc, dc := newPair(t)
 		tbl := src.NewTable()
 		tbl.RawSetString("u", src.NewUserData())
-		if _, err := sc.CopyTo(dc, tbl); err == nil || err.Error() != `state.u: a streaming call's state snapshot cannot hold a userdata` {
+		if _, err := sc.CopyTo(dc, tbl); err == nil || err.Error() != `state.u: a state copied to a fresh Lua state (a hot reload, a concurrent_tools call) cannot hold a userdata` {
 			t.Errorf("got %v", err)
 		}
 	})
