@@ -245,6 +245,12 @@ func (h *Handler) serveAuthorizing(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), authKey{}, info))
 	}
 	if status := h.authHook(r, info); status != 0 {
+		if status == http.StatusUnauthorized && info != nil {
+			// A 401 says where to get a token (RFC 6750 section 3; MCP
+			// "Authorization": clients look for the metadata in it): the
+			// hook refused this one, so the client is told to get another.
+			h.setChallenge(w, r, msgHookRefusedToken, h.opts.OAuth.Scopes)
+		}
 		w.WriteHeader(status)
 		return
 	}

@@ -182,6 +182,14 @@ func (h *Handler) challenge(w http.ResponseWriter, r *http.Request, status int, 
 
 func (h *Handler) challengeScopes(w http.ResponseWriter, r *http.Request, status int, extra string, scopes []string) {
 	h.refused(GateOAuth)
+	h.setChallenge(w, r, extra, scopes)
+	w.WriteHeader(status)
+}
+
+// setChallenge sets the Bearer WWW-Authenticate challenge of a refusal:
+// extra (the error parameters, or ""), the route's metadata document and
+// the scopes to ask for.
+func (h *Handler) setChallenge(w http.ResponseWriter, r *http.Request, extra string, scopes []string) {
 	var b strings.Builder
 	b.WriteString("Bearer ")
 	if extra != "" {
@@ -197,8 +205,12 @@ func (h *Handler) challengeScopes(w http.ResponseWriter, r *http.Request, status
 		b.WriteByte('"')
 	}
 	w.Header().Set("WWW-Authenticate", b.String())
-	w.WriteHeader(status)
 }
+
+// msgHookRefusedToken is the error_description of the challenge of a 401 the
+// auth hook answered on an oauth route: the token is valid, but not for the
+// hook's rules.
+const msgHookRefusedToken = `error="invalid_token", error_description="the access token is not accepted by this route"`
 
 // metadataURL is the absolute URL of the route's metadata document, on the
 // scheme and host the request reached (the entry node's, in a cluster). A

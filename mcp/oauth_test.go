@@ -414,3 +414,45 @@ func TestOAuthVerifierDownLogsOnce(t *testing.T) {
 		t.Errorf("%d warnings logged, want 1:\n%s", n, log.String())
 	}
 }
+
+// TestOAuthAuthHook401Challenge: on an oauth route, a 401 of the auth hook
+// (a valid token its rules refuse) carries the Bearer challenge, as every
+// 401 must (RFC 6750 section 3, MCP "Authorization"), and counts as one
+// refusal of the hook; its other statuses, and a 401 on a route without
+// oauth, carry none.
+func TestOAuthAuthHook401Challenge(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		oauth     bool
+		status    int
+		challenge string // a part of WWW-Authenticate; "" none expected
+	}{
+		{"oauth 401", true, 401, `Bearer error="invalid_token", error_description="the access token is not accepted by this route", resource_metadata="http://127.0.0.1:8750/.well-known/oauth-protected-resource/mcp", scope="r"`},
+		{"oauth 403", true, 403, ""},
+		{"no oauth 401", false, 401, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := mcp.Options{Path: "/mcp", Sessions: true}
+			headers := []string{}
+			if tt.oauth {
+				opts = oauthOptions()
+				headers = append(headers, "Authorization: Bearer tok-alice-r")
+			}
+			opts.Auth = func(context.Context, *mcp.AuthRequest) int { return tt.status }
+			hub := mcp.NewHub(quietLogger())
+			rec := newRecorder()
+			hub.SetObserver(rec)
+			h := mcp.NewHandler(newFakeServer(), opts, hub, quietLogger())
+			w := serveDirect(h, http.MethodPost, "127.0.0.1:1", "127.0.0.1:8750", oauthInitBody, headers...)
+			if w.Code != tt.status {
+				t.Fatalf("status %d, want %d", w.Code, tt.status)
+			}
+			if got := w.Header().Get("WWW-Authenticate"); got != tt.challenge {
+				t.Errorf("WWW-Authenticate %q, want %q", got, tt.challenge)
+			}
+			if g := rec.gates(); len(g) != 1 || g[0] != mcp.GateAuth {
+				t.Errorf("refusals %v, want one of the auth hook", g)
+			}
+		})
+	}
+}
