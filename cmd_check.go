@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/luamcp/luamcp/bridge/hostlib"
+	"github.com/luamcp/luamcp/host"
 	"github.com/luamcp/luamcp/luavm"
 )
 
@@ -122,6 +123,9 @@ func checkFile(file, dir string) checked {
 			r.Path = s.Options().Path
 			r.Grants = s.Grants()
 			s.Close()
+			if err := host.CheckPath(r.Path); err != nil { // serve would refuse it
+				r.Problems = append(r.Problems, luavm.Problem{File: r.File, Message: err.Error()})
+			}
 		}
 	}
 	return r

@@ -343,10 +343,16 @@ func isServerFile(e os.DirEntry) bool {
 	return !e.IsDir() && strings.HasSuffix(name, ".lua") && !strings.HasPrefix(name, ".")
 }
 
+// CheckPath reports why no script may be served on path, nil when one may:
+// `luamcp check` applies it as serve does.
+func CheckPath(path string) error { return checkPath(path) }
+
 // checkPath rejects paths the router cannot match literally (mux reads
-// braces as variables), and paths that are not UTF-8 (a Latin-1 file name,
+// braces as variables), paths that are not UTF-8 (a Latin-1 file name,
 // or route.path): a client could not name them in a URL, and a metric label
-// may not hold them.
+// may not hold them, and the paths the host serves itself: the probes, and
+// the oauth routes' metadata documents (publish would put one of those in
+// the route's place, without a word).
 func checkPath(path string) error {
 	if !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("route path %q must start with /", path)
@@ -359,6 +365,9 @@ func checkPath(path string) error {
 	}
 	if c := cleanPath(path); c == HealthPath || c == ReadyPath || c == HealthPath+"/" || c == ReadyPath+"/" {
 		return fmt.Errorf("route path %q is taken by the health probes (%s, %s)", path, HealthPath, ReadyPath)
+	}
+	if c := cleanPath(path); c == mcp.WellKnownProtectedResource || strings.HasPrefix(c, mcp.WellKnownProtectedResource+"/") {
+		return fmt.Errorf("route path %q is taken by the OAuth metadata documents (%s/...)", path, mcp.WellKnownProtectedResource)
 	}
 	return nil
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/luamcp/luamcp/host"
 )
 
 // TestOAuthMetadataRoutes: each protected route has its metadata document at
@@ -75,5 +78,33 @@ func TestOAuthMetadataRoutes(t *testing.T) {
 				t.Errorf("POST /mcp/a without a token: HTTP %d, WWW-Authenticate %q", res.StatusCode, res.Header.Get("WWW-Authenticate"))
 			}
 		})
+	}
+}
+
+// TestOAuthMetadataPathsReserved: no script may take a path of the metadata
+// documents (the root form, or one under it): the document would silently
+// take the route's place. The protected route beside it is served.
+func TestOAuthMetadataPathsReserved(t *testing.T) {
+	for _, path := range []string{
+		"/.well-known/oauth-protected-resource/mcp/a",
+		"/.well-known/oauth-protected-resource",
+		"/.well-known/oauth-protected-resource/",
+		"/.well-known//oauth-protected-resource/x",
+	} {
+		t.Run(path, func(t *testing.T) {
+			h, logs := newHost(t, writeDir(t, map[string]string{
+				"a.lua": server(`{ oauth = { issuer = "https://as.example.com", audience = "https://m.example.com/mcp/a" } }`, "t"),
+				"b.lua": server(`{ path = "`+path+`" }`, "t"),
+			}))
+			if errs := h.LoadErrors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "taken by the OAuth metadata documents") {
+				t.Errorf("load errors %v, want b.lua refused\n%s", errs, logs)
+			}
+			if rs := h.Routes(); len(rs) != 1 || rs[0].Path != "/mcp/a" {
+				t.Errorf("routes %+v, want /mcp/a only", rs)
+			}
+		})
+	}
+	if err := host.CheckPath("/.well-known/oauth-protected-resources"); err != nil {
+		t.Errorf("a path that only starts like the prefix: %v", err)
 	}
 }

@@ -10,7 +10,7 @@
 ---Under `luamcp serve`, changing `path`, `sessions` or another transport option on a running script
 ---remounts its route: its sessions end with reason "normal". `call_timeout_ms`, `memory_limit_mb`,
 ---`session_hibernate_ms`, `reuse_lists`, `validate_arguments`, `validate_results` and `allow` are applied by a reload: the sessions stay.
----@field path string? mount path (default "/mcp/<file name>"); starts with /, no { } ? #
+---@field path string? mount path (default "/mcp/<file name>"); starts with /, no { } ? #; not /healthz, /readyz nor under /.well-known/oauth-protected-resource
 ---@field sessions boolean? true: session mode (default false: stateless)
 ---@field origins string[]? allowed Origin values (default {}: any Origin but the server's own on a loopback Host gets 403)
 ---@field allow_remote_access boolean? let non-loopback peers and Host values in (default false)
