@@ -23,7 +23,7 @@ const (
 // /.well-known/oauth-authorization-server first, then OpenID Connect
 // discovery's /.well-known/openid-configuration, each in the forms the MCP
 // specification lists for an issuer with a path. The document's issuer must
-// be the issuer itself (RFC 8414 section 3.3).
+// be the issuer itself, character for character (RFC 8414 section 3.3).
 func discoverJWKS(ctx context.Context, client *http.Client, issuer string) (string, error) {
 	var errs []error
 	for _, u := range metadataURLs(issuer) {
@@ -85,8 +85,12 @@ func fetchJWKSURI(ctx context.Context, client *http.Client, url, issuer string) 
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return "", fmt.Errorf("%s: %w", url, err)
 	}
-	if strings.TrimSuffix(doc.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
-		return "", fmt.Errorf("%s: its issuer %q is not %q", url, doc.Issuer, issuer)
+	// Identical, as RFC 8414 section 3.3 requires, a terminating "/"
+	// included: the tokens' iss is compared with the route's issuer as it
+	// is written, so a document that names its issuer otherwise means that
+	// every token would be refused, with nothing to say why.
+	if doc.Issuer != issuer {
+		return "", fmt.Errorf("%s: its issuer %q is not %q (route.oauth.issuer must be the authorization server's issuer exactly, as its tokens' iss)", url, doc.Issuer, issuer)
 	}
 	// The same rule as for a jwks_url the route names: keys that travel in
 	// the clear can be swapped for an attacker's.

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -187,6 +188,21 @@ func TestVerifyDiscoveryFails(t *testing.T) {
 	n := len(as.metaPaths)
 	if _, err := v.Verify(context.Background(), "x.y.z"); !errors.Is(err, mcp.ErrVerifierUnavailable) || len(as.metaPaths) != n {
 		t.Errorf("second token: err %v, %d more metadata requests; want the remembered failure, none", err, len(as.metaPaths)-n)
+	}
+}
+
+// TestVerifyDiscoveryIssuerExact: metadata that names its issuer otherwise
+// than the route, if only by a terminating "/", is not used (RFC 8414
+// section 3.3): its tokens' iss would not be the route's issuer either, and
+// each would be refused with nothing in the log to say why. The verifier
+// cannot judge (503), and its error names both.
+func TestVerifyDiscoveryIssuerExact(t *testing.T) {
+	as := newFakeAS(t, "/.well-known/oauth-authorization-server")
+	key := as.publish(t, "k1")
+	v := newVerifier(t, mcp.OAuth{Issuer: as.srv.URL + "/", Audience: audience})
+	_, err := v.Verify(context.Background(), sign(t, key, "k1", as.claims(nil)))
+	if !errors.Is(err, mcp.ErrVerifierUnavailable) || !strings.Contains(err.Error(), fmt.Sprintf("its issuer %q is not %q", as.srv.URL, as.srv.URL+"/")) {
+		t.Errorf("err = %v, want ErrVerifierUnavailable naming both issuers", err)
 	}
 }
 
