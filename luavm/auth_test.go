@@ -2,6 +2,9 @@ package luavm
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +50,42 @@ func TestAuthHook(t *testing.T) {
 	cancel()
 	if got := auth(ctx, &mcp.AuthRequest{Headers: map[string]string{"x-token": "ok"}}); got != 500 {
 		t.Errorf("cancelled auth = %d", got)
+	}
+}
+
+// TestAuthNotRunLogsOnce: while every slot is taken, each request's auth hook
+// waits its request_timeout_ms and is answered 503; the warning is logged
+// once per interval, not once per request (any client can send them).
+func TestAuthNotRunLogsOnce(t *testing.T) {
+	dir := t.TempDir()
+	src := `return {
+  route = { request_timeout_ms = 10 },
+  auth = function(request) return true end,
+  init = function() return { name = "a", version = "1" }, {}, {} end,
+  tools = function() return {} end,
+  handle_tool = function() end,
+}`
+	if err := os.WriteFile(filepath.Join(dir, "a.lua"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logger, logs := newLogger()
+	s, err := Load(filepath.Join(dir, "a.lua"), Config{Dir: dir, Logger: logger, Sched: NewScheduler(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.lane.acquire(context.Background(), 0); err != nil { // the only slot
+		t.Fatal(err)
+	}
+	defer s.lane.release()
+	auth := s.Options().Auth
+	const flood = 20
+	for i := range flood {
+		if got := auth(context.Background(), &mcp.AuthRequest{Method: "POST", Headers: map[string]string{}}); got != 503 {
+			t.Fatalf("auth %d without a slot = %d, want 503", i, got)
+		}
+	}
+	if n := strings.Count(logs.String(), "auth: not run"); n != 1 {
+		t.Errorf("%d warnings for %d refusals, want 1:\n%s", n, flood, logs.String())
 	}
 }

@@ -215,6 +215,10 @@ func (s *Script) authHook(ctx context.Context, r *mcp.AuthRequest) int {
 	return s.current().auth(ctx, r)
 }
 
+// authWarnEvery is how often, at most, an auth hook that could not run is
+// logged (Script.authWarn).
+const authWarnEvery = 10 * time.Second
+
 func (s *Version) auth(ctx context.Context, r *mcp.AuthRequest) int {
 	v, err := s.pool.getSpare(ctx)
 	if err != nil {
@@ -242,7 +246,9 @@ func (s *Version) auth(ctx context.Context, r *mcp.AuthRequest) int {
 	run, err := v.begin(ctx)
 	if err != nil { // no slot: the server is busy, or the client left
 		s.pool.release(v)
-		s.logger.Warn("auth: not run", "error", err)
+		if ok, held := s.authWarn.Allow(time.Now(), authWarnEvery); ok {
+			s.logger.Warn("auth: not run", "error", err, "unlogged_since_last", held)
+		}
 		return 503
 	}
 	rets, err := run.call("auth", v.auth, 1, req)

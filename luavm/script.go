@@ -91,6 +91,11 @@ type Script struct {
 	closed   bool
 
 	sweep sweeper // hibernates idle sessions (hibernate.go)
+
+	// authWarn spaces the warnings of auth hooks that could not run (no
+	// slot in time, or the client left while it waited): while the server
+	// is busy every request would be one, and any client can send them.
+	authWarn logcap.Throttle
 }
 
 // Version is one compiled version of a script: its chunk, its route options,
