@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/luamcp/luamcp/luavm"
 )
 
 // defaultDebounce is how long the watcher waits after the last event of a
@@ -358,9 +360,10 @@ func (w *watcher) relevant(ev fsnotify.Event) bool {
 }
 
 // apply brings the mounts in line with a batch of changed paths. A server
-// file is mounted, reloaded or unmounted; any other path is a module (or a
-// folder of modules): every script that required it reloads, and every
-// script that failed to load, or edit that failed to reload, is tried again.
+// file is mounted, reloaded or unmounted; a path require may name is a module
+// (or a folder of modules), and so is a folder: every script that required it
+// reloads, and every script that failed to load, or edit that failed to
+// reload, is tried again. Any other path changes nothing.
 // The scripts folder itself (sent after lost events) stands for every file
 // in it: each server file is looked at, and each script that required a
 // module reloads. The work runs in the background (Host.change): a script
@@ -393,6 +396,13 @@ func (h *Host) apply(paths []string, done func()) {
 			if _, ok := files[p]; !ok {
 				files[p] = false
 			}
+			continue
+		}
+		if !luavm.ModulePath(filepath.ToSlash(rel)) && !isDir(p) {
+			// No require can name it (notes.txt, the rl.lua~ an editor
+			// removes after each save, a file a script deletes): it
+			// changes no module, and retrying every script that failed
+			// would load them again and print their errors again.
 			continue
 		}
 		modules = append(modules, filepath.ToSlash(rel))
@@ -446,6 +456,13 @@ func (h *Host) changed(before uint64) {
 		defer h.changedMu.Unlock()
 		h.cfg.Changed()
 	}
+}
+
+// isDir reports whether path names a folder now (one a script's allow may
+// grant, created since the script failed for lack of it).
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // dependsOn reports whether one of the files required is, or lies under,

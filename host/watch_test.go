@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,6 +196,40 @@ func TestWatchModules(t *testing.T) {
 	waitFor(t, "late.lua to fail", func() bool { return len(h.LoadErrors()) == 1 })
 	write(t, filepath.Join(dir, "lib", "util.lua"), utilModule)
 	waitFor(t, "late.lua to mount", func() bool { return tools(h, "/mcp/late") == "echo" })
+}
+
+// TestWatchOtherFiles: a path no require can name (a note renamed, the
+// backup an editor removes after each save) changes no module: the scripts
+// that failed are not loaded again for it, as they are for a module.
+func TestWatchOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "lib", "util.lua"), utilModule)
+	write(t, filepath.Join(dir, "good.lua"), goodScript)
+	write(t, filepath.Join(dir, "bad.lua"), "return {")
+	var changes atomic.Int32
+	logs := &syncbuf.Buffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := startHost(t, host.Config{Dir: dir, Logger: logger, PoolSize: 1, Watch: true, Debounce: 20 * time.Millisecond,
+		Changed: func() { changes.Add(1) }})
+	if n := len(h.LoadErrors()); n != 1 {
+		t.Fatalf("LoadErrors = %d, want 1", n)
+	}
+	for _, p := range []string{filepath.Join(dir, "notes.txt"), filepath.Join(dir, "lib", "notes.txt")} {
+		write(t, p, "x")
+		if err := os.Rename(p, p+"~"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(p + "~"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // many debounces
+	if n := changes.Load(); n != 0 {
+		t.Errorf("renaming and removing notes retried the failed script: Changed called %d times", n)
+	}
+	// A module's edit does retry it.
+	write(t, filepath.Join(dir, "lib", "util.lua"), utilModule+"\n")
+	waitFor(t, "the failed script to be tried again", func() bool { return changes.Load() > 0 })
 }
 
 // TestReloadAppliesFailedEdit: an edit of a mounted script that fails to

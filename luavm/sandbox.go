@@ -386,6 +386,16 @@ func (m *modules) get(name string) (*lua.FunctionProto, error) {
 	return nil, fmt.Errorf("module '%s' not found in the script folder (no %s.lua or %s/init.lua)", name, base, base)
 }
 
+// ModulePath reports whether rel, a slash-separated path inside a script
+// folder, may be a module require loads (lib/util.lua, lib/util/init.lua) or
+// a folder on the way to one (lib): each of its parts a word of a module
+// name. Any other path (notes.txt, an editor's backup rl.lua~) no require
+// can name.
+func ModulePath(rel string) bool {
+	name := strings.TrimSuffix(rel, ".lua")
+	return !strings.Contains(name, ".") && validModuleName(strings.ReplaceAll(name, "/", "."))
+}
+
 // maxModuleName is the longest module name: a file path of a few folders,
 // and what an error message quotes whole.
 const maxModuleName = 200

@@ -382,3 +382,28 @@ return {
 		t.Errorf("chunk names:\n got %s\nwant %s...", got, want)
 	}
 }
+
+func TestModulePath(t *testing.T) {
+	tests := []struct {
+		rel  string
+		want bool
+	}{
+		{"lib/util.lua", true},
+		{"lib/util/init.lua", true},
+		{"lib", true},
+		{"lib/my-mod_2.lua", true},
+		{"notes.txt", false},
+		{"lib/util.lua~", false},
+		{"lib.old/util.lua", false},
+		{"lib/util.lua.bak", false},
+		{"lib/#util.lua#", false},
+		{"lib/a b.lua", false},
+		{"", false},
+		{strings.Repeat("a", 201) + ".lua", false},
+	}
+	for _, tt := range tests {
+		if got := ModulePath(tt.rel); got != tt.want {
+			t.Errorf("ModulePath(%q) = %v, want %v", tt.rel, got, tt.want)
+		}
+	}
+}
