@@ -360,8 +360,7 @@ func (d *decoder) strBytes() (raw []byte, off int, err error) {
 	if i < len(data) && data[i] == '"' {
 		raw, off := data[d.pos:i], d.pos
 		if !ascii && !utf8.Valid(raw) {
-			d.pos = start
-			return nil, 0, d.errorf("invalid UTF-8 in a string")
+			return nil, 0, d.badUTF8(start+1, i)
 		}
 		d.pos = i + 1
 		return raw, off, nil
@@ -379,8 +378,7 @@ func (d *decoder) strBytes() (raw []byte, off int, err error) {
 			d.pos++
 			d.c.text = out
 			if !ascii && !utf8.Valid(out) {
-				d.pos = start
-				return nil, 0, d.errorf("invalid UTF-8 in a string")
+				return nil, 0, d.badUTF8(start+1, d.pos-1)
 			}
 			return out, -1, nil
 		case b == '\\':
@@ -400,6 +398,23 @@ func (d *decoder) strBytes() (raw []byte, off int, err error) {
 			d.pos = j
 		}
 	}
+}
+
+// badUTF8 reports the first byte of data[from:to], the content of a string,
+// that is not valid UTF-8, at its offset. The escapes in it are ASCII and
+// decode to whole characters, so the bytes that make the decoded string
+// invalid are the same in the input.
+func (d *decoder) badUTF8(from, to int) error {
+	d.pos = from
+	for d.pos < to {
+		r, n := utf8.DecodeRune(d.data[d.pos:to])
+		if r == utf8.RuneError && n == 1 {
+			return d.errorf("invalid UTF-8 in a string (byte 0x%02x)", d.data[d.pos])
+		}
+		d.pos += n
+	}
+	d.pos = from - 1
+	return d.errorf("invalid UTF-8 in a string")
 }
 
 // escape decodes the escape sequence at pos (a backslash) onto out.
