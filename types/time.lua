@@ -15,7 +15,8 @@ function time.now() end
 ---@return integer
 function time.ms() end
 
----Formats a time in UTC (default layout RFC 3339: "2026-12-03T09:34:00Z").
+---Formats a time in UTC (default layout RFC 3339: "2026-12-03T09:34:00Z"). RFC 3339 holds the
+---years 0 to 9999: a time outside them raises with that layout.
 ---@param t number Unix seconds
 ---@param layout string?
 ---@return string

@@ -77,6 +77,15 @@ func TestTime(t *testing.T) {
 			if now < 1.7e9 or math.abs(now * 1000 - ms) > 5000 then error("now " .. now .. " ms " .. ms) end
 			eq(ms % 1, 0)`},
 		{"wrong arguments raise", `fails(time.format, "x"); fails(time.format, 0 / 0); fails(time.parse, {})`},
+		{"RFC 3339 years", `eq(time.format(253402300799), "9999-12-31T23:59:59Z"); eq(time.format(-62167219200), "0000-01-01T00:00:00Z")
+			eq(time.parse(time.format(-62167219200)), -62167219200)
+			for _, t in ipairs({253402300800, -62167219201, 1e14, -1e14}) do
+			  for _, layout in ipairs({"RFC3339", "RFC3339Nano", "2006-01-02T15:04:05Z07:00"}) do
+			    local err = fails(function() return time.format(t, layout) end)
+			    assert(err:find("bad argument #1 to 'format'", 1, true) and err:find("year 0 to 9999", 1, true), err)
+			  end
+			end
+			eq(time.format(253402300800, "2006"), "10000")`},
 	})
 }
 

@@ -68,6 +68,11 @@ func timeFormat(_ *State, L *lua.LState) int {
 	layout := layoutArg(L, 2)
 	sec, frac := math.Modf(t)
 	tm := time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC()
+	// RFC 3339 writes the year in four digits: Go would write 10000 or
+	// -0001, which no RFC 3339 parser (time.parse included) reads back.
+	if (layout == time.RFC3339 || layout == time.RFC3339Nano) && (tm.Year() < 0 || tm.Year() > 9999) {
+		L.ArgError(1, "a time from year 0 to 9999 expected (RFC 3339 has four digits for the year)")
+	}
 	keepString(L, "time.format", tm.Format(layout))
 	return 1
 }
