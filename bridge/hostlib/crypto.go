@@ -92,10 +92,7 @@ func digestFuncs(format func([]byte) string) []function {
 // that many random bytes, once a result of scale bytes a byte is charged to
 // the memory budget (past it, it raises).
 func randomBytes(L *lua.LState, scale int, what string) []byte {
-	n := L.CheckInt(1)
-	if n < 0 || n > maxRandomBytes {
-		L.ArgError(1, "a byte count from 0 to 1048576 expected")
-	}
+	n := int(intArg(L, 1, 0, maxRandomBytes))
 	if err := keep(L, what, scale*n); err != nil {
 		L.RaiseError("%v", err)
 	}

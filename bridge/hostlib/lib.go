@@ -248,6 +248,17 @@ func intField(L *lua.LState, t *lua.LTable, fname, key string, def, least, most 
 	return int64(n)
 }
 
+// intArg reads argument n, a count, as an integer in [least, most]. A
+// fraction, NaN or a number out of range raises rather than being cut to an
+// integer as Lua's luaL_checkint would: random_bytes(1.5) is a mistake.
+func intArg(L *lua.LState, n int, least, most int64) int64 {
+	v := L.CheckNumber(n)
+	if f := float64(v); f != math.Trunc(f) || f < float64(least) || f > float64(most) {
+		L.ArgError(n, fmt.Sprintf("an integer from %d to %d expected, got %s", least, most, v.String()))
+	}
+	return int64(v)
+}
+
 // boolField reads a boolean option, or def when absent.
 func boolField(L *lua.LState, t *lua.LTable, fname, key string, def bool) bool {
 	v := field(t, key)

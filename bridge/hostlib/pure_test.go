@@ -58,6 +58,12 @@ func TestCrypto(t *testing.T) {
 			eq(u:match("^%x%x%x%x%x%x%x%x%-%x%x%x%x%-4%x%x%x%-[89ab]%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$"), u)
 			if u == crypto.uuid() then error("uuid repeats") end`},
 		{"wrong arguments raise", `fails(crypto.random_bytes, -1); fails(crypto.random_bytes, 2 ^ 21); fails(crypto.sha256, {})
+			for _, n in ipairs({1.5, -0.5, 0 / 0, 1 / 0, -1 / 0, 2 ^ 63, 1e300}) do
+			  local err = fails(function() return crypto.random_bytes(n) end)
+			  assert(err:find("bad argument #1 to 'random_bytes' (an integer from 0 to 1048576 expected, got ", 1, true), err)
+			  err = fails(function() return crypto.random_hex(n) end)
+			  assert(err:find("bad argument #1 to 'random_hex' (an integer from 0 to 1048576 expected, got ", 1, true), err)
+			end
 			fails(crypto.hmac_sha256, "key")`},
 	})
 }
@@ -121,7 +127,13 @@ func TestRe(t *testing.T) {
 			eq(re.test("^x.{1,1000}$", "xyz"), true); eq(re.test("^a{1000}$", string.rep("a", 1000)), true); eq(re.test("(?:ab{1,100}){1,10}", "abbb"), true)
 			eq(re.test("\\pL{1,100}\\p{Greek}+[\\pL\\pN_-]*", "aαβ_1"), true)
 			eq(re.test(string.rep("z", 16 * 1024), "zz"), false)`},
-		{"wrong arguments raise", `fails(re.match, {}, "x"); fails(re.find_all, "a", "a", -1); fails(re.replace, "a", "b")`},
+		{"wrong arguments raise", `fails(re.match, {}, "x"); fails(re.find_all, "a", "a", -1); fails(re.replace, "a", "b")
+			for _, n in ipairs({1.5, -1, 0 / 0, -1 / 0}) do
+			  local err = fails(function() return re.find_all("a", "aaa", n) end)
+			  assert(err:find("bad argument #3 to 'find_all' (an integer count >= 0 expected", 1, true), err)
+			  fails(function() return re.split("a", "aaa", n) end)
+			end
+			eq(#re.find_all("a", "aaa", 1 / 0), 3)`},
 	})
 }
 

@@ -2,6 +2,7 @@ package hostlib
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -113,8 +114,8 @@ func limitArg(L *lua.LState, i int) int {
 		return -1
 	}
 	n := float64(L.CheckNumber(i))
-	if !(n >= 0) { // NaN too
-		L.ArgError(i, "a count >= 0 expected")
+	if !(n >= 0) || n != math.Trunc(n) { // NaN too
+		L.ArgError(i, "an integer count >= 0 expected, got "+lua.LNumber(n).String())
 	}
 	return int(min(n, maxMatches))
 }
