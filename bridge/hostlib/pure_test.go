@@ -114,6 +114,14 @@ func TestRe(t *testing.T) {
 				local v, err = f("(", "x"); eq(v, nil); eq(err, "re: error parsing regexp: missing closing ): ` + "`(`" + `")
 			end
 			local v, err = re.replace("(", "x", "y"); eq(v, nil)
+			v, err = re.test("(" .. string.rep("a", 10000), "x"); eq(v, nil)
+			eq(err, "re: error parsing regexp: missing closing ): ` + "`(" + `" .. string.rep("a", 63) .. "...` + "`" + `")
+			v, err = re.test(string.rep("\195\169", 40) .. "\255", "x"); eq(v, nil)
+			eq(err, "re: error parsing regexp: invalid UTF-8: ` + "`" + `\239\191\189` + "`" + `")
+			v, err = re.test("\255" .. string.rep("a", 100), "x"); eq(v, nil)
+			eq(err, "re: error parsing regexp: invalid UTF-8: ` + "`" + `\239\191\189" .. string.rep("a", 63) .. "...` + "`" + `")
+			v, err = re.test("(" .. string.rep("\195\169", 40), "x"); eq(v, nil)
+			eq(err, "re: error parsing regexp: missing closing ): ` + "`(" + `" .. string.rep("\195\169", 31) .. "...` + "`" + `")
 			v, err = re.test("\\p{Nope}", "x"); eq(v, nil)`},
 		{"bounds", `local v, err = re.test(string.rep("a", 16 * 1024 + 1), "a"); eq(v, nil); eq(err, "re: pattern longer than 16384 bytes")
 			v, err = re.test("a", string.rep("a", 16 * 1024 * 1024 + 1)); eq(v, nil); eq(err, "re: input longer than 16777216 bytes")

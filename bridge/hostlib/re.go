@@ -1,10 +1,13 @@
 package hostlib
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"regexp/syntax"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -32,6 +35,7 @@ const (
 	maxMatches       = 100_000  // items find_all and split return at most
 	reCacheSize      = 512      // compiled patterns kept, process-wide
 	reCacheBytes     = 16 << 20 // their estimated size (pattern.size), process-wide
+	maxQuotedPattern = 64       // bytes of a bad pattern its message quotes
 
 	// What one item of a result list costs, as the budget counts it: its
 	// slot and its string header (the bytes are a part of the subject's); a
@@ -75,6 +79,22 @@ func compilePattern(src string) (*pattern, error) {
 	}
 	p, err := newPattern(src)
 	if err != nil {
+		// The parser quotes the part of the pattern at fault, which may be
+		// all of it ("missing closing )"): 16 KiB in a message a client
+		// may see. The start of it is enough to find it.
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			expr := se.Expr
+			if len(expr) > maxQuotedPattern {
+				cut := maxQuotedPattern
+				for cut > 0 && !utf8.RuneStart(expr[cut]) { // not mid-character
+					cut--
+				}
+				expr = expr[:cut] + "..."
+			}
+			expr = strings.ToValidUTF8(expr, "\uFFFD") // a message is text
+			return nil, fmt.Errorf("re: error parsing regexp: %s: `%s`", se.Code, expr)
+		}
 		return nil, fmt.Errorf("re: %v", err)
 	}
 	reCache.Lock()
