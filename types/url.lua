@@ -31,7 +31,8 @@ function url.decode(s) end
 ---@return string? err
 function url.parse(u) end
 
----The inverse of url.parse; query may be a table (encoded as url.query does) or a string.
+---The inverse of url.parse; query may be a table (encoded as url.query does) or a string. A
+---scheme that is not one (RFC 3986: a letter, then letters, digits, +, -, .) raises.
 ---@param parts url.Parts|{query: table|string?}
 ---@return string
 function url.build(parts) end

@@ -101,6 +101,12 @@ func TestURLBuildInvertsParse(t *testing.T) {
 			u.path = "/c"; eq(url.build(u), "http://h/c")`},
 		luaCase{"an unknown part raises", `local e = fails(url.build, { scheme = "https", hostname = "h" })
 			eq(e:find('unknown option "hostname"', 1, true) ~= nil, true, e)`},
+		luaCase{"a scheme that is not one raises", `for _, scheme in ipairs({ "javascript:alert(1)//", "http://evil.example/#", "ht tp", "1http", "+x", "h\0" }) do
+				local e = fails(url.build, { scheme = scheme, host = "h", path = "/p" })
+				eq(e:find("url.build: scheme must be", 1, true) ~= nil, true, e)
+			end
+			eq(url.build({ scheme = "svn+ssh", host = "h" }), "svn+ssh://h"); eq(url.build({ scheme = "A1.-", path = "x" }), "A1.-:x")
+			eq(url.build({ host = "h", path = "/p" }), "//h/p")`},
 		luaCase{"a query added to an opaque URL", `local u = url.parse("mailto:ann@example.com"); u.query = { subject = "hi there" }
 			eq(url.build(u), "mailto:ann@example.com?subject=hi+there")`},
 	)

@@ -166,6 +166,11 @@ func urlBuild(_ *State, L *lua.LState) int {
 		// changed path is escaped afresh.
 		RawPath: stringField(L, parts, fname, "raw_path", ""),
 	}
+	// Written as it is, a scheme that is not one would change what the URL
+	// says: "javascript:alert(1)//" or "http://evil.example/#".
+	if !validScheme(u.Scheme) {
+		L.RaiseError("%s: scheme must be a letter followed by letters, digits, +, - or . (RFC 3986), got %q", fname, u.Scheme)
+	}
 	host := stringField(L, parts, fname, "host", "")
 	if field(parts, "port") != lua.LNil { // port 0 is a port too
 		port := intField(L, parts, fname, "port", 0, 0, 65535)
@@ -217,6 +222,21 @@ func urlBuild(_ *State, L *lua.LState) int {
 	}
 	L.Push(lua.LString(s))
 	return 1
+}
+
+// validScheme reports whether s is empty or a URI scheme: ALPHA *( ALPHA /
+// DIGIT / "+" / "-" / "." ) (RFC 3986, 3.1).
+func validScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // sameQuery reports whether two query strings hold the same parameters, as
