@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -327,7 +329,7 @@ func (s *State) httpSpec(L *lua.LState, lib *Lib, t *lua.LTable, fname string) (
 	}
 	u, err := url.Parse(string(raw))
 	if err != nil {
-		return nil, fmt.Errorf("http: %v", urlCause(err))
+		return nil, fmt.Errorf("http: invalid URL: %v", urlCause(err))
 	}
 	if query != "" {
 		if u.RawQuery != "" {
@@ -382,6 +384,9 @@ func (e *deniedError) Error() string { return e.msg }
 // checkURL checks a URL's scheme and host against the grants. what names the
 // URL in the message ("host", "redirect to").
 func (l *Lib) checkURL(u *url.URL, what string) error {
+	if u.Scheme == "" {
+		return errors.New("http: the URL has no scheme (want http:// or https://)")
+	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("http: unsupported URL scheme %q (want http or https)", u.Scheme)
 	}
@@ -643,12 +648,58 @@ func (l *Lib) failure(parent, ctx context.Context, spec *httpSpec, err error) er
 		// would hand on to clients: the name and the cause are enough.
 		return fmt.Errorf("http: %s: lookup %s: %s", spec.url.Host, dnsErr.Name, dnsErr.Err)
 	}
+	return fmt.Errorf("http: %s: %s", spec.url.Host, netCause(err))
+}
+
+// netCause words the network's error of a request for the script. Go's
+// texts name the local socket ("read tcp 127.0.0.1:59558->10.0.0.5:443:
+// read: connection reset by peer"), the steps of its transport ("dial tcp",
+// "HTTP/1.x transport connection broken") or nothing a reader can act on
+// ("EOF"): the cause is kept, the plumbing goes.
+func netCause(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return fmt.Errorf("http: %s: %s", spec.url.Host, goCause(err))
+	var op *net.OpError
+	if errors.As(err, &op) {
+		cause := op.Err
+		var se *os.SyscallError
+		if errors.As(cause, &se) {
+			cause = se.Err
+		}
+		if op.Op == "dial" {
+			return "cannot connect: " + cause.Error()
+		}
+		return "connection failed: " + cause.Error()
+	}
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the connection closed before the response ended"
+	case errors.Is(err, io.EOF):
+		return "the server closed the connection without a response"
+	}
+	msg := strings.TrimPrefix(goCause(err), "HTTP/1.x transport connection broken: ")
+	// Go's client reports a redirect it cannot parse as text only:
+	// failed to parse Location header "<loc>": parse "<loc>": <cause>.
+	if rest, ok := strings.CutPrefix(msg, "failed to parse Location header "); ok {
+		if q, err := strconv.QuotedPrefix(rest); err == nil {
+			loc, _ := strconv.Unquote(q)
+			cause := "not a URL"
+			if _, err := url.Parse(loc); err != nil {
+				cause = urlCause(err).Error()
+			}
+			if len(loc) > maxQuotedURL {
+				loc = strings.ToValidUTF8(loc[:maxQuotedURL], "") + "..."
+			}
+			return fmt.Sprintf("redirect to an invalid URL %q: %s", loc, cause)
+		}
+	}
+	return msg
 }
+
+// maxQuotedURL is the length of a URL a message quotes from a response.
+const maxQuotedURL = 256
 
 // goCause is the text of an error of net/http without the package's
 // prefixes ("net/http: invalid method", "http: server gave HTTP response to

@@ -314,3 +314,66 @@ func TestHTTPIsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPErrorWording: a failed request's message says what went wrong
+// in luamcp's words. It carried Go's plumbing: "failed to parse Location
+// header ...: parse ...", "dial tcp 127.0.0.1:1: connect: connection
+// refused", "read tcp <local port>->...", a bare "EOF", "HTTP/1.x transport
+// connection broken", and 'unsupported URL scheme ""' for a URL without one.
+func TestHTTPErrorWording(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/bad-location", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "http://[bad")
+		w.WriteHeader(http.StatusFound)
+	})
+	hijack := func(reply string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, reply)
+			c.Close()
+		}
+	}
+	mux.HandleFunc("/no-answer", hijack(""))
+	mux.HandleFunc("/short-body", hijack("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"))
+	mux.HandleFunc("/garbage", hijack("garbage\r\n\r\n"))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	// A server that resets every connection.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	}()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	lib := newLib(t, t.TempDir(), `{ http = { "`+host+`", "`+ln.Addr().String()+`", "127.0.0.1:1" } }`)
+	L, _ := newLua(t, lib)
+	L.SetGlobal("BASE", lstr(srv.URL))
+	L.SetGlobal("HOST", lstr(host))
+	L.SetGlobal("RESET", lstr("http://"+ln.Addr().String()+"/"))
+	runCases(t, L, []luaCase{
+		{"no scheme", `local v, err = http.get("example.com/x"); eq(v, nil); eq(err, "http: the URL has no scheme (want http:// or https://)")`},
+		{"not a URL", `local v, err = http.get("http://[::1"); eq(v, nil); eq(err, "http: invalid URL: missing ']' in host")
+			v, err = http.get("://x"); eq(err, "http: invalid URL: missing protocol scheme")`},
+		{"a bad Location", `local v, err = http.get(BASE .. "/bad-location"); eq(v, nil)
+			eq(err, "http: " .. HOST .. ': redirect to an invalid URL "http://[bad": missing \']\' in host')`},
+		{"no answer", `local v, err = http.get(BASE .. "/no-answer"); eq(v, nil); eq(err, "http: " .. HOST .. ": the server closed the connection without a response")`},
+		{"a short body", `local v, err = http.get(BASE .. "/short-body"); eq(v, nil); eq(err, "http: " .. HOST .. ": the connection closed before the response ended")`},
+		{"garbage", `local v, err = http.get(BASE .. "/garbage"); eq(v, nil); eq(err, "http: " .. HOST .. ': malformed HTTP response "garbage"')`},
+		{"refused", `local v, err = http.get("http://127.0.0.1:1/"); eq(v, nil); eq(err, "http: 127.0.0.1:1: cannot connect: connection refused")`},
+		{"reset", `local v, err = http.get(RESET); eq(v, nil)
+			assert(err:find("^http: 127%.0%.0%.1:%d+: ") and not err:find("tcp") and not err:find("->", 1, true), err)`},
+	})
+}
