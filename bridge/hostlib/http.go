@@ -489,14 +489,9 @@ func (p HostPattern) reaches(a netip.Addr) bool {
 	return false
 }
 
-// followKey is the context key that carries a request's follow_redirects.
-type followKey struct{}
-
-// checkRedirect re-checks every redirect target against the grants.
+// checkRedirect re-checks every redirect target against the grants. A
+// request with follow_redirects = false never gets here (send).
 func (l *Lib) checkRedirect(req *http.Request, via []*http.Request) error {
-	if follow, _ := req.Context().Value(followKey{}).(bool); !follow {
-		return http.ErrUseLastResponse
-	}
 	// On a 301 or 302 Go makes every method but GET and HEAD a GET (its
 	// compatibility policy), where browsers and curl change POST only: a
 	// PUT or DELETE redirected so would run as a GET, drop its body and
@@ -550,7 +545,7 @@ func sameSite(host, dest string) bool {
 // and ctx. It touches no Lua state: request_all runs it in parallel.
 func (l *Lib) do(ctx context.Context, spec *httpSpec) (*httpResult, error) {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, followKey{}, spec.follow), spec.timeout)
+	ctx, cancel := context.WithTimeout(ctx, spec.timeout)
 	defer cancel()
 	defer func() {
 		if l.closed.Load() {
@@ -574,7 +569,7 @@ func (l *Lib) do(ctx context.Context, spec *httpSpec) (*httpResult, error) {
 	if spec.contentType != "" && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", spec.contentType)
 	}
-	resp, err := l.client.Do(req)
+	resp, err := l.send(req, spec.follow)
 	if err != nil {
 		return nil, l.failure(parent, ctx, spec, err)
 	}
@@ -591,6 +586,24 @@ func (l *Lib) do(ctx context.Context, spec *httpSpec) (*httpResult, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// send sends req through the route's client, or, when the script follows
+// no redirect, through its transport alone: Go's client parses the Location
+// of a redirect before it asks CheckRedirect whether to follow it, so one it
+// cannot parse failed a request that was not to follow it, instead of
+// returning the response. The client's one other step for a request
+// without cookies or a client timeout is the URL's user info, sent as basic
+// authentication.
+func (l *Lib) send(req *http.Request, follow bool) (*http.Response, error) {
+	if follow {
+		return l.client.Do(req)
+	}
+	if u := req.URL.User; u != nil && req.Header.Get("Authorization") == "" {
+		pw, _ := u.Password()
+		req.SetBasicAuth(u.Username(), pw)
+	}
+	return l.transport.RoundTrip(req)
 }
 
 // headerBytes is what a response's headers hold: their names and values.

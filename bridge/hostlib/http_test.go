@@ -336,6 +336,10 @@ func TestHTTPErrorWording(t *testing.T) {
 			c.Close()
 		}
 	}
+	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) {
+		user, pw, _ := r.BasicAuth()
+		io.WriteString(w, user+":"+pw)
+	})
 	mux.HandleFunc("/no-answer", hijack(""))
 	mux.HandleFunc("/short-body", hijack("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"))
 	mux.HandleFunc("/garbage", hijack("garbage\r\n\r\n"))
@@ -369,6 +373,12 @@ func TestHTTPErrorWording(t *testing.T) {
 			v, err = http.get("://x"); eq(err, "http: invalid URL: missing protocol scheme")`},
 		{"a bad Location", `local v, err = http.get(BASE .. "/bad-location"); eq(v, nil)
 			eq(err, "http: " .. HOST .. ': redirect to an invalid URL "http://[bad": missing \']\' in host')`},
+		// Go's client read the Location before it asked whether to follow.
+		{"a bad Location not followed", `local r = http.get(BASE .. "/bad-location", { follow_redirects = false })
+			eq(r.status, 302); eq(r.headers.location, "http://[bad"); eq(r.url, BASE .. "/bad-location")`},
+		{"user info without following", `local r = http.get("http://ann:pw@" .. HOST .. "/auth", { follow_redirects = false }); eq(r.body, "ann:pw")
+			r = http.get("http://ann:pw@" .. HOST .. "/auth"); eq(r.body, "ann:pw")
+			r = http.get("http://ann:pw@" .. HOST .. "/auth", { follow_redirects = false, headers = { authorization = "Basic Ym9iOng=" } }); eq(r.body, "bob:x")`},
 		{"no answer", `local v, err = http.get(BASE .. "/no-answer"); eq(v, nil); eq(err, "http: " .. HOST .. ": the server closed the connection without a response")`},
 		{"a short body", `local v, err = http.get(BASE .. "/short-body"); eq(v, nil); eq(err, "http: " .. HOST .. ": the connection closed before the response ended")`},
 		{"garbage", `local v, err = http.get(BASE .. "/garbage"); eq(v, nil); eq(err, "http: " .. HOST .. ': malformed HTTP response "garbage"')`},
