@@ -199,7 +199,11 @@ func (s *State) execSpec(L *lua.LState, t *lua.LTable) (*execSpec, string) {
 		}
 	}
 	if !found {
-		return nil, fmt.Sprintf("exec: %s is not allowed (route.allow.exec)", name)
+		msg := fmt.Sprintf("exec: %s is not allowed (route.allow.exec)", name)
+		if p, ok := lib.grants.sameFile(name); ok {
+			msg += fmt.Sprintf(": it is the program granted as %q by another path; run it as %q", p.Name, p.Name)
+		}
+		return nil, msg
 	}
 	var err error
 	if spec.cwd, err = lib.workDir(cwd); err != nil {
@@ -222,6 +226,27 @@ func (s *State) execSpec(L *lua.LState, t *lua.LTable) (*execSpec, string) {
 		spec.env = append(spec.env, k+"="+v)
 	}
 	return spec, ""
+}
+
+// sameFile returns the granted program that the absolute path name reaches
+// through symbolic links (/bin/sh where "sh" is /usr/bin/sh), for the
+// refusal's message only. A program is matched by its name as written: a
+// file reached by another path runs with another argv[0], which a
+// multi-call program (busybox) reads as the command to run.
+func (g *Grants) sameFile(name string) (Program, bool) {
+	if !filepath.IsAbs(name) {
+		return Program{}, false
+	}
+	real, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return Program{}, false
+	}
+	for _, p := range g.Exec {
+		if pr, err := filepath.EvalSymlinks(p.Path); err == nil && pr == real {
+			return p, true
+		}
+	}
+	return Program{}, false
 }
 
 // workDir resolves exec.run's cwd: inside a read or write root, also once

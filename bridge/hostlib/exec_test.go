@@ -5,6 +5,7 @@ package hostlib
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -76,6 +77,15 @@ func TestExec(t *testing.T) {
 	realData, _ := filepath.EvalSymlinks(filepath.Join(dir, "data"))
 	realDir, _ := filepath.EvalSymlinks(dir)
 	L, _ := newLua(t, newLib(t, dir, `{ read = { "data" }, write = { "out" }, exec = { "sh", "/bin/echo" } }`))
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shLink := filepath.Join(dir, "sh-link")
+	if err := os.Symlink(sh, shLink); err != nil {
+		t.Fatal(err)
+	}
+	L.SetGlobal("SH_LINK", lstr(shLink))
 	runCases(t, L, []luaCase{
 		{"run", `local r = exec.run{ "sh", "-c", "echo hi; echo err >&2; exit 3" }
 			eq(r.code, 3); eq(r.stdout, "hi\n"); eq(r.stderr, "err\n"); eq(r.truncated, nil)`},
@@ -94,7 +104,10 @@ func TestExec(t *testing.T) {
 		{"output cap", `local r = exec.run{ "sh", "-c", "head -c 5000 /dev/zero; head -c 10 /dev/zero >&2", max_bytes = 100 }
 			eq(#r.stdout, 100); eq(#r.stderr, 10); eq(r.truncated, true); eq(r.code, 0)`},
 		{"not allowed", `local v, err = exec.run{ "ls" }; eq(v, nil); eq(err, "exec: ls is not allowed (route.allow.exec)")
-			v, err = exec.run{ "/bin/sh" }; eq(err, "exec: /bin/sh is not allowed (route.allow.exec)")`},
+			v, err = exec.run{ "/nonexistent/sh" }; eq(err, "exec: /nonexistent/sh is not allowed (route.allow.exec)")
+			-- The same file by another path is refused, with the name to use.
+			v, err = exec.run{ SH_LINK, "-c", "echo no" }; eq(v, nil)
+			eq(err, "exec: " .. SH_LINK .. ' is not allowed (route.allow.exec): it is the program granted as "sh" by another path; run it as "sh"')`},
 		{"killed by a signal", `eq(exec.run{ "sh", "-c", "kill -9 $$" }.code, 137)`},
 		{"code-loading variables refused", `
 			for _, k in ipairs{ "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "GCONV_PATH",
