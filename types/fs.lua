@@ -25,7 +25,8 @@ local fs = {}
 ---@return string? err
 function fs.read(path, opts) end
 
----Writes a file atomically (a temporary file, then a rename), creating its folders.
+---Writes a file atomically (a temporary file, then a rename), creating its folders. A symbolic
+---link is written through: its target is replaced, the link kept.
 ---@param path string
 ---@param data string
 ---@return true? ok

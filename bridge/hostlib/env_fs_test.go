@@ -5,6 +5,7 @@ package hostlib
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -125,4 +126,69 @@ func TestFS(t *testing.T) {
 	L, _ = newLua(t, nil)
 	runCases(t, L, []luaCase{{"before the grants", `local v, err = fs.read("data/a.txt"); eq(v, nil)
 		eq(err, "fs: not available while the script's main chunk runs (call it from init or a callback)")`}})
+}
+
+// TestFSWriteThroughLinks: fs.write writes a symbolic link's target, as
+// fs.read and fs.append read and write it. It replaced the link with a
+// file (the temporary file was renamed over the link): the target kept its
+// old content and the link was gone. A link out of the root stays refused,
+// and is left as it was.
+func TestFSWriteThroughLinks(t *testing.T) {
+	dir := t.TempDir()
+	mkfile(t, filepath.Join(dir, "secret", "s.txt"), "secret")
+	mkfile(t, filepath.Join(dir, "out", "real.txt"), "old")
+	if err := os.Chmod(filepath.Join(dir, "out", "real.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "out", "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"out/ln":       "real.txt",
+		"out/ln2":      "ln", // a link to a link
+		"out/d":        "a/b",
+		"out/a/b/up":   "../x.txt", // through out/d: a/b/../x.txt, a/x.txt
+		"out/dangling": "new.txt",
+		"out/esc":      "../secret/s.txt",
+		"out/escnew":   "../secret/p.txt",
+		"out/abs":      filepath.Join(dir, "out", "real.txt"),
+		"out/loop":     "loop",
+	}
+	for link, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	L, _ := newLua(t, newLib(t, dir, `{ write = { "out" } }`))
+	runCases(t, L, []luaCase{
+		{"through a link", `eq(fs.write("out/ln", "new"), true); eq(fs.read("out/real.txt"), "new"); eq(fs.read("out/ln"), "new")
+			eq(fs.write("out/ln2", "newer"), true); eq(fs.read("out/real.txt"), "newer")
+			eq(fs.append("out/ln", "+"), true); eq(fs.read("out/real.txt"), "newer+")`},
+		{"a link's .. after a linked folder", `eq(fs.write("out/d/up", "x"), true); eq(fs.read("out/a/x.txt"), "x"); eq(fs.exists("out/x.txt"), false)`},
+		{"a dangling link", `eq(fs.write("out/dangling", "made"), true); eq(fs.read("out/new.txt"), "made")`},
+		{"out of the root", `local v, err = fs.write("out/esc", "x"); eq(v, nil); eq(err, "fs: out/esc escapes its root")
+			v, err = fs.write("out/escnew", "x"); eq(v, nil); eq(err, "fs: out/escnew escapes its root")
+			v, err = fs.write("out/abs", "x"); eq(v, nil); eq(err, "fs: out/abs escapes its root")`},
+		{"a loop", `local v, err = fs.write("out/loop", "x"); eq(v, nil); eq(err:sub(1, 14), "fs: out/loop: ")`},
+	})
+	for link, target := range links {
+		if got, err := os.Readlink(filepath.Join(dir, link)); err != nil || got != target {
+			t.Errorf("link %s: %q, %v; want it left to %q", link, got, err, target)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "out", "real.txt")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("real.txt: %v, %v; want its permissions kept (0600)", fi.Mode(), err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "secret", "s.txt")); err != nil || string(b) != "secret" {
+		t.Errorf("secret/s.txt changed: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "secret", "p.txt")); err == nil {
+		t.Error("a write escaped through a symbolic link")
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, "out"))
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("a temporary file was left: %s", e.Name())
+		}
+	}
 }

@@ -279,8 +279,13 @@ func appendFile(root *os.Root, rel, data string) error {
 
 // replaceFile writes data to rel atomically, keeping the permissions of the
 // file it replaces. When ctx ends first, rel is left as it was
-// (fs_cancel.go).
+// (fs_cancel.go). A symbolic link is written through, as read and append
+// read and write its target: the rename replaces the target, not the link.
 func replaceFile(ctx context.Context, root *os.Root, rel, data string) error {
+	rel, err := linkTarget(root, rel)
+	if err != nil {
+		return err
+	}
 	perm := os.FileMode(0o644)
 	if fi, err := root.Stat(rel); err == nil {
 		if fi.IsDir() {
@@ -292,11 +297,13 @@ func replaceFile(ctx context.Context, root *os.Root, rel, data string) error {
 	rand.Read(suffix[:])
 	// The temporary file is named after the file, unless that would make
 	// its name longer than a folder takes (255 bytes) when the file's is not.
-	base := filepath.Base(rel)
+	// rel is not cleaned: a link's target is read from the link's folder,
+	// and os.Root takes a ".." after a linked folder as the kernel does.
+	dir, base := splitLast(rel)
 	if len(base) > 200 {
 		base = ""
 	}
-	tmp := filepath.Join(filepath.Dir(rel), "."+base+".tmp-"+hex.EncodeToString(suffix[:]))
+	tmp := dir + "." + base + ".tmp-" + hex.EncodeToString(suffix[:])
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
@@ -316,6 +323,48 @@ func replaceFile(ctx context.Context, root *os.Root, rel, data string) error {
 		removeTemp(root, tmp, synced)
 	}
 	return err
+}
+
+// maxLinkHops bounds the links linkTarget follows, as the kernel's
+// (Linux: 40) does.
+const maxLinkHops = 40
+
+// linkTarget returns the path that a write to rel replaces: rel, or, while
+// rel names a symbolic link, the path the link leads to, read from the
+// link's folder. A link out of the root is refused as a read through it is;
+// a dangling one leads to the file the write creates.
+func linkTarget(root *os.Root, rel string) (string, error) {
+	for range maxLinkHops {
+		fi, err := root.Lstat(rel)
+		if err != nil || fi.Mode().Type() != fs.ModeSymlink {
+			return rel, nil
+		}
+		if _, err := root.Stat(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err // out of the root, or a loop
+		}
+		target, err := root.Readlink(rel)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) || filepath.VolumeName(target) != "" {
+			// os.Root refuses it even when it names a place inside.
+			_, err := root.Stat(rel)
+			return "", cmp.Or(err, errEscapes)
+		}
+		dir, _ := splitLast(rel)
+		rel = dir + target
+	}
+	return "", syscall.ELOOP
+}
+
+// errEscapes is a path that leads out of its root.
+var errEscapes = errors.New("path escapes from parent")
+
+// splitLast splits a path after its last separator: the folder, with the
+// separator, and the name.
+func splitLast(rel string) (dir, name string) {
+	i := strings.LastIndexAny(rel, "/"+string(filepath.Separator))
+	return rel[:i+1], rel[i+1:]
 }
 
 // fs.list(dir) -> { {name=, dir=, size=, modified=}, ... } sorted by name |
