@@ -40,7 +40,7 @@ function fs.write(path, data) end
 ---@return string? err
 function fs.append(path, data) end
 
----Lists a folder, sorted by name.
+---Lists a folder, sorted by name; a symbolic link is described as fs.stat describes it.
 ---@param dir string
 ---@return fs.Entry[]? entries
 ---@return string? err

@@ -192,3 +192,37 @@ func TestFSWriteThroughLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestFSListFollowsLinks: an entry of fs.list says what fs.stat of it says.
+// A link was described as itself (dir = false for a link to a folder, the
+// size of the link's text) where fs.stat, fs.read and fs.list follow it. A
+// link that dangles or leads out of the root still describes itself.
+func TestFSListFollowsLinks(t *testing.T) {
+	dir := t.TempDir()
+	mkfile(t, filepath.Join(dir, "secret", "s.txt"), "secret")
+	mkfile(t, filepath.Join(dir, "data", "sub", "b.txt"), "beta")
+	mkfile(t, filepath.Join(dir, "data", "a.txt"), "alpha")
+	for link, target := range map[string]string{
+		"data/dirlink":  "sub",
+		"data/filelink": "a.txt",
+		"data/esc":      "../secret",
+		"data/dangling": "nothing",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	L, _ := newLua(t, newLib(t, dir, `{ read = { "data" } }`))
+	runCases(t, L, []luaCase{
+		{"list agrees with stat", `local byName = {}
+			for _, e in ipairs(fs.list("data")) do byName[e.name] = e end
+			for _, name in ipairs({ "a.txt", "sub", "dirlink", "filelink" }) do
+				local e, s = byName[name], fs.stat("data/" .. name)
+				eq(e.dir, s.dir, name .. ".dir"); eq(e.size, s.size, name .. ".size"); eq(e.modified, s.modified, name .. ".modified")
+			end
+			eq(byName.dirlink.dir, true); eq(byName.filelink.size, 5)
+			eq(byName.esc.dir, false); eq(byName.esc.size, #"../secret")
+			eq(byName.dangling.dir, false); eq(byName.dangling.size, #"nothing")
+			eq(#fs.list("data/dirlink"), 1)`},
+	})
+}

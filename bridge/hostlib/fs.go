@@ -415,10 +415,21 @@ func fsList(s *State, L *lua.LState) int {
 	for _, e := range entries {
 		t := L.CreateTable(0, 4)
 		t.RawSetString("name", lua.LString(e.Name()))
-		t.RawSetString("dir", lua.LBool(e.IsDir()))
-		if fi, err := e.Info(); err == nil {
+		fi, err := e.Info()
+		if e.Type() == fs.ModeSymlink {
+			// An entry says what fs.stat of it says: a link to a folder is
+			// a folder a script may list. A link that dangles or leads out
+			// of the root describes itself.
+			if target, terr := root.Stat(p.rel + "/" + e.Name()); terr == nil {
+				fi, err = target, nil
+			}
+		}
+		if err == nil {
+			t.RawSetString("dir", lua.LBool(fi.IsDir()))
 			t.RawSetString("size", lua.LNumber(fi.Size()))
 			t.RawSetString("modified", lua.LNumber(fi.ModTime().Unix()))
+		} else {
+			t.RawSetString("dir", lua.LBool(e.IsDir()))
 		}
 		out.Append(t)
 	}
