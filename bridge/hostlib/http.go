@@ -102,7 +102,9 @@ func httpRequest(s *State, L *lua.LState) int {
 // http.get(url [, opts]) -> res | nil, message
 func httpGet(s *State, L *lua.LState) int {
 	u := L.CheckString(1)
-	return s.request(L, optTable(L, 2), "http.get", func(t *lua.LTable) {
+	opts := optTable(L, 2)
+	positional(L, opts, "http.get", "url", "method")
+	return s.request(L, opts, "http.get", func(t *lua.LTable) {
 		t.RawSetString("method", lua.LString("GET"))
 		t.RawSetString("url", lua.LString(u))
 	})
@@ -118,7 +120,9 @@ func httpPost(s *State, L *lua.LState) int {
 	default:
 		L.ArgError(2, "a string or a table (sent as JSON) expected")
 	}
-	return s.request(L, optTable(L, 3), "http.post", func(t *lua.LTable) {
+	opts := optTable(L, 3)
+	positional(L, opts, "http.post", "url", "method", "body", "json", "form")
+	return s.request(L, opts, "http.post", func(t *lua.LTable) {
 		t.RawSetString("method", lua.LString("POST"))
 		t.RawSetString("url", lua.LString(u))
 		t.RawSetString("body", lua.LNil)
@@ -130,6 +134,17 @@ func httpPost(s *State, L *lua.LState) int {
 			t.RawSetString("body", body)
 		}
 	})
+}
+
+// positional raises when options table t sets one of keys, which the
+// function's arguments set: the option would be dropped unseen (http.get's
+// {method = "POST"} sent a GET, http.post's {body = ...} sent the other).
+func positional(L *lua.LState, t *lua.LTable, fname string, keys ...string) {
+	for _, k := range keys {
+		if field(t, k) != lua.LNil {
+			L.RaiseError("%s: option %s is not taken: %s sets it (use http.request)", fname, k, fname)
+		}
+	}
 }
 
 // request runs the request t describes; set, when given, fills in a copy of
@@ -171,6 +186,12 @@ func httpRequestAll(s *State, L *lua.LState) int {
 	if n > maxRequestAll {
 		L.ArgError(1, fmt.Sprintf("at most %d requests", maxRequestAll))
 	}
+	// A request under another key would be left out of the results unseen.
+	list.ForEach(func(k, _ lua.LValue) {
+		if i, ok := k.(lua.LNumber); !ok || float64(i) != math.Trunc(float64(i)) || i < 1 || int(i) > n {
+			L.ArgError(1, fmt.Sprintf("a list of requests expected, got key %s", describe(k)))
+		}
+	})
 	lib := s.granted(L, "http")
 	if lib == nil {
 		return 2

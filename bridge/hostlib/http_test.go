@@ -387,3 +387,27 @@ func TestHTTPErrorWording(t *testing.T) {
 			assert(err:find("^http: 127%.0%.0%.1:%d+: ") and not err:find("tcp") and not err:find("->", 1, true), err)`},
 	})
 }
+
+// TestHTTPOptionsNotDropped: an option the call could not use raises. http.get
+// took {method = "POST"} and {url = ...} and dropped them (a GET to the first
+// argument went out), http.post its {body = ...}; http.request_all left out
+// every request not in its list part ({a = req} ran nothing and returned {}).
+func TestHTTPOptionsNotDropped(t *testing.T) {
+	lib := newLib(t, t.TempDir(), `{ http = { "127.0.0.1:1" } }`)
+	L, _ := newLua(t, lib)
+	runCases(t, L, []luaCase{
+		{"http.get", `for _, k in ipairs({ "url", "method" }) do
+				local err = fails(http.get, "http://127.0.0.1:1/", { [k] = "x" })
+				assert(err:find("http.get: option " .. k .. " is not taken: http.get sets it (use http.request)", 1, true), err)
+			end`},
+		{"http.post", `for _, k in ipairs({ "url", "method", "body", "json", "form" }) do
+				local err = fails(http.post, "http://127.0.0.1:1/", "b", { [k] = "x" })
+				assert(err:find("http.post: option " .. k .. " is not taken", 1, true), err)
+			end`},
+		{"http.request_all", `for _, list in ipairs({ { a = { url = "x" } }, { { url = "x" }, b = { url = "y" } }, { [0] = { url = "x" } }, { [1.5] = { url = "x" } } }) do
+				local err = fails(function() return http.request_all(list) end)
+				assert(err:find("bad argument #1 to 'request_all' (a list of requests expected, got key ", 1, true), err)
+			end
+			eq(#http.request_all({}), 0)`},
+	})
+}
