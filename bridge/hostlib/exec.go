@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,12 +151,23 @@ func execRun(s *State, L *lua.LState) int {
 // message; nil, "" means the failure was pushed already.
 func (s *State) execSpec(L *lua.LState, t *lua.LTable) (*execSpec, string) {
 	const fname = "exec.run"
+	n := t.Len()
 	t.ForEach(func(k, _ lua.LValue) {
-		if ks, ok := k.(lua.LString); ok && !slices.Contains(execOptions, string(ks)) {
-			L.RaiseError("%s: unknown option %q (want %s)", fname, string(ks), strings.Join(execOptions, ", "))
+		switch k := k.(type) {
+		case lua.LString:
+			if !slices.Contains(execOptions, string(k)) {
+				L.RaiseError("%s: unknown option %q (want %s)", fname, string(k), strings.Join(execOptions, ", "))
+			}
+		case lua.LNumber:
+			// An argument past the list ({"sh", [5] = "x"} or [1.5]) would
+			// be left out unseen; a hole in it is named below.
+			if f := float64(k); f != math.Trunc(f) || f < 1 || f > float64(n) {
+				L.RaiseError("%s: argument key %s is not in the list 1..%d", fname, k.String(), n)
+			}
+		default:
+			L.RaiseError("%s: unknown option %s (want %s)", fname, describe(k), strings.Join(execOptions, ", "))
 		}
 	})
-	n := t.Len()
 	if n == 0 {
 		L.RaiseError("%s: the program name is missing: exec.run{\"prog\", \"arg\", ...}", fname)
 	}

@@ -123,6 +123,12 @@ func TestExec(t *testing.T) {
 			eq(exec.run{ "sh", "-c", "echo $ld_preload", env = { ld_preload = "c" } }.stdout, "c\n")`},
 		{"wrong types raise", `fails(exec.run, {}); fails(exec.run, "sh"); fails(exec.run, { "sh", timeout = 5 })
 			fails(exec.run, { "sh", {} }); fails(exec.run, { "sh", env = { ["A=B"] = "x" } }); fails(exec.run, { "sh", max_bytes = -1 })`},
+		// A key outside the argument list and the options was ignored:
+		// [1.5], [true] (a hole in the list is named: Lua's # may count it).
+		{"keys outside the list raise", `local err = fails(exec.run, { "sh", "-c", "true", [9] = "x" })
+			assert(err:find("exec.run: argument key 9 is not in the list 1..3", 1, true) or err:find("got a nil", 1, true), err)
+			err = fails(exec.run, { "sh", "-c", "true", [1.5] = "x" }); assert(err:find("argument key 1.5 is not in the list", 1, true), err)
+			err = fails(exec.run, { "sh", "-c", "true", [true] = "x" }); assert(err:find("exec.run: unknown option a boolean", 1, true), err)`},
 		// A NUL cannot pass to a program: it would cut the argument or the
 		// variable short where the script did not mean it to end. Each is
 		// refused by name, before any program starts.
