@@ -35,13 +35,15 @@ func base64Encode(L *lua.LState, enc *base64.Encoding, what string) int {
 // whitespace and padding are removed: the bytes, or nil, message. The bytes
 // are charged to the memory budget first; past it, nil, message.
 func base64Decode(L *lua.LState, enc *base64.Encoding, what string) int {
-	s := strings.Map(func(r rune) rune {
-		switch r {
-		case ' ', '\t', '\r', '\n':
-			return -1
+	in := L.CheckString(1)
+	// Byte by byte: strings.Map would make each invalid UTF-8 byte three.
+	kept := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		if !isSpace(in[i]) {
+			kept = append(kept, in[i])
 		}
-		return r
-	}, L.CheckString(1))
+	}
+	s := string(kept)
 	// Padding completes the last group of 4 characters, with one or two
 	// '=': "Zg=", "Zm9v==" and "=" are no encoding of anything.
 	trimmed := strings.TrimRight(s, "=")
@@ -53,9 +55,47 @@ func base64Decode(L *lua.LState, enc *base64.Encoding, what string) int {
 		return fail(L, "%v", err)
 	}
 	b, err := enc.DecodeString(s)
+	if ce, ok := err.(base64.CorruptInputError); ok {
+		// Go counts from the text without its spaces: say where it is in
+		// what the script gave, and what is wrong there.
+		at, c := inputOffset(in, int(ce)), s[ce]
+		if strings.IndexByte(alphabet(enc), c) >= 0 {
+			return fail(L, "base64: the text ends in a lone character (byte %d): it is cut short", at)
+		}
+		if c >= 0x20 && c < 0x7f {
+			return fail(L, "base64: invalid character %q at byte %d", rune(c), at)
+		}
+		return fail(L, "base64: invalid byte 0x%02x at byte %d", c, at)
+	}
 	if err != nil {
 		return fail(L, "base64: %v", err)
 	}
 	L.Push(lua.LString(b))
 	return 1
+}
+
+// isSpace reports whether c is a space decoding ignores.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// inputOffset is the offset in in of the byte at offset n of in without
+// its spaces.
+func inputOffset(in string, n int) int {
+	for i := 0; i < len(in); i++ {
+		if isSpace(in[i]) {
+			continue
+		}
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(in)
+}
+
+// alphabet returns the 64 characters of enc.
+func alphabet(enc *base64.Encoding) string {
+	if enc == base64.RawURLEncoding {
+		return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	}
+	return "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 }

@@ -32,6 +32,13 @@ func TestBase64(t *testing.T) {
 		{"failures", `local v, err = base64.decode("!!!!"); eq(v, nil); eq(err:sub(1, 8), "base64: ")
 			v, err = base64.url_decode("a+b/"); eq(v, nil); eq(err:sub(1, 8), "base64: ")
 			v, err = base64.decode("a"); eq(v, nil)`},
+		// Go's "illegal base64 data at input byte N" counted from the text
+		// without its spaces (and strings.Map made an invalid byte three).
+		{"failures say where, in the text given", `local v, err = base64.decode("Zm9v\nYm!y"); eq(v, nil); eq(err, "base64: invalid character '!' at byte 7")
+			v, err = base64.decode("Zm 9v Y"); eq(err, "base64: the text ends in a lone character (byte 6): it is cut short")
+			v, err = base64.decode("\255\255 Zm9v\255"); eq(err, "base64: invalid byte 0xff at byte 0")
+			v, err = base64.decode("Zm9v \255"); eq(err, "base64: invalid byte 0xff at byte 5")
+			v, err = base64.url_decode("ab+/"); eq(err, "base64: invalid character '+' at byte 2")`},
 		{"wrong types raise", `fails(base64.encode, {}); fails(base64.decode)`},
 	})
 }
