@@ -667,9 +667,13 @@ func (ls *LState) raiseError(level int, format string, args ...interface{}) {
 		built = true
 	}
 	where := ""
-	if level > 0 {
+	if level > 1 {
+		where = ls.whereLevel(level)
+	} else if level > 0 {
 		where = ls.where(level-1, true)
-		message = fmt.Sprintf("%v %v", where, message)
+	}
+	if where != "" {
+		message = where + " " + message
 		built = true
 	}
 	// patched for luamcp: the message is a new string that Lua keeps (pcall
@@ -682,7 +686,7 @@ func (ls *LState) raiseError(level int, format string, args ...interface{}) {
 			ls.count(sizeString + len(message))
 		} else if !ls.reserve(sizeString + len(message)) {
 			message = ErrMemoryLimit.Error()
-			if level > 0 {
+			if where != "" {
 				message = where + " " + message
 			}
 		}
@@ -693,6 +697,28 @@ func (ls *LState) raiseError(level int, format string, args ...interface{}) {
 	}
 	ls.reg.Push(LString(message))
 	ls.Panic(ls)
+}
+
+// patched for luamcp: whereLevel is Lua 5.1's luaL_where(L, level) for
+// error(msg, level) with a level of 2 or more, raised by a Go function (level
+// 0, error itself; 1 is its caller, which where(level-1, true) finds). It
+// counts frames as GetStack and lua_getstack do; a Go function or a frame a
+// tail call replaced there has no position, and neither has a level past the
+// stack. where(level-1, true) named the frame one level too near (error("m",
+// 2) in f gave f's line, not its caller's) and climbed past Go functions.
+func (ls *LState) whereLevel(level int) string {
+	frame := ls.currentFrame
+	for ; level > 0 && frame != nil; frame = frame.Parent {
+		level--
+		if !frame.Fn.IsG {
+			level -= frame.TailCall
+		}
+	}
+	if level != 0 || frame == nil || frame.Fn.IsG || frame.Pc == 0 {
+		return ""
+	}
+	proto := frame.Fn.Proto
+	return fmt.Sprintf("%v:%v:", proto.SourceName, proto.DbgSourcePositions[frame.Pc-1])
 }
 
 func (ls *LState) findLocal(frame *callFrame, no int) string {

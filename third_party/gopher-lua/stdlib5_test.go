@@ -445,3 +445,11 @@ func TestVarargFixed5(t *testing.T) {
 		{"local function f(...) local a, b, c = 0, 0, {} a, b = ... return a, b, type(c) end return f('v')", "true, \"v\", nil, \"table\""},
 	})
 }
+
+// error(msg, level) with a level of 2 or more names the function at that level as Lua 5.1's luaL_where (level 2 of error in f is the line that called f), and nothing when that level is a Go function (pcall), a frame a tail call replaced, or past the stack: it named the level one nearer (f's own line) and climbed past Go functions, to the host's chunk.
+func TestErrorLevel5(t *testing.T) {
+	src := `local function f(n) error('m', n) end\nlocal function g(n)\n  f(n)\nend\nlocal function tc(n) return f(n) end\nlocal function h(n)\n  tc(n)\nend\nlocal r = {}\nfor _, c in ipairs{{g, 1}, {g, 2}, {g, 3}, {h, 2}, {h, 3}, {g, 50}} do\n  local ok, m = pcall(c[1], c[2]) r[#r+1] = m\nend\nr[#r+1] = select(2, pcall(function() error('p', 2) end))\nr[#r+1] = select(2, pcall(error, 'q', 2))\nreturn table.concat(r, ' ')`
+	checkLua51(t, [][2]string{
+		{"return (loadstring(\"" + src + "\", \"=t\")():gsub(\":\", \"|\"))", "true, \"t|1| m t|3| m m m t|7| m m p t|14| q\""},
+	})
+}
