@@ -453,3 +453,11 @@ func TestErrorLevel5(t *testing.T) {
 		{"return (loadstring(\"" + src + "\", \"=t\")():gsub(\":\", \"|\"))", "true, \"t|1| m t|3| m m m t|7| m m p t|14| q\""},
 	})
 }
+
+// %o, %u, %x and %X print a number as Lua 5.1 on x86-64, cast to an unsigned long: numbers from 2^63 to 2^64 keep their value, larger ones and +inf are 0, NaN is 2^63 (they were all 2^63, the (long) cast of %d).
+func TestFormatUnsigned5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return string.format('%x %X %o %u', 2^63 + 2048, 2^64 - 2048, 2^63, 2^64)", "true, \"8000000000000800 FFFFFFFFFFFFF800 1000000000000000000000 0\""},
+		{"return string.format('%x %u %x %#x %x %d', 1/0, 1e300, 0/0, -1/0, -1, 2^63 + 2048)", "true, \"0 0 8000000000000000 0x8000000000000000 ffffffffffffffff -9223372036854775808\""},
+	})
+}

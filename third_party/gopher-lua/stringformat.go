@@ -86,8 +86,7 @@ func formatOne(L *LState, b *strings.Builder, spec formatSpec, arg int) {
 		n := formatInt(L, arg)
 		formatPad(b, spec, formatInteger(spec, n < 0, strconv.FormatUint(absUint(n), 10), ""))
 	case 'o', 'u', 'x', 'X':
-		// C prints these of the number cast to an unsigned long.
-		u := uint64(formatInt(L, arg))
+		u := formatUint(L, arg)
 		var digits, prefix string
 		switch spec.verb {
 		case 'o':
@@ -129,6 +128,18 @@ func formatInt(L *LState, arg int) int64 {
 		return math.MinInt64
 	}
 	return int64(n)
+}
+
+// formatUint reads argument arg as C's (unsigned long) cast of a lua_Number
+// on amd64, where Lua 5.1 prints %o, %u, %x and %X: below 2^63 as the (long)
+// cast; from 2^63 on, the number less 2^63 is cast and its top bit flipped, so
+// numbers up to 2^64 keep their value and larger ones and +inf are 0.
+func formatUint(L *LState, arg int) uint64 {
+	n := float64(L.CheckNumber(arg))
+	if n < 0x1p63 || n != n {
+		return uint64(toInteger(LNumber(n)))
+	}
+	return uint64(toInteger(LNumber(n-0x1p63))) ^ 1<<63
 }
 
 // absUint is |n| as an unsigned integer (|MinInt64| included).
