@@ -461,3 +461,10 @@ func TestFormatUnsigned5(t *testing.T) {
 		{"return string.format('%x %u %x %#x %x %d', 1/0, 1e300, 0/0, -1/0, -1, 2^63 + 2048)", "true, \"0 0 8000000000000000 0x8000000000000000 ffffffffffffffff -9223372036854775808\""},
 	})
 }
+
+// %#o adds a leading zero only when the digits, after the precision, start with none (C's printf): it was decided before the precision padded them.
+func TestFormatAltOctal5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return string.format('[%#o] [%#.0o] [%#.5o] [%#1.20o] [%#05o] [%#o]', 0, 0, 8, 1e10, 8, 8)", "true, \"[0] [0] [00010] [00000000112402762000] [00010] [010]\""},
+	})
+}

@@ -91,8 +91,8 @@ func formatOne(L *LState, b *strings.Builder, spec formatSpec, arg int) {
 		switch spec.verb {
 		case 'o':
 			digits = strconv.FormatUint(u, 8)
-			if strings.IndexByte(spec.flags, '#') >= 0 && digits[0] != '0' {
-				prefix = "0"
+			if strings.IndexByte(spec.flags, '#') >= 0 {
+				prefix = "0" // formatInteger drops it if the digits start with 0
 			}
 		case 'u':
 			digits = strconv.FormatUint(u, 10)
@@ -160,6 +160,9 @@ func formatInteger(spec formatSpec, negative bool, digits, prefix string) string
 		if len(digits) < spec.precision {
 			digits = strings.Repeat("0", spec.precision-len(digits)) + digits
 		}
+	}
+	if prefix == "0" && strings.HasPrefix(digits, "0") {
+		prefix = "" // %#o: one leading zero, unless the precision gave one
 	}
 	sign := formatSign(spec, negative)
 	// '0' pads with zeros after the sign, unless '-' or a precision is set.
