@@ -468,3 +468,11 @@ func TestFormatAltOctal5(t *testing.T) {
 		{"return string.format('[%#o] [%#.0o] [%#.5o] [%#1.20o] [%#05o] [%#o]', 0, 0, 8, 1e10, 8, 8)", "true, \"[0] [0] [00010] [00000000112402762000] [00010] [010]\""},
 	})
 }
+
+// A decimal escape past 255 in a string literal is the syntax error "escape sequence too large", as Lua 5.1's lexer: it was its low byte ("\256" was "\0").
+func TestDecimalEscape5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local f, m = loadstring('return \"\\\\256\"') return f, (m:find('escape sequence too large', 1, true)) ~= nil", "true, nil, true"},
+		{"return loadstring('return \"a\\\\999b\"') == nil, #loadstring('return \"\\\\255\\\\0256\\\\1000\"')(), loadstring('return \"\\\\255\"')():byte()", "true, true, 5, 255"},
+	})
+}

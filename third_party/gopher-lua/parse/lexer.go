@@ -236,6 +236,11 @@ func (sc *Scanner) scanEscape(ch int, buf *bytes.Buffer) error {
 				bytes = append(bytes, byte(sc.Next()))
 			}
 			val, _ := strconv.ParseInt(string(bytes), 10, 32)
+			if val > 255 {
+				// patched for luamcp: Lua 5.1's llex refuses it; it was
+				// written as its low byte ("\256" was "\0").
+				return sc.Error(string(bytes), "escape sequence too large")
+			}
 			writeChar(buf, int(val))
 		} else {
 			writeChar(buf, ch)
