@@ -476,3 +476,17 @@ func TestDecimalEscape5(t *testing.T) {
 		{"return loadstring('return \"a\\\\999b\"') == nil, #loadstring('return \"\\\\255\\\\0256\\\\1000\"')(), loadstring('return \"\\\\255\"')():byte()", "true, true, 5, 255"},
 	})
 }
+
+// A conversion of string.format past the last argument is "bad argument #n to 'format' (no value)", checked before the conversion is read, as Lua 5.1's strfrmt (it was "number expected, got no value", and "%5%" an invalid option).
+func TestFormatNoValue5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return string.format('%d')", "false, \"bad argument #2 to 'format' (no value)\""},
+		{"return string.format('%q')", "false, \"bad argument #2 to 'format' (no value)\""},
+		{"return string.format('%d %f', 1)", "false, \"bad argument #3 to 'format' (no value)\""},
+		{"return string.format('%5%')", "false, \"bad argument #2 to 'format' (no value)\""},
+		{"return string.format('%')", "false, \"bad argument #2 to 'format' (no value)\""},
+		{"return string.format('%y', 1)", "false, \"invalid option '%y' to 'format'\""},
+		{"return string.format('%d', nil)", "false, \"bad argument #2 to 'format' (number expected, got nil)\""},
+		{"return string.format('%%'), string.format('x')", "true, \"%\", \"x\""},
+	})
+}

@@ -40,6 +40,10 @@ func strFormatLua(L *LState, f string) string {
 			b.WriteByte('%')
 			continue
 		}
+		arg++
+		if arg > L.GetTop() {
+			L.ArgError(arg, "no value") // checked first, as Lua 5.1's strfrmt
+		}
 		spec := formatSpec{width: -1, precision: -1}
 		start := i
 		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
@@ -59,7 +63,6 @@ func strFormatLua(L *LState, f string) string {
 			L.RaiseError("invalid option '%s' to 'format'", opt)
 		}
 		spec.verb = f[i]
-		arg++
 		formatOne(L, &b, spec, arg)
 	}
 	return b.String()

@@ -31,7 +31,7 @@ func TestStringFormat(t *testing.T) {
 		{`string.format("%%|%5%%d", 1)`, ""}, // "%5%" is an invalid option, as in Lua 5.1
 		{`string.format("%d", "10")`, "10"},  // a numeric string converts
 		// patched for luamcp: the function name is quoted, as in Lua 5.1
-		{`string.format("%d")`, "bad argument #2 to 'format' (number expected, got no value)"}, // patched for luamcp: Lua 5.1's "no value"
+		{`string.format("%d")`, "bad argument #2 to 'format' (no value)"}, // patched for luamcp: Lua 5.1's "no value"
 		{`string.format("%d", "x")`, "bad argument #2 to 'format' (number expected, got string)"},
 		{`string.format("%d %s", 1)`, "bad argument #3 to 'format' (no value)"},
 		{`string.format("%q", {})`, "bad argument #2 to 'format' (string expected, got table)"},
