@@ -490,3 +490,12 @@ func TestFormatNoValue5(t *testing.T) {
 		{"return string.format('%%'), string.format('x')", "true, \"%\", \"x\""},
 	})
 }
+
+// A conversion of string.format with more than five flag characters is "invalid format (repeated flags)", as Lua 5.1's scanformat; five are taken in any order and repetition.
+func TestFormatRepeatedFlags5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return string.format('%-+ #0-d', 5)", "false, \"invalid format (repeated flags)\""},
+		{"return string.format('%--------d', 5)", "false, \"invalid format (repeated flags)\""},
+		{"return string.format('[%-+ #0d] [%----5d] [%00000d]', 5, 5, 5)", "true, \"[+5] [5    ] [5]\""},
+	})
+}

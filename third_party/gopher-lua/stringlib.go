@@ -591,8 +591,14 @@ func formatSize(L *LState, f string) int {
 		if i < len(f) && f[i] == '%' {
 			continue
 		}
+		flags := i
 		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
 			i++
+		}
+		if i-flags > 5 {
+			// patched for luamcp: Lua 5.1's scanformat takes at most as
+			// many flag characters as there are flags.
+			L.RaiseError("invalid format (repeated flags)")
 		}
 		if formatDigits(f, &i) > 2 {
 			L.RaiseError("invalid format (width or precision too long)")
