@@ -499,3 +499,13 @@ func TestFormatRepeatedFlags5(t *testing.T) {
 		{"return string.format('[%-+ #0d] [%----5d] [%00000d]', 5, 5, 5)", "true, \"[+5] [5    ] [5]\""},
 	})
 }
+
+// gsub reads its count before it checks the replacement, whose error is Lua 5.1's "string/function/table expected".
+func TestGsubReplacementType5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return string.gsub('abc', 'b', true)", "false, \"bad argument #3 to 'gsub' (string/function/table expected)\""},
+		{"return string.gsub('abc', 'b')", "false, \"bad argument #3 to 'gsub' (string/function/table expected)\""},
+		{"return string.gsub('abc', 'b', nil, 'x')", "false, \"bad argument #4 to 'gsub' (number expected, got string)\""},
+		{"return string.gsub('abc', 'b', 5, '1')", "true, \"a5c\", 1"},
+	})
+}

@@ -173,11 +173,16 @@ func strFormat(L *LState) int {
 func strGsub(L *LState) int {
 	src := L.CheckString(1)
 	pat := L.compilePattern(L.CheckString(2))
-	L.CheckTypes(3, LTString, LTNumber, LTTable, LTFunction)
 	repl := L.Get(3)
 	// patched for luamcp: at most n replacements, none when n <= 0, as Lua
-	// 5.1 (upstream replaced every match when n was negative).
+	// 5.1 (upstream replaced every match when n was negative). n is read
+	// before the replacement is checked, with 5.1's message.
 	limit := L.OptInt(4, len(src)+1)
+	switch repl.Type() {
+	case LTString, LTNumber, LTTable, LTFunction:
+	default:
+		L.ArgError(3, "string/function/table expected")
+	}
 	var out []byte
 	pos, count := 0, 0
 	for count < limit && pos <= len(src) {
