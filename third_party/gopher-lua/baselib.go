@@ -536,7 +536,10 @@ func baseUnpack(L *LState) int {
 	if start > end {
 		return 0
 	}
-	if uint64(end-start) >= math.MaxInt32 { // exact: start <= end
+	// patched for luamcp: so are more values than the value stack can
+	// take, as Lua 5.1's lua_checkstack refuses them (it was the VM's
+	// "registry overflow").
+	if uint64(end-start) >= math.MaxInt32 || !L.reg.canHold(end-start+1) { // exact: start <= end
 		L.RaiseError("too many results to unpack")
 	}
 	for i := start; i <= end; i++ {

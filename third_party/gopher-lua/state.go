@@ -419,6 +419,12 @@ func (rg *registry) resize(requiredSize int) { // +inline-start
 	rg.forceResize(newSize)
 } // +inline-end
 
+// canHold tells whether n more values fit above the top, growing as far as
+// the registry may. Patched for luamcp (unpack).
+func (rg *registry) canHold(n int) bool {
+	return n <= cap(rg.array)-rg.top || n <= rg.maxSize-rg.top
+}
+
 func (rg *registry) forceResize(newSize int) {
 	newSlice := make([]LValue, newSize)
 	copy(newSlice, rg.array[:rg.top]) // should we copy the area beyond top? there shouldn't be any valid values there so it shouldn't be necessary.

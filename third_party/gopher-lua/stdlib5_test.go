@@ -509,3 +509,11 @@ func TestGsubReplacementType5(t *testing.T) {
 		{"return string.gsub('abc', 'b', 5, '1')", "true, \"a5c\", 1"},
 	})
 }
+
+// unpack of more values than the value stack can take is "too many results to unpack", as Lua 5.1's lua_checkstack refuses them (it was the VM's "registry overflow").
+func TestUnpackStack5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return unpack({1, 2}, 1, 1e8)", "false, \"too many results to unpack\""},
+		{"return select('#', unpack({}, 1, 1000))", "true, 1000"},
+	})
+}

@@ -11,6 +11,7 @@ import (
 // a Lua error, which the script's pcall catches and DoString returns. It was
 // a Go panic (where() read the line table at pc 0 - 1) that escaped PCall.
 func TestTailCallRegistryOverflow(t *testing.T) {
+	overflows := 0
 	for n := 65536 - 40; n <= 65536; n++ {
 		func() {
 			defer func() {
@@ -31,10 +32,16 @@ for i = 1, %d do t[i] = i end
 local function go() return g(unpack(t)) end
 pcall(go)
 return go()`, n))
-			if err != nil && !strings.Contains(err.Error(), "registry overflow") {
+			// unpack refuses the values that do not fit at all, as Lua 5.1.
+			if err != nil && strings.Contains(err.Error(), "registry overflow") {
+				overflows++
+			} else if err != nil && !strings.Contains(err.Error(), "too many results to unpack") {
 				t.Errorf("%d arguments: %v", n, err)
 			}
 		}()
+	}
+	if overflows == 0 {
+		t.Error("no tail call overflowed the registry")
 	}
 }
 
