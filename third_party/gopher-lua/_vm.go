@@ -394,9 +394,12 @@ func init() {
 			} else {
 				op := L.metaOp1(unaryv, "__unm")
 				if op.Type() == LTFunction {
+					// patched for luamcp: the operand is passed twice, as
+					// Lua 5.1's luaV_arith calls every arithmetic handler.
 					reg.Push(op)
 					reg.Push(unaryv)
-					L.Call(1, 1)
+					reg.Push(unaryv)
+					L.Call(2, 1)
 					// +inline-call reg.Set RA reg.Pop()
 				} else if str, ok1 := unaryv.(LString); ok1 {
 					if num, err := parseNumber(string(str)); err == nil {

@@ -517,3 +517,10 @@ func TestUnpackStack5(t *testing.T) {
 		{"return select('#', unpack({}, 1, 1000))", "true, 1000"},
 	})
 }
+
+// __unm gets its operand twice, as Lua 5.1 calls every arithmetic handler with two operands (the second was nil).
+func TestUnmOperands5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local a = setmetatable({}, {__unm = function(x, y) return rawequal(x, y), select('#', x, y) end}) return -a", "true, true"},
+	})
+}

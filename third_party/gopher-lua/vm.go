@@ -813,9 +813,12 @@ func init() {
 			} else {
 				op := L.metaOp1(unaryv, "__unm")
 				if op.Type() == LTFunction {
+					// patched for luamcp: the operand is passed twice, as
+					// Lua 5.1's luaV_arith calls every arithmetic handler.
 					reg.Push(op)
 					reg.Push(unaryv)
-					L.Call(1, 1)
+					reg.Push(unaryv)
+					L.Call(2, 1)
 					// this section is inlined by go-inline
 					// source function is 'func (rg *registry) Set(regi int, vali LValue) ' in '_state.go'
 					{
