@@ -524,3 +524,10 @@ func TestUnmOperands5(t *testing.T) {
 		{"local a = setmetatable({}, {__unm = function(x, y) return rawequal(x, y), select('#', x, y) end}) return -a", "true, true"},
 	})
 }
+
+// %#g keeps the point of a mantissa written in exponent form when no digit follows it, as C (%#.1g of 42 is 4.e+01; it was 4e+01).
+func TestFormatAltG5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return string.format('[%#.0G] [%#.1g] [%# 20.0g] [%#010.0G] [%#g] [%#.3g] [%#.1g] [%#.0g]', 42, 42, 255, 12.5, 1e20, 1e-10, 0.5, 0)", "true, \"[4.E+01] [4.e+01] [              3.e+02] [00001.E+01] [1.00000e+20] [1.00e-10] [0.5] [0.]\""},
+	})
+}

@@ -262,9 +262,11 @@ func formatG(x float64, prec int, alt bool) string {
 	var s string
 	if exp < -4 || exp >= prec {
 		s = strconv.FormatFloat(x, 'e', prec-1, 64)
+		i := strings.IndexByte(s, 'e')
 		if !alt {
-			i := strings.IndexByte(s, 'e')
 			s = trimFraction(s[:i]) + s[i:]
+		} else if strings.IndexByte(s[:i], '.') < 0 {
+			s = s[:i] + "." + s[i:] // %#.1g of 42 is 4.e+01, as %#.0e
 		}
 		return formatExp(s)
 	}
