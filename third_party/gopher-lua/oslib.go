@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -12,29 +13,35 @@ func init() {
 	startedAt = time.Now()
 }
 
+// getIntField is Lua 5.1's getfield of os.time: a number or a numeric
+// string, cast to a C int; anything else is v, or the error of a missing
+// field when v is negative. Patched for luamcp: a value that is not a
+// number was taken as v even for the required fields (day = "x" was a date),
+// and an int of 64 bits let a year past the range of C's time a date Go's
+// time wrapped around.
 func getIntField(L *LState, tb *LTable, key string, v int) int {
-	ret := tb.RawGetString(key)
-
-	switch lv := ret.(type) {
+	var n LNumber
+	switch lv := tb.RawGetString(key).(type) {
 	case LNumber:
-		return int(lv)
+		n = lv
 	case LString:
-		slv := string(lv)
-		slv = strings.TrimLeft(slv, " ")
-		if strings.HasPrefix(slv, "0") && !strings.HasPrefix(slv, "0x") && !strings.HasPrefix(slv, "0X") {
-			// Standard lua interpreter only support decimal and hexadecimal
-			slv = strings.TrimLeft(slv, "0")
-			if slv == "" {
-				return 0
-			}
+		num, err := parseNumber(string(lv))
+		if err != nil {
+			return missingField(L, key, v)
 		}
-		if num, err := parseNumber(slv); err == nil {
-			return int(num)
-		}
+		n = num
 	default:
-		return v
+		return missingField(L, key, v)
 	}
+	return int(int32(toInteger(n)))
+}
 
+// missingField is the value of a date field that is not a number: v, or
+// the error when v is negative (day, month and year have no default).
+func missingField(L *LState, key string, v int) int {
+	if v < 0 {
+		L.RaiseError("field '%s' missing in date table", key)
+	}
 	return v
 }
 
@@ -116,10 +123,23 @@ func osDate(L *LState) int {
 		cfmt = cfmt[1:]
 	}
 	if L.Get(2) != LNil {
-		t = time.Unix(L.CheckInt64(2), 0)
+		// patched for luamcp: a time whose year C's struct tm cannot hold
+		// (tm_year an int) is nil, as gmtime and localtime fail in Lua 5.1
+		// (NaN and infinities are the least integer). Go's time wrapped
+		// such seconds to a date of another year.
+		s := L.CheckInt64(2)
+		if s < -1<<62 || s > 1<<62 {
+			L.Push(LNil)
+			return 1
+		}
+		t = time.Unix(s, 0)
 	}
 	if isUTC {
 		t = t.UTC()
+	}
+	if y := int64(t.Year()) - 1900; y < math.MinInt32 || y > math.MaxInt32 {
+		L.Push(LNil)
+		return 1
 	}
 	if cfmt == "*t" {
 		ret := L.NewTable()
@@ -227,11 +247,6 @@ func osTime(L *LState) int {
 			// patched for luamcp: as in Lua 5.1, a date needs its day,
 			// month and year (upstream read a missing one as -1: a time
 			// in the year -1).
-			for _, field := range []string{"day", "month", "year"} {
-				if tbl.RawGetString(field) == LNil {
-					L.RaiseError("field '%s' missing in date table", field)
-				}
-			}
 			day := getIntField(L, tbl, "day", -1)
 			month := getIntField(L, tbl, "month", -1)
 			year := getIntField(L, tbl, "year", -1)

@@ -531,3 +531,14 @@ func TestFormatAltG5(t *testing.T) {
 		{"return string.format('[%#.0G] [%#.1g] [%# 20.0g] [%#010.0G] [%#g] [%#.3g] [%#.1g] [%#.0g]', 42, 42, 255, 12.5, 1e20, 1e-10, 0.5, 0)", "true, \"[4.E+01] [4.e+01] [              3.e+02] [00001.E+01] [1.00000e+20] [1.00e-10] [0.5] [0.]\""},
 	})
 }
+
+// os.time reads a date field as Lua 5.1's getfield: a number or a numeric string, cast to a C int; a day, month or year of another type is missing (day = "x" was taken as a date). os.date of a time whose year a C struct tm cannot hold is nil, as gmtime fails (Go's time wrapped 1/0 and 1e17 to other years).
+func TestOSDateRange5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return os.time({year = 2001, month = 9, day = 'x'})", "false, \"field 'day' missing in date table\""},
+		{"return os.time({year = 2001, month = 9, day = {}})", "false, \"field 'day' missing in date table\""},
+		{"local t = os.time({year = 2001, month = 9, day = 5}) return os.time({year = 2001, month = 9, day = ' 0x5 '}) == t, os.time({year = 2001, month = 9, day = 5.9, hour = {}}) == t", "true, true, true"},
+		{"return os.time({year = 2^40, month = 1, day = 1}) == os.time({year = 0, month = 1, day = 1})", "true, true"},
+		{"return os.date('!%Y', 1e17), os.date('!*t', 1/0), os.date('!%c', 0/0), os.date('%Y', -1e17), os.date('!%Y', -67768040609740800)", "true, nil, nil, nil, nil, \"-2147481748\""},
+	})
+}
