@@ -1396,7 +1396,7 @@ func (ls *LState) getField(obj LValue, key LValue) LValue {
 			curobj = metaindex
 		}
 	}
-	ls.RaiseError("too many recursions in gettable")
+	ls.RaiseError("loop in gettable") // patched for luamcp: Lua 5.1's message
 	return nil
 }
 
@@ -1427,7 +1427,7 @@ func (ls *LState) getFieldString(obj LValue, key string) LValue {
 			curobj = metaindex
 		}
 	}
-	ls.RaiseError("too many recursions in gettable")
+	ls.RaiseError("loop in gettable") // patched for luamcp: Lua 5.1's message
 	return nil
 }
 
@@ -1460,7 +1460,7 @@ func (ls *LState) setField(obj LValue, key LValue, value LValue) {
 			curobj = metaindex
 		}
 	}
-	ls.RaiseError("too many recursions in settable")
+	ls.RaiseError("loop in settable") // patched for luamcp: Lua 5.1's message
 }
 
 func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
@@ -1492,7 +1492,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 			curobj = metaindex
 		}
 	}
-	ls.RaiseError("too many recursions in settable")
+	ls.RaiseError("loop in settable") // patched for luamcp: Lua 5.1's message
 }
 
 /* }}} */

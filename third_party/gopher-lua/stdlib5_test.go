@@ -542,3 +542,13 @@ func TestOSDateRange5(t *testing.T) {
 		{"return os.date('!%Y', 1e17), os.date('!*t', 1/0), os.date('!%c', 0/0), os.date('%Y', -1e17), os.date('!%Y', -67768040609740800)", "true, nil, nil, nil, nil, \"-2147481748\""},
 	})
 }
+
+// An __index or __newindex chain that never ends is Lua 5.1's "loop in gettable" / "loop in settable" (it was "too many recursions in gettable").
+func TestMetaLoop5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"local t = {} t.__index = t setmetatable(t, t) return t.x", "false, \"loop in gettable\""},
+		{"local t = {} t.__index = t setmetatable(t, t) return t[1]", "false, \"loop in gettable\""},
+		{"local u = {} u.__newindex = u setmetatable(u, u) u.x = 1", "false, \"loop in settable\""},
+		{"local u = {} u.__newindex = u setmetatable(u, u) u[1] = 1", "false, \"loop in settable\""},
+	})
+}
