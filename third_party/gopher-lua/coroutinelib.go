@@ -17,7 +17,12 @@ var coFuncs = map[string]LGFunction{
 }
 
 func coCreate(L *LState) int {
-	fn := L.CheckFunction(1)
+	// patched for luamcp: Lua 5.1's messages for a bad argument of create,
+	// wrap, resume and status.
+	fn, ok := L.Get(1).(*LFunction)
+	if !ok {
+		L.ArgError(1, "Lua function expected")
+	}
 	L.charge(threadCost(L.Options)) // patched for luamcp
 	newthread, _ := L.newThread()
 	base := 0
@@ -47,7 +52,7 @@ func coYield(L *LState) int {
 // made each the other's parent and resumed them in turn on one Go stack until
 // the stack passed its maximum, a fatal error ending the process.
 func coResume(L *LState) int {
-	th := L.CheckThread(1)
+	th := checkCoroutine(L)
 	if !th.Dead && L.G.CurrentThread != th && resuming(L, th) {
 		msg := "cannot resume normal coroutine"
 		if th.wrapped {
@@ -168,7 +173,7 @@ func resuming(L, th *LState) bool {
 }
 
 func coStatus(L *LState) int {
-	th := L.CheckThread(1)
+	th := checkCoroutine(L)
 	status := L.Status(th)
 	if status == "suspended" && resuming(L, th) { // patched for luamcp: "normal" further up the chain too
 		status = "normal"
@@ -192,3 +197,12 @@ func coWrap(L *LState) int {
 }
 
 //
+
+// checkCoroutine is argument 1 as a thread, or Lua 5.1's error for it.
+func checkCoroutine(L *LState) *LState {
+	th, ok := L.Get(1).(*LState)
+	if !ok {
+		L.ArgError(1, "coroutine expected")
+	}
+	return th
+}

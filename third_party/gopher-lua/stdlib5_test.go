@@ -552,3 +552,14 @@ func TestMetaLoop5(t *testing.T) {
 		{"local u = {} u.__newindex = u setmetatable(u, u) u[1] = 1", "false, \"loop in settable\""},
 	})
 }
+
+// A bad argument of coroutine.create, wrap, resume and status reads as Lua 5.1's ("Lua function expected", "coroutine expected").
+func TestCoroutineArgs5(t *testing.T) {
+	checkLua51(t, [][2]string{
+		{"return coroutine.create(1)", "false, \"bad argument #1 to 'create' (Lua function expected)\""},
+		{"return coroutine.wrap()", "false, \"bad argument #1 to 'wrap' (Lua function expected)\""},
+		{"return coroutine.resume({})", "false, \"bad argument #1 to 'resume' (coroutine expected)\""},
+		{"return coroutine.status()", "false, \"bad argument #1 to 'status' (coroutine expected)\""},
+		{"return coroutine.status(coroutine.create(function() end))", "true, \"suspended\""},
+	})
+}
