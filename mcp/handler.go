@@ -397,6 +397,31 @@ func parseAccept(values []string) (a accept, ok bool) {
 	return a, a.json || a.sse
 }
 
+// acceptsEventStream reports whether the Accept values of a GET allow an SSE
+// stream, its only answer: a missing header does, and so do
+// text/event-stream, text/* and */* unless q=0.
+func acceptsEventStream(values []string) bool {
+	present := false
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			typ, params, _ := strings.Cut(part, ";")
+			typ = strings.TrimSpace(typ)
+			if typ == "" {
+				continue
+			}
+			present = true
+			if zeroQuality(params) {
+				continue
+			}
+			switch strings.ToLower(typ) {
+			case "text/event-stream", "text/*", "*/*":
+				return true
+			}
+		}
+	}
+	return !present
+}
+
 // zeroQuality reports whether media-range parameters carry q=0.
 func zeroQuality(params string) bool {
 	for p := range strings.SplitSeq(params, ";") {
@@ -1154,6 +1179,11 @@ func (h *Handler) headerSession(w http.ResponseWriter, r *http.Request) *session
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 	s := h.headerSession(w, r)
 	if s == nil {
+		return
+	}
+	if !acceptsEventStream(r.Header["Accept"]) {
+		writeJSONError(w, http.StatusNotAcceptable, nil, CodeInvalidRequest,
+			"Not Acceptable: Client must accept text/event-stream")
 		return
 	}
 	var lastID uint64

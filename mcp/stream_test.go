@@ -444,6 +444,44 @@ func TestGetChannel(t *testing.T) {
 	}
 }
 
+// TestGetAccept checks that a GET, whose only answer is an SSE stream, is
+// refused with 406 when its Accept header excludes text/event-stream, and
+// served when the header allows it or is absent.
+func TestGetAccept(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	for _, tt := range []struct {
+		accept string // "" = no Accept header
+		status int
+	}{
+		{"", 200},
+		{"text/event-stream", 200},
+		{"application/json, text/event-stream", 200},
+		{"Text/Event-Stream; q=0.5", 200},
+		{"text/*", 200},
+		{"*/*", 200},
+		{"application/json", 406},
+		{"text/html, application/json", 406},
+		{"text/event-stream;q=0, application/json", 406},
+	} {
+		t.Run(tt.accept, func(t *testing.T) {
+			sid := rt.initialize() // a session each: one GET channel per session
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			resp := rt.open(ctx, http.MethodGet, "", "Mcp-Session-Id: "+sid, "Accept: "+tt.accept)
+			defer resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if tt.status == 406 {
+				r := readReply(t, resp)
+				if r.errorCode() != -32600 {
+					t.Errorf("406 without a JSON-RPC error: %s", r.body)
+				}
+			}
+		})
+	}
+}
+
 // TestGetChannelHandover: a client that drops its GET channel and reconnects
 // at once is not refused by its own dead stream, although the server learns
 // of that stream's end only after the new GET arrived; a truly second GET is
