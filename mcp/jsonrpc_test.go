@@ -180,3 +180,36 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestProgressToken checks that only a string or an integer of an id's length
+// is a progress token: anything else would go back in every
+// notifications/progress, where the schema allows only those.
+func TestProgressToken(t *testing.T) {
+	long := `"` + strings.Repeat("t", maxIDBytes) + `"`
+	for _, tt := range []struct {
+		token string // "" = no progressToken member
+		want  string // "" = no token
+	}{
+		{`"t1"`, `"t1"`},
+		{`7`, `7`},
+		{`-7`, `-7`},
+		{`0`, `0`},
+		{`""`, `""`},
+		{``, ``},
+		{`null`, ``},
+		{`1.5`, ``},
+		{`1e3`, ``},
+		{`true`, ``},
+		{`{}`, ``},
+		{`["t"]`, ``},
+		{long, ``},
+	} {
+		params := `{"name":"x","_meta":{}}`
+		if tt.token != "" {
+			params = `{"name":"x","_meta":{"progressToken":` + tt.token + `}}`
+		}
+		if got := string(progressToken([]byte(params))); got != tt.want {
+			t.Errorf("progressToken(%.40s) = %q, want %q", tt.token, got, tt.want)
+		}
+	}
+}

@@ -95,13 +95,29 @@ func newJob(h *Handler, s *session, m *message, acc accept) *job {
 	return j
 }
 
-// progressToken returns params._meta.progressToken, or nil.
+// progressToken returns params._meta.progressToken, or nil when there is
+// none or it is not a token: a token is a string or an integer, as a request
+// id is, and of an id's bounded length. Any other value (null, 1.5, an
+// object) is no token, so no progress notification carries a value the
+// client cannot have meant.
 func progressToken(params []byte) []byte {
 	meta, ok := member(params, "_meta")
 	if !ok {
 		return nil
 	}
 	tok, _ := member(meta, "progressToken")
+	switch kindOf(tok) {
+	case '"':
+	case '0':
+		if !isInteger(tok) {
+			return nil
+		}
+	default:
+		return nil
+	}
+	if len(tok) > maxIDBytes {
+		return nil
+	}
 	return tok
 }
 

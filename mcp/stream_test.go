@@ -75,6 +75,26 @@ func TestProgressWithoutSSEIsBuffered(t *testing.T) {
 	}
 }
 
+// TestProgressTokenNotAToken: a _meta.progressToken that is neither a string
+// nor an integer is no token: the call is answered as if it had none, not
+// streamed with notifications/progress carrying it (the schema allows only
+// strings and integers there).
+func TestProgressTokenNotAToken(t *testing.T) {
+	for _, sessions := range []bool{false, true} {
+		rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: sessions})
+		var headers []string
+		if sessions {
+			headers = append(headers, "Mcp-Session-Id: "+rt.initialize())
+		}
+		for _, tok := range []string{`null`, `1.5`, `true`, `{}`} {
+			r := rt.post(progressCall("1", tok, `{}`), headers...)
+			if r.header.Get("Content-Type") != "application/json" || r.text() != "done" {
+				t.Fatalf("sessions=%v, token %s: %s %s", sessions, tok, r.header.Get("Content-Type"), r.body)
+			}
+		}
+	}
+}
+
 // TestProgressStreamRunsOnSessionState: a progress token changes how the
 // answer travels, never what the call does to the state (issue 9, item 11).
 func TestProgressStreamRunsOnSessionState(t *testing.T) {
