@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -366,6 +367,42 @@ func TestStatelessEraLogLevel(t *testing.T) {
 	}
 	if ev := s.nextEvent(); !strings.Contains(ev.data, `"result"`) {
 		t.Fatalf("second event %s, want the result", ev.data)
+	}
+}
+
+// TestListenAccept checks that subscriptions/listen, answered only with an
+// SSE stream, is refused with 406 when the Accept header excludes
+// text/event-stream, and opens for any Accept that allows it.
+func TestListenAccept(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	params := `{"notifications":{"toolsListChanged":true}}`
+	body := `{"jsonrpc":"2.0","id":"L1","method":"subscriptions/listen","params":` + withMeta(params, metaAll) + `}`
+	for _, tt := range []struct {
+		accept string // "" = no Accept header
+		status int
+	}{
+		{"application/json", 406},
+		{"application/json, text/event-stream;q=0", 406},
+		{"application/json, text/event-stream", 200},
+		{"*/*", 200},
+		{"", 200},
+	} {
+		t.Run(tt.accept, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			resp := rt.open(ctx, http.MethodPost, body, append(modernHeaders("subscriptions/listen", params), "Accept: "+tt.accept)...)
+			defer resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if tt.status == 406 {
+				if r := readReply(t, resp); r.errorCode() != -32600 || r.msg["id"] != "L1" {
+					t.Errorf("406 answer %s", r.body)
+				}
+			} else if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+				t.Errorf("Content-Type %q", ct)
+			}
+		})
 	}
 }
 

@@ -50,6 +50,15 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		return
 	}
 
+	// A listen stream has no other answer than SSE: a client whose Accept
+	// excludes it cannot read one.
+	if m.method == methodListen && !acceptsEventStream(r.Header["Accept"]) {
+		h.observeError(start, m, CodeInvalidRequest)
+		writeJSONError(w, http.StatusNotAcceptable, m.id, CodeInvalidRequest,
+			"Not Acceptable: Client must accept text/event-stream for "+methodListen)
+		return
+	}
+
 	if spec.task { // no Lua: the route's task store answers
 		h.serveTaskMethod(w, r, m, &rm, start)
 		return
