@@ -61,6 +61,7 @@ const (
 	msgBadRef          = "Invalid completion ref or argument"
 	msgInvalidCursor   = "Invalid cursor"
 	msgBadArguments    = "Invalid params: arguments must be an object"
+	msgBadTask         = "Invalid params: task must be an object"
 	msgInternalError   = "Internal error"
 	maxCompletionValue = 100
 )

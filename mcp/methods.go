@@ -153,6 +153,14 @@ func answerToolsCall(h *Handler, ctx context.Context, sc *scope, m *message, cal
 	if !ok {
 		return h.invalidParams(dst, m, msgBadArguments), nil
 	}
+	// A 2025-11-25 task param that is not an object asks for no task the
+	// call could become (taskParams); run without one, it would answer a
+	// client that waits for a CreateTaskResult.
+	if call.ProtocolVersion == latestVersion {
+		if v, found := member(m.params, "task"); found && kindOf(v) != '{' && kindOf(v) != 'n' {
+			return h.invalidParams(dst, m, msgBadTask), nil
+		}
+	}
 	res, err := sc.sess.CallTool(ctx, call, name, args)
 	return h.result(ctx, dst, m, sc, res, err)
 }

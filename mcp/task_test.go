@@ -452,6 +452,9 @@ func TestSessionTasks(t *testing.T) {
 		code                 int
 	}{
 		{"a tool that is no task", "tools/call", `{"name":"task","arguments":{},"task":{}}`, -32601},
+		{"task not an object", "tools/call", `{"name":"task","arguments":{"support":"optional"},"task":5}`, -32602},
+		{"task a string", "tools/call", `{"name":"task","arguments":{"support":"optional"},"task":"yes"}`, -32602},
+		{"task an array", "tools/call", `{"name":"task","arguments":{"support":"optional"},"task":[]}`, -32602},
 		{"unknown task", "tasks/get", `{"taskId":"nope"}`, -32602},
 		{"bad cursor", "tasks/list", `{"cursor":"!"}`, -32602},
 		{"tasks/update is the new era's", "tasks/update", `{"taskId":"` + id + `"}`, -32601},
@@ -459,6 +462,10 @@ func TestSessionTasks(t *testing.T) {
 		if r := call(10, tc.method, tc.params); r.errorCode() != tc.code {
 			t.Errorf("%s: %s", tc.name, r.body)
 		}
+	}
+	// A null task is no task: the call runs as one without.
+	if r := call(11, "tools/call", `{"name":"task","arguments":{"support":"optional"},"task":null}`); r.text() != "task=false" {
+		t.Errorf("tools/call with a null task: %s", r.body)
 	}
 	// Another session, or one of an older version, sees no tasks.
 	other := rt.initializeWith(resumableInit)
