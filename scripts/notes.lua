@@ -40,7 +40,7 @@ return {
   init = function(params)
     local capabilities = {
       tools = {},
-      resources = { subscribe = true },
+      resources = { subscribe = true, listChanged = true },
       prompts = {},
       completions = {},
       logging = {},

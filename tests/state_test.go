@@ -30,3 +30,28 @@ func TestTSSDKProgressKeepsState(t *testing.T) {
 		})
 	}
 }
+
+// TestNotesDeclaresListChanged: the notes script tells its sessions when a
+// note is added (notifications/resources/list_changed), so it must declare
+// resources.listChanged: a client uses only what the server declared.
+func TestNotesDeclaresListChanged(t *testing.T) {
+	t.Parallel()
+	s := startScripts(t, "notes")
+	u := s.url("notes")
+	var init struct {
+		Capabilities struct {
+			Resources map[string]any `json:"resources"`
+		} `json:"capabilities"`
+	}
+	s.result(t, u, "", "initialize", initializeParams(latestVersion), &init)
+	if init.Capabilities.Resources["listChanged"] != true {
+		t.Errorf("resources capability %v, want listChanged", init.Capabilities.Resources)
+	}
+	sid := s.initialize(t, u)
+	get := s.openGET(t, u, sid, nil)
+	defer get.close()
+	s.callTool(t, u, sid, "add_note", map[string]any{"title": "t", "text": "x"})
+	if m := get.nextMessage(); m.Method != "notifications/resources/list_changed" {
+		t.Errorf("GET channel got %s, want notifications/resources/list_changed", m.Method)
+	}
+}
