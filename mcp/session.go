@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -701,8 +702,35 @@ func (s *session) join(channels []string) {
 }
 
 // Deliver sends a push to the session's GET channel (numbered, kept for
-// replay; dropped once the session ended). It implements Subscriber.
-func (s *session) Deliver(msg []byte) { s.ch.push(msg) }
+// replay; dropped once the session ended). It implements Subscriber. A
+// notifications/message below the level the client set with
+// logging/setLevel is dropped, however it was pushed (a broadcast or a
+// notify carries a log message as well as Log does).
+func (s *session) Deliver(msg []byte) {
+	if logSeverity(msg) < int(s.level.Load()) {
+		return
+	}
+	s.ch.push(msg)
+}
+
+// messagePrefix begins every notifications/message the transport encodes
+// (appendNotification).
+var messagePrefix = []byte(`{"jsonrpc":"2.0","method":"notifications/message"`)
+
+// logSeverity returns the severity of the level of msg when it is a
+// notifications/message with a valid level, else a severity no session
+// filters out.
+func logSeverity(msg []byte) int {
+	if !bytes.HasPrefix(msg, messagePrefix) {
+		return math.MaxInt32
+	}
+	params, _ := member(msg, "params")
+	level, _ := stringMember(params, "level")
+	if sev := levelSeverity(level); sev >= 0 {
+		return sev
+	}
+	return math.MaxInt32
+}
 
 // Outcomes of attachChannel.
 const (

@@ -560,6 +560,17 @@ func TestGetChannelLogLevel(t *testing.T) {
 	if ev := get.nextEvent(); !strings.Contains(ev.data, `"level":"error","data":4`) {
 		t.Fatalf("after setLevel: %+v", ev)
 	}
+	// A log message pushed by notify or broadcast is filtered the same way.
+	rt.push().Notify(sid, "notifications/message", json.RawMessage(`{"level":"info","data":5}`))
+	rt.push().Broadcast("fixture", "notifications/message", json.RawMessage(`{"level":"notice","data":6}`))
+	rt.push().Broadcast("fixture", "notifications/message", json.RawMessage(`{"level":"critical","data":7}`))
+	rt.push().Notify(sid, "notifications/custom", json.RawMessage(`{"level":"debug"}`)) // not a log message
+	if ev := get.nextEvent(); !strings.Contains(ev.data, `"level":"critical","data":7`) {
+		t.Fatalf("pushed log messages after setLevel: %+v", ev)
+	}
+	if ev := get.nextEvent(); !strings.Contains(ev.data, `notifications/custom`) {
+		t.Fatalf("a notification that is no log message: %+v", ev)
+	}
 }
 
 func TestKeepAlive(t *testing.T) {
