@@ -622,7 +622,10 @@ func (s *session) cancelRequest(id []byte) {
 			found = j
 		}
 	}
-	if found == nil {
+	// A call that became a task was answered (CreateTaskResult): its
+	// request is no longer in flight, and the task is ended by tasks/cancel
+	// only, as MCP has it; a late notifications/cancelled failed it.
+	if found == nil || found.becameTask() {
 		s.mu.Unlock()
 		return
 	}
@@ -639,6 +642,21 @@ func (s *session) cancelRequest(id []byte) {
 		cancel()
 	}
 	found.rp.finish(found.interrupted(false))
+}
+
+// becameTask reports whether j's call is a task now (a 2025-11-25 client
+// asked for one and the tool runs as one).
+func (j *job) becameTask() bool {
+	ts := j.call.tasks
+	if ts == nil {
+		return false
+	}
+	select {
+	case <-ts.started:
+		return true
+	default:
+		return false
+	}
 }
 
 // errorAnswer builds a -32603 answer with msg in a pooled buffer.

@@ -699,3 +699,29 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// TestSessionTaskIgnoresCancelledNotification: a 2025-11-25 call that became
+// a task was answered (CreateTaskResult); a notifications/cancelled naming
+// its request id, which MCP has clients replace by tasks/cancel for tasks,
+// must not end the task (it failed it, with tasks/result "Internal error").
+func TestSessionTaskIgnoresCancelledNotification(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initializeWith(resumableInit)
+	r := rt.call(sid, 2, "tools/call", `{"name":"task","arguments":{"support":"optional","wait":true},"task":{}}`)
+	task, _ := r.result()["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" {
+		t.Fatalf("CreateTaskResult: %s", r.body)
+	}
+	if n := rt.notify(sid, "notifications/cancelled", `{"requestId":2}`); n.status != 202 {
+		t.Fatalf("notifications/cancelled: %d %s", n.status, n.body)
+	}
+	if got := rt.call(sid, 3, "tasks/get", `{"taskId":"`+id+`"}`).result(); got["status"] != "working" {
+		t.Fatalf("after notifications/cancelled the task is %v, want still working", got["status"])
+	}
+	f.release <- struct{}{}
+	if r := rt.call(sid, 4, "tasks/result", `{"taskId":"`+id+`"}`); r.text() != "task=true" {
+		t.Errorf("tasks/result: %s", r.body)
+	}
+}
