@@ -400,6 +400,14 @@ func (s *fakeSession) CallTool(ctx context.Context, call *mcp.Call, name string,
 				return nil, err
 			}
 		}
+	case "burst": // not listed: n log messages of kib KiB at once, then an answer
+		data := json.RawMessage(`"` + strings.Repeat("x", int(num("kib"))<<10) + `"`)
+		for range int(num("n")) {
+			if err := call.Out.Log("info", data); err != nil {
+				return nil, err
+			}
+		}
+		return text("burst done", false), nil
 	case "session":
 		return text("sid="+call.SessionID+" rid="+string(call.RequestID)+" tok="+string(call.ProgressToken), false), nil
 	}

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -735,5 +736,43 @@ func TestNonReadingJSONAnswerIsCut(t *testing.T) {
 	n, err := io.Copy(io.Discard, resp.Body)
 	if err == nil {
 		t.Fatalf("the whole answer (%d bytes) arrived after the write deadline", n)
+	}
+}
+
+// TestBurstReachesAReadingClient: a call that sends its messages faster than
+// the network takes them (here 40 MiB of log messages at once) is not a
+// client that stopped reading: a client that keeps reading, if not as fast as
+// the call sends, gets the answer, on a stream that cannot be resumed
+// (2025-06-18) too. Messages past what a stream may queue are skipped; only
+// the write deadline drops a client.
+func TestBurstReachesAReadingClient(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true, ConcurrentTools: []string{"burst"}})
+	sid := rt.initialize()
+	rc := dialRaw(t, rt)
+	rc.post("/mcp", sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"burst","arguments":{"n":40,"kib":1024},"_meta":{"progressToken":"t"}}}`)
+	resp := rc.response()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	// About 50 MB/s: far from the write deadline, slower than the call.
+	var b []byte
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		b = append(b, buf[:n]...)
+		if err == io.EOF || bytes.Contains(b, []byte(`"burst done"`)) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading the stream: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !bytes.Contains(b, []byte(`"burst done"`)) {
+		t.Fatalf("the stream (%d bytes, %d log messages) ended without the answer", len(b), bytes.Count(b, []byte("notifications/message")))
+	}
+	if r := rt.call(sid, 2, "tools/call", `{"name":"count"}`); r.text() != "1" {
+		t.Fatalf("the session after the burst: %s", r.body)
 	}
 }

@@ -364,9 +364,12 @@ func (r *eventRing) after(id uint64, dst []ringEvent) []ringEvent {
 }
 
 // maxQueuedBytes bounds what a call may queue for a handler that has not
-// written it yet: past it, the client is taken to have stopped reading and
-// its response is dropped (a message alone is always queued, whatever its
-// size).
+// written it yet (a message alone is always queued, whatever its size, and
+// so is the answer). Past it the writer is behind, which a client that reads
+// slower than the call sends is as well as one that stopped reading: a
+// resumable stream is dropped, its client resuming from the kept events; on
+// one that cannot be resumed the message is skipped, so the answer still
+// comes. A client that stopped reading is dropped by the write deadline.
 const maxQueuedBytes = 4 << 20
 
 // reply is one call's line back to its client: the HTTP response of the POST
@@ -483,15 +486,21 @@ func (rp *reply) pumpInline() {
 }
 
 // queueLocked queues one framed event for the attached handler and reports
-// whether there is one. A client that let maxQueuedBytes pile up is dropped.
-func (rp *reply) queueLocked(ev []byte) bool {
+// whether it did; final marks the call's answer. Past maxQueuedBytes a
+// resumable stream is dropped and another skips ev, unless it is the answer.
+func (rp *reply) queueLocked(ev []byte, final bool) bool {
 	if rp.out == nil {
 		return false
 	}
 	if len(rp.queue) > 0 && len(rp.queue)+len(ev) > maxQueuedBytes {
-		rp.out, rp.queue, rp.queueFinal, rp.dropped = nil, nil, false, true
-		rp.wake()
-		return false
+		switch {
+		case rp.resumable:
+			rp.out, rp.queue, rp.queueFinal, rp.dropped = nil, nil, false, true
+			rp.wake()
+			return false
+		case !final:
+			return false
+		}
 	}
 	rp.queue = append(rp.queue, ev...)
 	rp.wake()
@@ -519,7 +528,7 @@ func (rp *reply) startSSELocked() {
 	b = append(b, "\nretry: "...)
 	b = strconv.AppendInt(b, retryMillis, 10)
 	b = append(b, "\ndata:\n\n"...)
-	rp.queueLocked(b)
+	rp.queueLocked(b, false)
 }
 
 // startStream makes a progress stream's answer (streaming is set) SSE at once.
@@ -580,7 +589,7 @@ func (rp *reply) emit(msg []byte) bool {
 		}
 		rp.startSSELocked()
 	}
-	queued := rp.queueLocked(rp.frameLocked(msg))
+	queued := rp.queueLocked(rp.frameLocked(msg), false)
 	ok := queued || rp.keepsLocked()
 	rp.mu.Unlock()
 	rp.pumpInline()
@@ -631,7 +640,7 @@ func (rp *reply) finish(msg *[]byte) {
 				rp.final = finalKept
 				rp.s.streamAnswered(rp.stream)
 			}
-			rp.queueFinal = rp.queueLocked(ev)
+			rp.queueFinal = rp.queueLocked(ev, true)
 		}
 	}
 	if rp.final != finalKept {
