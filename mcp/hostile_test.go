@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/luamcp/luamcp/mcp"
 
@@ -774,5 +775,22 @@ func TestBurstReachesAReadingClient(t *testing.T) {
 	}
 	if r := rt.call(sid, 2, "tools/call", `{"name":"count"}`); r.text() != "1" {
 		t.Fatalf("the session after the burst: %s", r.body)
+	}
+}
+
+// TestIdsAndTokensAreUTF8: answers echo a request's id and its progress
+// token as they came, so one that is not UTF-8 would make them invalid JSON:
+// such an id is an Invalid Request, such a token none (the call is answered
+// without progress).
+func TestIdsAndTokensAreUTF8(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	r := rt.post("{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"ping\"}", "Mcp-Session-Id: "+sid)
+	if r.errorCode() != mcp.CodeInvalidRequest || r.msg["id"] != nil || !utf8.ValidString(r.body) {
+		t.Errorf("an id that is not UTF-8: %d %q", r.status, r.body)
+	}
+	r = rt.post("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"progress\",\"_meta\":{\"progressToken\":\"t\xfe\"}}}", "Mcp-Session-Id: "+sid)
+	if r.status != 200 || !utf8.ValidString(r.body) || r.errorCode() != 0 || strings.Contains(r.body, "notifications/progress") {
+		t.Errorf("a progress token that is not UTF-8: %d %q", r.status, r.body)
 	}
 }

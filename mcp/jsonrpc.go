@@ -94,6 +94,11 @@ func decodeMessage(body []byte, m *message) int {
 		if len(id) > maxIDBytes {
 			return CodeInvalidRequest // not echoed either
 		}
+		// json.Valid lets invalid UTF-8 through, and answers echo the id
+		// as it came: they would not be JSON.
+		if !utf8.Valid(id) {
+			return CodeInvalidRequest
+		}
 	}
 	m.id = id
 	if s, ok := jsonString(version); !ok || s != "2.0" {

@@ -48,6 +48,7 @@ func TestDecodeMessage(t *testing.T) {
 		{name: "null id notification", body: `{"jsonrpc":"2.0","id":null,"method":"notifications/initialized"}`, code: CodeInvalidRequest},
 		{name: "array id", body: `{"jsonrpc":"2.0","id":[1],"method":"ping"}`, code: CodeInvalidRequest},
 		{name: "object id", body: `{"jsonrpc":"2.0","id":{},"method":"ping"}`, code: CodeInvalidRequest},
+		{name: "id not UTF-8", body: "{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"ping\"}", code: CodeInvalidRequest},
 		{name: "longest id", body: `{"jsonrpc":"2.0","id":"` + strings.Repeat("i", maxIDBytes-2) + `","method":"ping"}`, id: `"` + strings.Repeat("i", maxIDBytes-2) + `"`, method: "ping"},
 		{name: "id too long", body: `{"jsonrpc":"2.0","id":"` + strings.Repeat("i", maxIDBytes-1) + `","method":"ping"}`, code: CodeInvalidRequest},
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // This file is one session's state machine. Requests run one at a time, in
@@ -98,7 +99,8 @@ func newJob(h *Handler, s *session, m *message, acc accept) *job {
 
 // progressToken returns params._meta.progressToken, or nil when there is
 // none or it is not a token: a token is a string or an integer, as a request
-// id is, and of an id's bounded length. Any other value (null, 1.5, an
+// id is, of an id's bounded length, and UTF-8 (progress notifications echo
+// it as it came, and would not be JSON). Any other value (null, 1.5, an
 // object) is no token, so no progress notification carries a value the
 // client cannot have meant.
 func progressToken(params []byte) []byte {
@@ -116,7 +118,7 @@ func progressToken(params []byte) []byte {
 	default:
 		return nil
 	}
-	if len(tok) > maxIDBytes {
+	if len(tok) > maxIDBytes || !utf8.Valid(tok) {
 		return nil
 	}
 	return tok
