@@ -794,3 +794,21 @@ func TestIdsAndTokensAreUTF8(t *testing.T) {
 		t.Errorf("a progress token that is not UTF-8: %d %q", r.status, r.body)
 	}
 }
+
+// TestLongProgressTokenIsNone: every progress notification repeats the
+// token, so one longer than an id may be counts as none, as a long id is
+// refused: 100 steps must not copy a 1 MiB token 100 times.
+func TestLongProgressTokenIsNone(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	long := `"` + strings.Repeat("t", 1<<20) + `"`
+	r := rt.call(sid, 1, "tools/call", `{"name":"progress","arguments":{"steps":100},"_meta":{"progressToken":`+long+`}}`)
+	if r.status != 200 || r.errorCode() != 0 || len(r.body) > 64<<10 || strings.Contains(r.body, "notifications/progress") {
+		t.Errorf("a 1 MiB progress token: %d, %d bytes", r.status, len(r.body))
+	}
+	short := `"` + strings.Repeat("t", 1000) + `"`
+	r = rt.call(sid, 2, "tools/call", `{"name":"progress","arguments":{"steps":2},"_meta":{"progressToken":`+short+`}}`)
+	if n := strings.Count(r.body, "notifications/progress"); n != 2 {
+		t.Errorf("a token of 1,000 bytes: %d progress notifications, want 2: %.200s", n, r.body)
+	}
+}

@@ -99,10 +99,11 @@ func newJob(h *Handler, s *session, m *message, acc accept) *job {
 
 // progressToken returns params._meta.progressToken, or nil when there is
 // none or it is not a token: a token is a string or an integer, as a request
-// id is, of an id's bounded length, and UTF-8 (progress notifications echo
-// it as it came, and would not be JSON). Any other value (null, 1.5, an
-// object) is no token, so no progress notification carries a value the
-// client cannot have meant.
+// id is. Every progress notification echoes it as it came, so one that is
+// not UTF-8 (the notifications would not be JSON) or longer than an id may
+// be ([maxIDBytes]: each notification would copy up to MaxBodyBytes) counts
+// as none too, as does any other value (null, 1.5, an object): no progress
+// notification carries a value the client cannot have meant.
 func progressToken(params []byte) []byte {
 	meta, ok := member(params, "_meta")
 	if !ok {
