@@ -17,7 +17,8 @@
 // (decoding and envelopes), dispatch.go (method to Session call), session.go
 // (a session's state machine), registry.go (the sessions of a route),
 // stream.go (SSE, replay, a call's reply), budget.go (the bound on what every
-// replay buffer keeps together), pubsub.go (the Hub and channels),
+// replay buffer keeps together), bodies.go (the bound on what the POST
+// bodies being read hold together), pubsub.go (the Hub and channels),
 // outbound.go (a call's line to the client), observe.go (what an Observer is
 // told, for metrics), suspend.go (sessions saved for a later process),
 // uritemplate.go and loglevel.go.

@@ -529,6 +529,14 @@ func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 	b := getBuf()
 	defer putBuf(b)
 	buf := *b
+	// What the buffer grows by is charged to the hub's body budget (the
+	// pooled buffer it starts from is not).
+	var budget *bodyBudget
+	if h.hub != nil {
+		budget = &h.hub.bodies
+	}
+	var held int64
+	defer func() { budget.give(held) }()
 	lr := io.LimitedReader{R: r.Body, N: max + 1} // a value: no allocation
 	for {
 		if len(buf) == cap(buf) {
@@ -539,6 +547,11 @@ func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 			if c >= max {
 				c = max + 1
 			}
+			grow := c - int64(cap(buf))
+			if !budget.take(grow, held) {
+				return nil, errBodiesOverBudget
+			}
+			held += grow
 			buf = append(make([]byte, 0, c), buf...)
 		}
 		n, err := lr.Read(buf[len(buf):cap(buf)])
@@ -558,8 +571,8 @@ func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 }
 
 // readPost reads the body of a POST within the route's bounds; when it
-// cannot (too large: 413; failed or too slow: 400) it answers and returns
-// false.
+// cannot (too large: 413; past the hub's body budget: 503; failed or too
+// slow: 400) it answers and returns false.
 func (h *Handler) readPost(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		writeJSONError(w, http.StatusRequestEntityTooLarge, nil, CodeInvalidRequest, "Request body too large")
@@ -567,9 +580,13 @@ func (h *Handler) readPost(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	}
 	body, err := h.readBody(w, r)
 	if err != nil {
-		if errors.Is(err, errBodyTooLarge) {
+		switch {
+		case errors.Is(err, errBodyTooLarge):
 			writeJSONError(w, http.StatusRequestEntityTooLarge, nil, CodeInvalidRequest, "Request body too large")
-		} else {
+		case errors.Is(err, errBodiesOverBudget):
+			h.refused(GateProcessBodies)
+			writeJSONError(w, http.StatusServiceUnavailable, nil, CodeInternalError, "Server at capacity")
+		default:
 			h.log.Debug("mcp: reading the request body failed", "err", err)
 			w.WriteHeader(http.StatusBadRequest)
 		}

@@ -812,3 +812,36 @@ func TestLongProgressTokenIsNone(t *testing.T) {
 		t.Errorf("a token of 1,000 bytes: %d progress notifications, want 2: %.200s", n, r.body)
 	}
 }
+
+// TestBodiesShareABudget: bodies still arriving hold memory together, and
+// slow clients that each stay within MaxBodyBytes could hold gigabytes; past
+// the hub's body budget the body that grows gets 503, and once the slow one
+// is gone a body larger than the whole budget, alone, is read.
+func TestBodiesShareABudget(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	rt.hub.SetBodyBudget(1 << 20)
+	padded := func(n int) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", n) + `"}}`
+	}
+	slow := dialRaw(t, rt)
+	slow.send("POST", "/mcp", []string{"Content-Type: application/json", "Accept: application/json, text/event-stream",
+		fmt.Sprintf("Content-Length: %d", 3<<20)}, padded(3 << 20)[:900<<10])
+	eventually(t, "a body past the budget is refused", func() bool {
+		r := rt.post(padded(600 << 10))
+		if r.status == 200 {
+			return false
+		}
+		if r.status != http.StatusServiceUnavailable || r.errorMessage() != "Server at capacity" {
+			t.Fatalf("a body past the budget: %d %s", r.status, r.body)
+		}
+		return true
+	})
+	if r := rt.post(padded(100)); r.status != 200 || r.errorCode() != 0 {
+		t.Fatalf("a small body beside the slow one: %d %s", r.status, r.body)
+	}
+	slow.c.Close()
+	eventually(t, "the slow body's bytes are given back", func() bool {
+		r := rt.post(padded(3 << 20))
+		return r.status == 200 && r.errorCode() == 0
+	})
+}

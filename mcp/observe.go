@@ -91,6 +91,7 @@ const (
 	GateProcessSessions  Gate = "process_sessions"  // an initialize past the process's cap (503)
 	GateProcessListens   Gate = "process_listens"   // a subscriptions/listen past the process's cap (503)
 	GateProcessStateless Gate = "process_stateless" // a request without a session past the process's cap on open ones (503)
+	GateProcessBodies    Gate = "process_bodies"    // a POST whose body would take the process past its budget for bodies being read (503)
 	GateSessionPending   Gate = "session_pending"   // a call past session_max_pending (-32603 "Session overloaded")
 )
 

@@ -123,6 +123,8 @@ type Hub struct {
 	listenSlots, statelessSlots quota
 	// replay bounds the bytes every replay buffer keeps (SetReplayBudget).
 	replay replayBudget
+	// bodies bounds the bytes of the POST bodies being read (SetBodyBudget).
+	bodies bodyBudget
 	// key authenticates the 2026-07-28 era's requestState (SetStateKey);
 	// random per process unless set.
 	key []byte
@@ -234,6 +236,7 @@ func NewHubWith(ps PubSub, logger *slog.Logger) *Hub {
 	h.statelessSlots.setMax(DefaultMaxStateless)
 	h.replay.log = logger
 	h.replay.max.Store(DefaultReplayBudget)
+	h.bodies.max.Store(DefaultBodyBudget)
 	return h
 }
 
