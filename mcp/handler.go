@@ -786,6 +786,11 @@ func (h *Handler) serveInitialize(w http.ResponseWriter, r *http.Request, m *mes
 	if params == nil {
 		params = emptyObject
 	}
+	if caps, ok := member(params, "capabilities"); ok && len(caps) > maxCapabilitiesBytes {
+		errType = strconv.Itoa(CodeInvalidParams)
+		h.writeAnswerError(w, acc, m.id, CodeInvalidParams, "Invalid params: capabilities larger than 64 KiB")
+		return
+	}
 	version := negotiateVersion(params)
 	if !h.opts.Sessions {
 		sess, ir, err := h.srv.Init(r.Context(), params, "")

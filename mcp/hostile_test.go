@@ -845,3 +845,21 @@ func TestBodiesShareABudget(t *testing.T) {
 		return r.status == 200 && r.errorCode() == 0
 	})
 }
+
+// TestLargeCapabilitiesRefused: a session keeps its client's capabilities
+// for its life, so an initialize that declares more than 64 KiB of them is
+// Invalid params and opens no session; 60 KiB still does.
+func TestLargeCapabilitiesRefused(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: true})
+	caps := func(n int) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"experimental":{"x":"` +
+			strings.Repeat("x", n) + `"}},"clientInfo":{"name":"t","version":"1"}}}`
+	}
+	r := rt.post(caps(100 << 10))
+	if r.errorCode() != mcp.CodeInvalidParams || r.header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("100 KiB of capabilities: %d %.200s (session %q)", r.status, r.body, r.header.Get("Mcp-Session-Id"))
+	}
+	if r := rt.post(caps(60 << 10)); r.status != 200 || r.header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("60 KiB of capabilities: %d %.200s", r.status, r.body)
+	}
+}

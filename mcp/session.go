@@ -200,6 +200,12 @@ type session struct {
 	ttlDeadline time.Time
 }
 
+// maxCapabilitiesBytes bounds the capabilities of an initialize, as written.
+// A session keeps them for its life (and in the sessions file): clients
+// declare a few hundred bytes, and 10,000 sessions that each declared 4 MiB
+// (the body's bound) would hold 40 GB.
+const maxCapabilitiesBytes = 64 << 10
+
 func newSession(h *Handler, id string, srv Session, ir *InitResult, version string, initParams []byte) *session {
 	var raw json.RawMessage
 	if caps, ok := member(initParams, "capabilities"); ok && kindOf(caps) == '{' {
