@@ -141,6 +141,9 @@ func readRequestMeta(r *http.Request, m *message) (requestMeta, *statelessError)
 	if !ok || kindOf(caps) != '{' {
 		return rm, badRequest(CodeInvalidParams, "Invalid params: _meta lacks "+metaClientCapabilities, nil)
 	}
+	if len(caps) > maxCapabilitiesBytes { // a task keeps them for its life
+		return rm, badRequest(CodeInvalidParams, "Invalid params: capabilities larger than 64 KiB", nil)
+	}
 	rm.logLevel = noLogs
 	if v, ok := member(meta, metaLogLevel); ok {
 		level, _ := jsonString(v)

@@ -862,4 +862,16 @@ func TestLargeCapabilitiesRefused(t *testing.T) {
 	if r := rt.post(caps(60 << 10)); r.status != 200 || r.header.Get("Mcp-Session-Id") == "" {
 		t.Errorf("60 KiB of capabilities: %d %.200s", r.status, r.body)
 	}
+	// The 2026-07-28 era declares them in each request's _meta, and a task
+	// keeps them for its life.
+	meta := func(n int) string {
+		return `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"experimental":{"x":"` +
+			strings.Repeat("x", n) + `"}}}`
+	}
+	if r := rt.modernWith(meta(100<<10), "tools/call", `{"name":"count"}`); r.errorCode() != mcp.CodeInvalidParams {
+		t.Errorf("100 KiB of capabilities in _meta: %d %.200s", r.status, r.body)
+	}
+	if r := rt.modernWith(meta(60<<10), "tools/call", `{"name":"count"}`); r.errorCode() != 0 || r.text() != "1" {
+		t.Errorf("60 KiB of capabilities in _meta: %d %.200s", r.status, r.body)
+	}
 }
