@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -76,4 +77,34 @@ func TestReplayBudgetBoundsTheProcess(t *testing.T) {
 		}
 	}
 	eventually(t, "ended sessions give their kept bytes back", func() bool { return rt.hub.ReplayBytes() == 0 })
+}
+
+// TestBroadcastKeptOnce: a broadcast is kept for replay by every session it
+// reached, and all of them keep the one copy of its bytes: a client that
+// sends a large message to a channel of hundreds of sessions (a chat
+// script's shout) costs its size once, not once a session.
+func TestBroadcastKeptOnce(t *testing.T) {
+	const sessions, size = 64, 1 << 20
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	for range sessions {
+		rt.initialize()
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	params := json.RawMessage(fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", size)))
+	rt.push().Broadcast("fixture", "notifications/shout", params)
+	params = nil
+	if kept := rt.hub.ReplayBytes(); kept < sessions*size {
+		t.Fatalf("the broadcast is kept for replay as %d bytes, want each of the %d sessions to keep it", kept, sessions)
+	}
+	// One copy, and a few more for the encoding: not 64.
+	if grew := heap() - before; grew > 16*size {
+		t.Errorf("a broadcast of %d bytes to %d sessions grew the heap by %d bytes", size, sessions, grew)
+	}
 }

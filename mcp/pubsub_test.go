@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -144,5 +145,29 @@ func TestHubQuotas(t *testing.T) {
 				t.Fatal("no cap, and still refused")
 			}
 		})
+	}
+}
+
+// TestPushEvent: a push keeps its message as given, shared by the streams
+// it went to, and frames it as appendEvent does; one with a line break,
+// which an SSE data line cannot hold, is framed in a copy.
+func TestPushEvent(t *testing.T) {
+	for _, msg := range []string{`{"a":1}`, "{\"a\":\n1}", "{\"a\":\r\n1}"} {
+		b := []byte(msg)
+		e1, e2 := pushEvent(7, "7", b), pushEvent(7, "7", b)
+		var frame []byte
+		for _, c := range e1.appendChunks(nil) {
+			frame = append(frame, c...)
+		}
+		if want := appendEvent(nil, "7", []byte(msg)); string(frame) != string(want) || e1.size() != len(want) {
+			t.Errorf("%q: framed %q (size %d), want %q", msg, frame, e1.size(), want)
+		}
+		shared := e1.msg != nil && &e1.msg[0] == &b[0] && &e2.msg[0] == &b[0]
+		if broken := strings.ContainsAny(msg, "\r\n"); shared == broken {
+			t.Errorf("%q: kept shared = %v", msg, shared)
+		}
+		if string(b) != msg {
+			t.Errorf("%q: the message was changed to %q", msg, b)
+		}
 	}
 }

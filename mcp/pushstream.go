@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"strconv"
 	"sync"
 )
@@ -48,7 +49,8 @@ func (p *pushStream) init(ids bool, max, maxBytes int, budget *replayBudget) {
 }
 
 // push numbers, frames and keeps msg, then wakes the reader. It reports
-// false when the stream is closed.
+// false when the stream is closed. msg is kept as it is (pushEvent): the
+// caller does not change it afterwards.
 func (p *pushStream) push(msg []byte) bool {
 	p.mu.Lock()
 	if p.closed {
@@ -62,7 +64,7 @@ func (p *pushStream) push(msg []byte) bool {
 		id = string(strconv.AppendUint(idb[:0], p.last, 10))
 	}
 	first := p.ring.oldest()
-	evicted := p.ring.add(ringEvent{id: p.last, data: appendEvent(make([]byte, 0, len(msg)+40), id, msg)})
+	evicted := p.ring.add(pushEvent(p.last, id, msg))
 	lost := 0
 	if from := max(first, p.read+1); evicted >= from && first > 0 {
 		lost = int(evicted - from + 1) // pushes are numbered without gaps
@@ -79,6 +81,17 @@ func (p *pushStream) push(msg []byte) bool {
 		}
 	}
 	return true
+}
+
+// pushEvent is the event of push n, whose SSE id is id ("" for none): msg
+// itself is kept, shared with every stream it was pushed to, unless it has a
+// line break, which an SSE data line cannot hold (appendEvent replaces it in
+// a copy). The transport's messages are compact JSON and have none.
+func pushEvent(n uint64, id string, msg []byte) ringEvent {
+	if bytes.ContainsAny(msg, "\r\n") {
+		return ringEvent{id: n, data: appendEvent(make([]byte, 0, len(msg)+40), id, msg)}
+	}
+	return ringEvent{id: n, data: appendEventHead(make([]byte, 0, 40), id), msg: msg}
 }
 
 // attach makes a new reader the attached one and returns the number of the

@@ -219,13 +219,7 @@ func (k *sink) close() {
 // Line breaks in msg can only be JSON whitespace; they become spaces so the
 // message stays on one data line.
 func appendEvent(dst []byte, id string, msg []byte) []byte {
-	dst = append(dst, "event: message\n"...)
-	if id != "" {
-		dst = append(dst, "id: "...)
-		dst = append(dst, id...)
-		dst = append(dst, '\n')
-	}
-	dst = append(dst, "data: "...)
+	dst = appendEventHead(dst, id)
 	start := len(dst)
 	dst = append(dst, msg...)
 	for i := start; i < len(dst); i++ {
@@ -233,8 +227,23 @@ func appendEvent(dst []byte, id string, msg []byte) []byte {
 			dst[i] = ' '
 		}
 	}
-	return append(dst, "\n\n"...)
+	return append(dst, eventEnd...)
 }
+
+// appendEventHead appends the frame of an event up to its data, which
+// follows, then eventEnd.
+func appendEventHead(dst []byte, id string) []byte {
+	dst = append(dst, "event: message\n"...)
+	if id != "" {
+		dst = append(dst, "id: "...)
+		dst = append(dst, id...)
+		dst = append(dst, '\n')
+	}
+	return append(dst, "data: "...)
+}
+
+// eventEnd ends an event's data line and the event.
+var eventEnd = []byte("\n\n")
 
 // streamEventID is the id of event n on POST stream k ("k_n"); GET-channel
 // events use plain integers, so ids never collide within a session.
@@ -276,9 +285,31 @@ type eventRing struct {
 	budget *replayBudget
 }
 
+// A ringEvent is one kept event. Its frame is data, or, when msg is set,
+// data (the frame's head), msg and eventEnd: a push keeps the message it was
+// given, which every stream it went to shares (a broadcast to 10,000
+// sessions keeps one copy of its bytes, not 10,000), and frames only its
+// head. Nobody changes a message once pushed.
 type ringEvent struct {
 	id   uint64
 	data []byte
+	msg  []byte
+}
+
+// size is the length of e's frame: what a ring keeps and charges for it.
+func (e *ringEvent) size() int {
+	if e.msg == nil {
+		return len(e.data)
+	}
+	return len(e.data) + len(e.msg) + len(eventEnd)
+}
+
+// appendChunks appends the parts of e's frame.
+func (e *ringEvent) appendChunks(dst [][]byte) [][]byte {
+	if e.msg == nil {
+		return append(dst, e.data)
+	}
+	return append(dst, e.data, e.msg, eventEnd)
 }
 
 // add keeps e, evicting the oldest events past the bounds. It returns the id
@@ -303,8 +334,9 @@ func (r *eventRing) add(e ringEvent) (evicted uint64) {
 		r.evs = r.evs[:cap(r.evs)]
 	}
 	r.n++
-	r.bytes += len(e.data)
-	r.budget.charge(len(e.data))
+	size := e.size()
+	r.bytes += size
+	r.budget.charge(size)
 	for r.maxBytes > 0 && r.bytes > r.maxBytes && r.n > 1 {
 		evicted = r.dropOldest()
 	}
@@ -335,8 +367,9 @@ func (r *eventRing) oldest() uint64 {
 // dropOldest evicts the oldest event and returns its id.
 func (r *eventRing) dropOldest() uint64 {
 	id := r.evs[r.start].id
-	r.bytes -= len(r.evs[r.start].data)
-	r.budget.charge(-len(r.evs[r.start].data))
+	size := r.evs[r.start].size()
+	r.bytes -= size
+	r.budget.charge(-size)
 	r.evs[r.start] = ringEvent{}
 	r.start = (r.start + 1) % len(r.evs)
 	r.n--
@@ -855,7 +888,9 @@ func (rp *reply) resume(w http.ResponseWriter, http1 bool, n uint64) (gen uint32
 	rp.closing, rp.dropped = false, false
 	rp.queue, rp.queueFinal = nil, false
 	for _, e := range rp.kept.after(n, nil) {
-		rp.queue = append(rp.queue, e.data...)
+		for _, c := range e.appendChunks(nil) {
+			rp.queue = append(rp.queue, c...)
+		}
 	}
 	rp.queueFinal = rp.final == finalKept
 	rp.wake()
@@ -864,9 +899,9 @@ func (rp *reply) resume(w http.ResponseWriter, http1 bool, n uint64) (gen uint32
 
 // writeChannelEvents writes events to a GET channel and flushes them.
 func writeChannelEvents(k *sink, evs []ringEvent) error {
-	chunks := make([][]byte, len(evs))
-	for i, e := range evs {
-		chunks[i] = e.data
+	chunks := make([][]byte, 0, 3*len(evs))
+	for i := range evs {
+		chunks = evs[i].appendChunks(chunks)
 	}
 	return k.sse(chunks...)
 }
