@@ -699,14 +699,19 @@ func TestServeReprintsRoutes(t *testing.T) {
 	// again all the same.
 	write("t.lua", "return {\n  oops(\n")
 	until("the table after a failed reload", `/mcp/t +session +tools: a, c$`)
-	// A removed script is gone from the next table.
+	// A removed script is gone from the table printed once its removal
+	// grace (a second) has passed; a mount meanwhile prints it still.
 	if err := os.Remove(filepath.Join(dir, "t.lua")); err != nil {
 		t.Fatal(err)
 	}
 	write("u.lua", sessionScript)
-	got := until("the table after a removal and a mount", `/mcp/u +session`)
-	if prev := got[len(got)-2]; !strings.Contains(prev, "/mcp/s ") {
-		t.Errorf("the table after removing t.lua still lists it: %q", got)
+	for i := 0; ; i++ {
+		got := until("the table after a removal and a mount", `/mcp/u +session`)
+		if prev := got[len(got)-2]; strings.Contains(prev, "/mcp/s ") {
+			break
+		} else if i == 2 {
+			t.Fatalf("the tables after removing t.lua still list it: %q", got)
+		}
 	}
 	go func() {
 		for range lines {

@@ -181,6 +181,7 @@ type Host struct {
 	// draining is set by Drain: /readyz answers 503.
 	draining bool
 	freed    bool // a route path was released since the last retry of what failed (Host.retry)
+	reloads  int  // Reload calls under way: a removed file is unmounted at once (Host.gone)
 	// settled counts the loads settled and the scripts unmounted: a batch
 	// of changes that moved it calls Config.Changed.
 	settled uint64
@@ -203,6 +204,10 @@ type mount struct {
 	// again when its cause may be gone (a module it requires appears, the
 	// path it claims is freed, Reload): sum still says the file differs.
 	unapplied *failed
+	// missing is when the file was first found missing, zero while it is
+	// there: the route is unmounted once it has been missing for the
+	// removal grace (Host.gone).
+	missing time.Time
 	// verifier checks the bearer tokens of a route with the oauth option
 	// (nil without); closed when the mount is retired or shut down.
 	verifier *oauth.Verifier
@@ -466,10 +471,13 @@ func (h *Host) plan(file string, force bool) *job {
 	m := h.mounts[file]
 	if errors.Is(err, fs.ErrNotExist) {
 		delete(h.failed, file)
-		if m != nil {
+		if m != nil && h.gone(m, file) {
 			h.unmount(m, "removed")
 		}
 		return nil
+	}
+	if m != nil {
+		m.missing = time.Time{}
 	}
 	sum := sha256.Sum256(src)
 	switch {
@@ -498,6 +506,30 @@ func (h *Host) plan(file string, force bool) *job {
 	}
 	return &job{file: file, sum: sum, m: m, force: force}
 }
+
+// gone reports whether the mounted file m, found missing, has been missing
+// for the removal grace (removeGrace), or a Reload runs, so that its route
+// is unmounted and its sessions end. The first time it is found missing, it is looked at again
+// once the grace has passed: a file a deploy or an editor deletes and
+// writes anew (a slow copy, a checkout) comes back before then, and is
+// reloaded with its sessions kept. It runs with h.mu held.
+func (h *Host) gone(m *mount, file string) bool {
+	if h.reloads > 0 {
+		return true // Reload applies the folder as it is now
+	}
+	grace := h.removeGrace()
+	if m.missing.IsZero() {
+		m.missing = time.Now()
+		h.logger.Info("script file gone: its route is unmounted unless it comes back", "script", file, "path", m.opts.Path, "within", grace)
+		time.AfterFunc(grace, func() { h.apply([]string{file}, nil) })
+		return false
+	}
+	return time.Since(m.missing) >= grace
+}
+
+// removeGrace is how long a mounted file may be missing before its route is
+// unmounted: the longest the watcher waits for a burst of events to end.
+func (h *Host) removeGrace() time.Duration { return maxDebounceFactor * h.cfg.Debounce }
 
 // reloadListChanges are the notifications a reload sends to listen streams.
 var reloadListChanges = []string{

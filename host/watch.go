@@ -435,9 +435,18 @@ func (h *Host) apply(paths []string, done func()) {
 // a change it could not pin down: new server files mount, removed ones
 // unmount, changed ones reload (their sessions kept), every script that
 // requires a module reloads, and the scripts and edits that failed are tried
-// again. It returns once that has settled. serve calls it on SIGHUP, with or
+// again. A removed file is unmounted at once, without the grace the watcher
+// gives it (Host.gone). It returns once that has settled. serve calls it on SIGHUP, with or
 // without the watcher (--no-watch: changes are applied only then).
 func (h *Host) Reload() {
+	h.mu.Lock()
+	h.reloads++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.reloads--
+		h.mu.Unlock()
+	}()
 	done := make(chan struct{})
 	h.apply([]string{h.cfg.Dir}, func() { close(done) })
 	<-done

@@ -711,3 +711,45 @@ func TestWatchFolderAwayForAMoment(t *testing.T) {
 	write(t, filepath.Join(dir, "a.lua"), server(`{}`, "one", "two"))
 	waitFor(t, "a.lua to reload after the folder came back", func() bool { return tools(h, "/mcp/a") == "one,two" })
 }
+
+// TestWatchFileBack: a server file that is deleted and written anew (a
+// deploy's slow copy, a checkout, an editor that deletes before it writes)
+// is reloaded with its sessions kept when it comes back within the removal
+// grace (ten debounces); one that stays away is unmounted once it has
+// passed, and its sessions end.
+func TestWatchFileBack(t *testing.T) {
+	const debounce = 50 * time.Millisecond
+	dir := writeDir(t, map[string]string{"a.lua": server(`{ sessions = true }`, "one")})
+	logs := &syncbuf.Buffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := startHost(t, host.Config{Dir: dir, Logger: logger, PoolSize: 1, Watch: true, Debounce: debounce})
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	resp, _ := rpc(t, srv.URL+"/mcp/a", "", "initialize", initParams)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	sessions := func() int { return h.Stats()[0].Sessions }
+	if sid == "" || sessions() != 1 {
+		t.Fatalf("initialize: session %q, %d sessions", sid, sessions())
+	}
+
+	if err := os.Remove(filepath.Join(dir, "a.lua")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the removal to be seen", func() bool {
+		return strings.Contains(logs.String(), "script file gone") || tools(h, "/mcp/a") == "(not mounted)"
+	})
+	write(t, filepath.Join(dir, "a.lua"), server(`{ sessions = true }`, "one", "two"))
+	waitFor(t, "a.lua to reload", func() bool { return tools(h, "/mcp/a") == "one,two" })
+	time.Sleep(20 * debounce) // past the grace: its look finds the file
+	if tools(h, "/mcp/a") != "one,two" || sessions() != 1 {
+		t.Fatalf("a file back within the grace: tools %q, %d sessions, want one,two and the session kept", tools(h, "/mcp/a"), sessions())
+	}
+	if _, res := rpc(t, srv.URL+"/mcp/a", sid, "tools/call", map[string]any{"name": "two"}); toolText(t, res) != "two" {
+		t.Errorf("the kept session's tools/call two = %q", toolText(t, res))
+	}
+
+	if err := os.Remove(filepath.Join(dir, "a.lua")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a.lua to unmount", func() bool { return tools(h, "/mcp/a") == "(not mounted)" })
+}
