@@ -15,7 +15,7 @@ import (
 // counts the ones held back. Distinct places are distinct bugs: each is
 // logged at once.
 const (
-	crashLogEvery = 10 * time.Second
+	crashLogEvery = logcap.Every
 	// maxCrashPlaces bounds the places remembered for one version. A
 	// version's places are bounded by its code, but a script that raises
 	// without a position (error(msg, 0)) is keyed by callback only; past

@@ -215,10 +215,6 @@ func (s *Script) authHook(ctx context.Context, r *mcp.AuthRequest) int {
 	return s.current().auth(ctx, r)
 }
 
-// authWarnEvery is how often, at most, an auth hook that could not run is
-// logged (Script.authWarn).
-const authWarnEvery = 10 * time.Second
-
 func (s *Version) auth(ctx context.Context, r *mcp.AuthRequest) int {
 	v, err := s.pool.getSpare(ctx)
 	if err != nil {
@@ -246,7 +242,7 @@ func (s *Version) auth(ctx context.Context, r *mcp.AuthRequest) int {
 	run, err := v.begin(ctx)
 	if err != nil { // no slot: the server is busy, or the client left
 		s.pool.release(v)
-		if ok, held := s.authWarn.Allow(time.Now(), authWarnEvery); ok {
+		if ok, held := s.authWarn.Allow(time.Now(), logcap.Every); ok {
 			s.logger.Warn("auth: not run", "error", err, "unlogged_since_last", held)
 		}
 		return 503

@@ -34,7 +34,7 @@ type replayBudget struct {
 	n atomic.Int64
 	// max bounds n; 0 means no bound.
 	max atomic.Int64
-	// log and warned report, at most once per refusalLogEvery, that the
+	// log and warned report, at most once per logcap.Every, that the
 	// budget made a stream give events up.
 	log    *slog.Logger
 	warned logcap.Throttle
@@ -59,7 +59,7 @@ func (b *replayBudget) over() bool {
 
 // gaveWay logs, throttled, that a stream gave up kept events to the budget.
 func (b *replayBudget) gaveWay() {
-	if ok, held := b.warned.Allow(time.Now(), refusalLogEvery); ok {
+	if ok, held := b.warned.Allow(time.Now(), logcap.Every); ok {
 		b.log.Warn("mcp: the replay budget is spent: streams pushed to give up their oldest kept events, which resuming clients miss",
 			"budget_bytes", b.max.Load(), "kept_bytes", b.n.Load(), "unlogged_since_last", held)
 	}

@@ -371,26 +371,14 @@ type accept struct {
 // JSON nor SSE is acceptable (406). A missing header accepts JSON; */* and
 // application/* accept JSON, text/* accepts SSE; q=0 excludes a range.
 func parseAccept(values []string) (a accept, ok bool) {
-	present := false
-	for _, v := range values {
-		for part := range strings.SplitSeq(v, ",") {
-			typ, params, _ := strings.Cut(part, ";")
-			typ = strings.TrimSpace(typ)
-			if typ == "" {
-				continue
-			}
-			present = true
-			if zeroQuality(params) {
-				continue
-			}
-			switch strings.ToLower(typ) {
-			case "application/json", "application/*", "*/*":
-				a.json = true
-			case "text/event-stream", "text/*":
-				a.sse = true
-			}
+	present := mediaRanges(values, func(typ string) {
+		switch typ {
+		case "application/json", "application/*", "*/*":
+			a.json = true
+		case "text/event-stream", "text/*":
+			a.sse = true
 		}
-	}
+	})
 	if !present {
 		a.json = true
 	}
@@ -401,7 +389,20 @@ func parseAccept(values []string) (a accept, ok bool) {
 // stream, its only answer: a missing header does, and so do
 // text/event-stream, text/* and */* unless q=0.
 func acceptsEventStream(values []string) bool {
-	present := false
+	sse := false
+	present := mediaRanges(values, func(typ string) {
+		switch typ {
+		case "text/event-stream", "text/*", "*/*":
+			sse = true
+		}
+	})
+	return sse || !present
+}
+
+// mediaRanges calls f with each media range of the Accept values, lower
+// case and without its parameters, that q=0 does not exclude, and reports
+// whether the values named any range at all.
+func mediaRanges(values []string, f func(typ string)) (present bool) {
 	for _, v := range values {
 		for part := range strings.SplitSeq(v, ",") {
 			typ, params, _ := strings.Cut(part, ";")
@@ -410,16 +411,12 @@ func acceptsEventStream(values []string) bool {
 				continue
 			}
 			present = true
-			if zeroQuality(params) {
-				continue
-			}
-			switch strings.ToLower(typ) {
-			case "text/event-stream", "text/*", "*/*":
-				return true
+			if !zeroQuality(params) {
+				f(strings.ToLower(typ))
 			}
 		}
 	}
-	return !present
+	return present
 }
 
 // zeroQuality reports whether media-range parameters carry q=0.
@@ -1133,10 +1130,10 @@ func (h *Handler) warnAtCap(q *quota, gate Gate, method string) {
 }
 
 // warnThrottled logs a warning a client can trigger at will through t: the
-// first at once, then at most one per refusalLogEvery, which counts the
+// first at once, then at most one per logcap.Every, which counts the
 // ones not logged since the last.
 func (h *Handler) warnThrottled(t *logcap.Throttle, msg string, args ...any) {
-	if ok, held := t.Allow(time.Now(), refusalLogEvery); ok {
+	if ok, held := t.Allow(time.Now(), logcap.Every); ok {
 		h.log.Warn(msg, append(args, "unlogged_since_last", held)...)
 	}
 }

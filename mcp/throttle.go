@@ -1,15 +1,6 @@
 package mcp
 
-import (
-	"errors"
-	"time"
-)
-
-// refusalLogEvery bounds how often a warning any client can trigger (a
-// refusal at one of the process-wide caps, a forward without a valid
-// signature, an answer to no request) is logged: a flood of them must not
-// flood the log as well (each line costs more than the refusal it reports).
-const refusalLogEvery = 10 * time.Second
+import "errors"
 
 // Throttled is implemented by an error its source held back from its log
 // rather than logged, being one more of a burst it logs once (luavm logs the

@@ -121,14 +121,10 @@ type Node struct {
 	lookupWarn, unreachableWarn, forgottenWarn logcap.Throttle
 }
 
-// forwardWarnEvery is how often, at most, Forward logs that it could not
-// forward: the first failure at once, then one line per period saying how
-// many went unlogged since.
-const forwardWarnEvery = 10 * time.Second
-
-// warnThrottled logs a warning of Forward through t.
+// warnThrottled logs a warning of Forward through t: the first failure at
+// once, then one line per logcap.Every saying how many went unlogged since.
 func (n *Node) warnThrottled(t *logcap.Throttle, msg string, args ...any) {
-	if ok, held := t.Allow(time.Now(), forwardWarnEvery); ok {
+	if ok, held := t.Allow(time.Now(), logcap.Every); ok {
 		n.log.Warn(msg, append(args, "unlogged_since_last", held)...)
 	}
 }

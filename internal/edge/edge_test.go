@@ -19,9 +19,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
 func TestBadPort(t *testing.T) {
@@ -174,13 +175,8 @@ func TestCertificateReload(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	pool := x509.NewCertPool()
 	pool.AddCert(writeCert(t, "first", certFile, keyFile))
-	var logs strings.Builder
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return logs.Write(p)
-	}), nil))
+	logs := &syncbuf.Buffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	s, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -214,16 +210,10 @@ func TestCertificateReload(t *testing.T) {
 	if got := served(); got != "renewed" {
 		t.Errorf("after a broken renewal served %q, want the previous certificate", got)
 	}
-	logMu.Lock()
-	defer logMu.Unlock()
 	if !strings.Contains(logs.String(), "cannot be loaded") || !strings.Contains(logs.String(), "TLS certificate reloaded") {
 		t.Errorf("the log does not tell the reload and the failure:\n%s", logs.String())
 	}
 }
-
-type writerFunc func(p []byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestHeaderCap: a request whose headers pass the cap is refused with 431
 // before it reaches the handler, by default (64 KiB, not net/http's 1 MiB)
@@ -274,13 +264,8 @@ func TestHandshakeErrorsLogOnce(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	writeCert(t, "server", certFile, keyFile)
-	var logs strings.Builder
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return logs.Write(p)
-	}), nil))
+	logs := &syncbuf.Buffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	s, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -304,8 +289,6 @@ func TestHandshakeErrorsLogOnce(t *testing.T) {
 	// The last line is logged after the answer: wait for it, then for more.
 	deadline := time.Now().Add(10 * time.Second)
 	count := func() int {
-		logMu.Lock()
-		defer logMu.Unlock()
 		return strings.Count(logs.String(), "TLS handshake error")
 	}
 	for count() == 0 && time.Now().Before(deadline) {
@@ -313,8 +296,6 @@ func TestHandshakeErrorsLogOnce(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	if n := count(); n != 1 {
-		logMu.Lock()
-		defer logMu.Unlock()
 		t.Errorf("%d failed handshakes logged for %d, want 1:\n%s", n, flood, logs.String())
 	}
 }

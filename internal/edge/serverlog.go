@@ -9,14 +9,11 @@ import (
 	"github.com/luamcp/luamcp/internal/logcap"
 )
 
-// handshakeLogEvery is how often, at most, a failed TLS handshake is logged.
-const handshakeLogEvery = 10 * time.Second
-
 // serverLog is where net/http's own error lines go (http.Server.ErrorLog):
 // each becomes a warning, except a failed TLS handshake, which any client
 // makes at will (plain HTTP to the HTTPS port, a port scanner, a client
 // that does not trust the certificate and hangs up): those are logged at
-// most once per handshakeLogEvery, with the count of the ones held back, so
+// most once per logcap.Every, with the count of the ones held back, so
 // that a flood of bad handshakes is no flood of the log.
 type serverLog struct {
 	logger     *slog.Logger
@@ -34,7 +31,7 @@ func (l *serverLog) Write(p []byte) (int, error) {
 		l.logger.Warn(msg)
 		return len(p), nil
 	}
-	if ok, held := l.handshakes.Allow(time.Now(), handshakeLogEvery); ok {
+	if ok, held := l.handshakes.Allow(time.Now(), logcap.Every); ok {
 		l.logger.Warn(msg, "unlogged_since_last", held)
 	}
 	return len(p), nil

@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// Every is how often, at most, a kind of line that a client can trigger at
+// will is logged (a refusal at a cap, a failed TLS handshake, a forward to a
+// node gone, a crash of one place of a script): the first at once, then one
+// per period, counting those held back. Each line costs more than what it
+// reports, so a flood of them must not flood the log as well.
+const Every = 10 * time.Second
+
 // Throttle lets a kind of log line through at most once per interval and
 // counts the lines it held back meanwhile, for the next line let through to
 // report. A client can trigger some warnings at will (a refusal at a cap, a
