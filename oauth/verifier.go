@@ -120,9 +120,22 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*mcp.AuthInfo, err
 	defer cancel()
 	claims := jwt.MapClaims{}
 	if _, err := v.parser.ParseWithClaims(token, claims, kf.KeyfuncCtx(ctx)); err != nil {
+		if errors.Is(err, jwt.ErrTokenUnverifiable) && noKeys(ctx, kf) {
+			// The JWKS could not be fetched (or publishes no key): no
+			// token can be judged, and a 401 would send the client to
+			// authorize again, to no avail. The refresh goroutine and the
+			// unknown-kid refetch keep trying.
+			return nil, fmt.Errorf("%w: no key of the JWKS is known (it could not be fetched, or has none): %w", mcp.ErrVerifierUnavailable, err)
+		}
 		return nil, err
 	}
 	return authInfo(claims)
+}
+
+// noKeys reports whether kf holds no key at all.
+func noKeys(ctx context.Context, kf keyfunc.Keyfunc) bool {
+	keys, err := kf.Storage().KeyReadAll(ctx)
+	return err == nil && len(keys) == 0
 }
 
 // authInfo reads what luamcp uses of a verified token's claims.

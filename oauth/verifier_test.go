@@ -436,3 +436,26 @@ func TestAuthInfoScopes(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyJWKSDown: while no key of the JWKS is known (it could not be
+// fetched), a well-formed token cannot be judged: the verifier is
+// unavailable (503), not the token invalid (a 401 would send the client to
+// authorize again, to no avail). A malformed token is refused all the same.
+// (Once the JWKS answers, the next refetch slot finds the key:
+// TestVerifyUnknownKID.)
+func TestVerifyJWKSDown(t *testing.T) {
+	as := newFakeAS(t, "/.well-known/oauth-authorization-server")
+	key := as.publish(t, "k1")
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusBadGateway)
+	}))
+	defer down.Close()
+	v := newVerifier(t, mcp.OAuth{Issuer: as.srv.URL, Audience: audience, JWKSURL: down.URL + "/jwks"})
+	token := sign(t, key, "k1", as.claims(nil))
+	if _, err := v.Verify(context.Background(), token); !errors.Is(err, mcp.ErrVerifierUnavailable) {
+		t.Fatalf("JWKS down: err = %v, want ErrVerifierUnavailable", err)
+	}
+	if _, err := v.Verify(context.Background(), "x.y.z"); err == nil || errors.Is(err, mcp.ErrVerifierUnavailable) {
+		t.Errorf("JWKS down, a malformed token: err = %v, want it refused as such", err)
+	}
+}
