@@ -55,8 +55,10 @@ func TestPostInitialize(t *testing.T) { // post_initialize, dispatch_initialize
 	if !jsonEqual(t, res["protocolVersion"], `"2025-06-18"`) {
 		t.Errorf("protocolVersion = %s, want the client's 2025-06-18", res["protocolVersion"])
 	}
-	if !jsonEqual(t, res["capabilities"], `{"tools":{"listChanged":true},"resources":{"subscribe":true},"prompts":{},"logging":{},"completions":{}}`) {
-		t.Errorf("capabilities = %s, want the fixture's map verbatim", res["capabilities"])
+	// The fixture's map, each list's capability saying listChanged (a
+	// reload tells sessions of their lists' changes).
+	if !jsonEqual(t, res["capabilities"], `{"tools":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"prompts":{"listChanged":true},"logging":{},"completions":{}}`) {
+		t.Errorf("capabilities = %s, want the fixture's map, listChanged on its lists", res["capabilities"])
 	}
 	if !jsonEqual(t, res["serverInfo"], `{"name":"luamcp-test-fixture","version":"1.0.0"}`) {
 		t.Errorf("serverInfo = %s", res["serverInfo"])
@@ -344,10 +346,11 @@ func TestDispatchResources(t *testing.T) {
 		}
 	})
 	t.Run("dispatch_resources_read_error", func(t *testing.T) {
-		wantError(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{"uri": "mem://locked"}), -32002, "locked")
+		// The script's own -32002 names the uri as the transport's does.
+		wantErrorData(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{"uri": "mem://locked"}), -32002, "locked", `{"uri":"mem://locked"}`)
 	})
 	t.Run("dispatch_resources_read_unknown", func(t *testing.T) {
-		wantError(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{"uri": "mem://nope"}), -32002, "Resource not found: mem://nope")
+		wantErrorData(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{"uri": "mem://nope"}), -32002, "Resource not found: mem://nope", `{"uri":"mem://nope"}`)
 	})
 	t.Run("dispatch_resources_read_missing_uri", func(t *testing.T) {
 		wantError(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{}), -32602, "Invalid params: missing resource uri")
