@@ -116,17 +116,6 @@ func TestStatelessEraRefusals(t *testing.T) {
 	}
 }
 
-// TestStatelessEraNullID checks that a 2026-07-28 request with a null id is
-// refused (-32600), not taken for a notification and dropped with a 202.
-func TestStatelessEraNullID(t *testing.T) {
-	rt := newRoute(t, newFakeServer(), mcp.Options{})
-	body := `{"jsonrpc":"2.0","id":null,"method":"tools/list","params":` + withMeta("", metaAll) + `}`
-	r := rt.post(body, modernHeaders("tools/list", "")...)
-	if r.status != 400 || r.errorCode() != -32600 {
-		t.Fatalf("got %d %d, want 400 -32600: %s", r.status, r.errorCode(), r.body)
-	}
-}
-
 func TestStatelessEraUnsupportedVersion(t *testing.T) {
 	rt := newRoute(t, newFakeServer(), mcp.Options{})
 	meta := strings.Replace(metaAll, "2026-07-28", "v999.0.0", 1)

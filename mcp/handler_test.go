@@ -192,7 +192,7 @@ func TestPostChecks(t *testing.T) {
 		{name: "wrong version", body: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, status: 200, code: -32600, id: float64(1)},
 		{name: "params array", body: `{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}`, status: 200, code: -32600, id: float64(1)},
 		{name: "notification", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: 202},
-		{name: "null id", body: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, status: 200, code: -32600},
+		{name: "null id notification", body: `{"jsonrpc":"2.0","id":null,"method":"whatever"}`, status: 202},
 		{name: "unmatched response", body: `{"jsonrpc":"2.0","id":"s-x-1","result":{}}`, status: 400, code: -32600},
 		{name: "malformed response", body: `{"jsonrpc":"2.0","id":"s-x-1","result":{},"error":{"code":1,"message":"m"}}`, status: 400, code: -32600},
 	}

@@ -18,7 +18,7 @@ import (
 // response to a request the server sent.
 type message struct {
 	// id is the raw JSON id of a request or response; nil for a notification
-	// (no id member) and for a response with a null id.
+	// (absent or null id).
 	id []byte
 	// method is the method of a request or notification; "" for a response.
 	method string
@@ -79,11 +79,10 @@ func decodeMessage(body []byte, m *message) int {
 		}
 	}
 	// The id is read first, so that an Invalid Request answer can echo it.
-	nullID := false
 	if id != nil {
 		switch kindOf(id) {
 		case 'n':
-			id, nullID = nil, true
+			id = nil
 		case '"', '0':
 		default:
 			return CodeInvalidRequest
@@ -113,12 +112,6 @@ func decodeMessage(body []byte, m *message) int {
 		return 0
 	}
 	m.result, m.errObj = nil, nil
-	// A notification has no id member; a request's id is a string or an
-	// integer, never null (MCP's base protocol). A null id is neither: read
-	// as a notification, a request would get 202 and no answer.
-	if nullID {
-		return CodeInvalidRequest
-	}
 	name, ok := jsonString(method)
 	if !ok {
 		return CodeInvalidRequest
