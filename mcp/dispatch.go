@@ -151,18 +151,11 @@ func (h *Handler) failure(ctx context.Context, dst []byte, m *message, sc *scope
 		return dst, errInterrupted // the transport knows why (Outbound.Ask)
 	}
 	if errors.As(err, &e) {
-		if e.Code == CodeResourceNotFound {
-			// Not found names its uri in data, as the spec's example of
-			// both eras does; the 2026-07-28 era has no -32002: -32602.
-			ne := *e
-			if len(ne.Data) == 0 {
-				uri, _ := stringMember(m.params, "uri")
-				ne.Data = append(appendString([]byte(`{"uri":`), uri), '}')
-			}
-			if sc.era == eraStateless {
-				ne.Code = CodeInvalidParams
-			}
-			e = &ne
+		if e.Code == CodeResourceNotFound && sc.era == eraStateless {
+			// The 2026-07-28 era has no -32002: -32602 with data.uri.
+			uri, _ := stringMember(m.params, "uri")
+			data := appendString([]byte(`{"uri":`), uri)
+			e = &Error{Code: CodeInvalidParams, Message: e.Message, Data: append(data, '}')}
 		}
 		if e.Code == CodeInvalidParams {
 			h.log.Debug("mcp: invalid params", "method", m.method, "err", e.Message)

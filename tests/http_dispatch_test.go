@@ -346,11 +346,10 @@ func TestDispatchResources(t *testing.T) {
 		}
 	})
 	t.Run("dispatch_resources_read_error", func(t *testing.T) {
-		// The script's own -32002 names the uri as the transport's does.
-		wantErrorData(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{"uri": "mem://locked"}), -32002, "locked", `{"uri":"mem://locked"}`)
+		wantError(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{"uri": "mem://locked"}), -32002, "locked")
 	})
 	t.Run("dispatch_resources_read_unknown", func(t *testing.T) {
-		wantErrorData(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{"uri": "mem://nope"}), -32002, "Resource not found: mem://nope", `{"uri":"mem://nope"}`)
+		wantError(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{"uri": "mem://nope"}), -32002, "Resource not found: mem://nope")
 	})
 	t.Run("dispatch_resources_read_missing_uri", func(t *testing.T) {
 		wantError(t, s.rpc(t, u, "", 1, "resources/read", map[string]any{}), -32602, "Invalid params: missing resource uri")
