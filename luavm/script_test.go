@@ -146,7 +146,7 @@ func TestInitResult(t *testing.T) {
 	s, _ := load(t, "full.lua", nil)
 	ss, res := open(t, s, "sid-1")
 	jsonEqual(t, string(res.ServerInfo), `{"name":"full","version":"1.0.0","websiteUrl":"https://example.com"}`)
-	jsonEqual(t, string(res.Capabilities), `{"tools":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"prompts":{"listChanged":true},"completions":{},"logging":{}}`)
+	jsonEqual(t, string(res.Capabilities), `{"tools":{},"resources":{"subscribe":true},"prompts":{},"completions":{},"logging":{}}`)
 	if want := (mcp.Capabilities{Tools: true, Resources: true, Prompts: true, Logging: true, Completions: true}); res.Has != want {
 		t.Errorf("Has = %+v", res.Has)
 	}
@@ -159,7 +159,7 @@ func TestInitResult(t *testing.T) {
 	// Stateless: init({}) with no params at all.
 	st, _ := load(t, "stateless.lua", nil)
 	sl, res := open(t, st, "")
-	jsonEqual(t, string(res.Capabilities), `{"tools":{"listChanged":true}}`)
+	jsonEqual(t, string(res.Capabilities), `{"tools":{}}`)
 	if got := text(t, mustCall(t, sl, "hit", `{}`)); got != "params=0 hits=1" {
 		t.Errorf("stateless init saw %q", got)
 	}
@@ -216,25 +216,4 @@ func TestInitCall(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestInitListChanged: a reload tells sessions when their lists change, so
-// the capabilities with lists say listChanged unless the script said
-// otherwise, and the script's own tables stay as they were.
-func TestInitListChanged(t *testing.T) {
-	s, _ := loadSource(t, "caps.lua", `
-local mcp = require("mcp")
-local caps = { tools = {}, resources = { subscribe = true }, prompts = { listChanged = false }, logging = {} }
-return {
-  init = function() return { name = "caps", version = "1" }, caps, {} end,
-  tools = function() return { { name = "caps", input_schema = { type = "object" } } } end,
-  resources = function() return {} end,
-  read_resource = function() return "" end,
-  prompts = function() return {} end,
-  get_prompt = function() return { messages = {} } end,
-  handle_tool = function() return mcp.json_encode(caps) end,
-}`)
-	ss, res := open(t, s, "sid")
-	jsonEqual(t, string(res.Capabilities), `{"tools":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"prompts":{"listChanged":false},"logging":{}}`)
-	jsonEqual(t, text(t, mustCall(t, ss, "caps", `{}`)), `{"logging":{},"prompts":{"listChanged":false},"resources":{"subscribe":true},"tools":{}}`)
 }

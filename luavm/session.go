@@ -166,7 +166,7 @@ func (v *vm) initResult(info, caps lua.LValue, encode bool) (*mcp.InitResult, er
 		res.Capabilities = json.RawMessage("{}")
 	case *lua.LTable:
 		if encode {
-			if res.Capabilities, err = v.codec.Encode(v.withListChanged(c), "capabilities"); err != nil {
+			if res.Capabilities, err = v.codec.Encode(c, "capabilities"); err != nil {
 				return nil, err
 			}
 		}
@@ -182,37 +182,6 @@ func (v *vm) initResult(info, caps lua.LValue, encode bool) (*mcp.InitResult, er
 		return nil, fmt.Errorf("capabilities: want a table, got %s", describe(caps))
 	}
 	return res, nil
-}
-
-// listCapabilities are the capabilities whose lists a reload may change:
-// a session's client is then told (reload.go listChanges).
-var listCapabilities = []string{"tools", "resources", "prompts"}
-
-// withListChanged returns caps, or a copy of it in which each capability of
-// listCapabilities that is a table without listChanged says listChanged =
-// true: luamcp sends the list_changed notifications when a reload changes
-// a list, and a client learns from the capability that it may get them.
-// An explicit listChanged is kept. The script's tables are left as they are.
-func (v *vm) withListChanged(caps *lua.LTable) *lua.LTable {
-	var out *lua.LTable
-	for _, name := range listCapabilities {
-		c, ok := caps.RawGetString(name).(*lua.LTable)
-		if !ok || c.RawGetString("listChanged") != lua.LNil {
-			continue
-		}
-		if out == nil {
-			out = v.L.NewTable()
-			caps.ForEach(out.RawSet)
-		}
-		cp := v.L.NewTable()
-		c.ForEach(cp.RawSet)
-		cp.RawSetString("listChanged", lua.LTrue)
-		out.RawSetString(name, cp)
-	}
-	if out == nil {
-		return caps
-	}
-	return out
 }
 
 // checkCapabilities enforces "a server that advertises a capability must
