@@ -385,9 +385,10 @@ func parseAccept(values []string) (a accept, ok bool) {
 	return a, a.json || a.sse
 }
 
-// acceptsEventStream reports whether the Accept values of a GET allow an SSE
-// stream, its only answer: a missing header does, and so do
-// text/event-stream, text/* and */* unless q=0.
+// acceptsEventStream reports whether the Accept values of a 2026-07-28
+// subscriptions/listen allow an SSE stream, its only answer: a missing
+// header does, and so do text/event-stream, text/* and */* unless q=0. (A
+// session's GET does not read Accept, as the original's does not.)
 func acceptsEventStream(values []string) bool {
 	sse := false
 	present := mediaRanges(values, func(typ string) {
@@ -1198,11 +1199,6 @@ func (h *Handler) headerSession(w http.ResponseWriter, r *http.Request) *session
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 	s := h.headerSession(w, r)
 	if s == nil {
-		return
-	}
-	if !acceptsEventStream(r.Header["Accept"]) {
-		writeJSONError(w, http.StatusNotAcceptable, nil, CodeInvalidRequest,
-			"Not Acceptable: Client must accept text/event-stream")
 		return
 	}
 	var lastID uint64
