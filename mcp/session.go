@@ -97,28 +97,17 @@ func newJob(h *Handler, s *session, m *message, acc accept) *job {
 	return j
 }
 
-// progressToken returns params._meta.progressToken, or nil when there is
-// none or it is not a token: a token is a string or an integer, as a request
-// id is. Every progress notification echoes it as it came, so one that is
-// not UTF-8 (the notifications would not be JSON) or longer than an id may
-// be ([maxIDBytes]: each notification would copy up to MaxBodyBytes) counts
-// as none too, as does any other value (null, 1.5, an object): no progress
-// notification carries a value the client cannot have meant.
+// progressToken returns params._meta.progressToken, or nil. Any JSON value
+// is a token, as in the original (behaviour.md: "present (any JSON
+// value)"), but one that is not UTF-8 (the notifications that echo it would
+// not be JSON) or longer than an id may be ([maxIDBytes]: each notification
+// would copy up to MaxBodyBytes) counts as none.
 func progressToken(params []byte) []byte {
 	meta, ok := member(params, "_meta")
 	if !ok {
 		return nil
 	}
 	tok, _ := member(meta, "progressToken")
-	switch kindOf(tok) {
-	case '"':
-	case '0':
-		if !isInteger(tok) {
-			return nil
-		}
-	default:
-		return nil
-	}
 	if len(tok) > maxIDBytes || !utf8.Valid(tok) {
 		return nil
 	}

@@ -75,20 +75,19 @@ func TestProgressWithoutSSEIsBuffered(t *testing.T) {
 	}
 }
 
-// TestProgressTokenNotAToken: a _meta.progressToken that is neither a string
-// nor an integer is no token: the call is answered as if it had none, not
-// streamed with notifications/progress carrying it (the schema allows only
-// strings and integers there).
-func TestProgressTokenNotAToken(t *testing.T) {
+// TestProgressTokenAnyValue: a _meta.progressToken of any JSON value
+// streams the call and comes back as sent in its notifications/progress,
+// as the original's does (behaviour.md: "present (any JSON value)").
+func TestProgressTokenAnyValue(t *testing.T) {
 	for _, sessions := range []bool{false, true} {
 		rt := newRoute(t, newFakeServer(), mcp.Options{Sessions: sessions})
 		var headers []string
 		if sessions {
 			headers = append(headers, "Mcp-Session-Id: "+rt.initialize())
 		}
-		for _, tok := range []string{`null`, `1.5`, `true`, `{}`} {
+		for _, tok := range []string{`null`, `1.5`, `true`, `{"a":1}`} {
 			r := rt.post(progressCall("1", tok, `{}`), headers...)
-			if r.header.Get("Content-Type") != "application/json" || r.text() != "done" {
+			if r.header.Get("Content-Type") != "text/event-stream" || !strings.Contains(r.body, `"progressToken":`+tok+`,`) {
 				t.Fatalf("sessions=%v, token %s: %s %s", sessions, tok, r.header.Get("Content-Type"), r.body)
 			}
 		}
