@@ -128,7 +128,7 @@ func joinCluster(c *cli.Context, stateKey []byte, listenURL string, logger *slog
 	nc, err := nats.Connect(natsURL, opts...) // cluster.Join logs disconnects and reconnects
 	if err != nil {
 		n.close(false)
-		return nil, fmt.Errorf("--nats: %w", err)
+		return nil, fmt.Errorf("--nats %s: %w", redactedURLs(natsURL), err)
 	}
 	n.nc = nc
 	if n.node, err = cluster.Join(c.Context, cluster.Config{Conn: nc, NodeID: n.id, Advertise: n.advertise, RootCAs: roots, Logger: logger, Key: stateKey}); err != nil {
@@ -208,4 +208,18 @@ func (n *clusterNode) close(restarting bool) error {
 		n.embedded.Shutdown()
 	}
 	return err
+}
+
+// redactedURLs is a --nats value (one URL or a comma-separated list) fit
+// for a message: each URL's user information, which may hold a password or
+// a token, is shown as "redacted", as nats.go's ConnectedUrlRedacted does.
+func redactedURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			u.User = url.User("redacted")
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
 }

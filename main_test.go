@@ -113,7 +113,9 @@ func TestServeErrors(t *testing.T) {
 		{"bad advertise", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded:0", "--advertise", "ftp://x"}, "--advertise must be"},
 		{"advertise unspecified", []string{"--dir", scripts, "--addr", "0.0.0.0:0", "--state-key-file", goodKey, "--nats", "embedded:0"}, "--advertise: other nodes cannot reach"},
 		{"embedded bad port", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "embedded:x"}, "the port must be a number"},
-		{"nats unreachable", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "nats://127.0.0.1:1"}, "--nats"},
+		{"nats unreachable", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "nats://127.0.0.1:1"}, "--nats nats://127.0.0.1:1: "},
+		{"nats unreachable, credentials not shown", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--state-key-file", goodKey, "--nats", "nats://me:secret@127.0.0.1:1,nats://127.0.0.1:2"},
+			"--nats nats://redacted@127.0.0.1:1,nats://127.0.0.1:2: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"luamcp", "serve"}, tc.args...)
