@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/internal/jsonschema"
+	"github.com/luamcp/luamcp/mcp"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -134,6 +136,7 @@ func (c *checker) run() []string {
 	state := rets[2]
 	tools := c.list(cbTools, state, "name", c.tool)
 	c.toolScopes(tools)
+	c.oauthAudience()
 	if v.has(cbResources) {
 		c.list(cbResources, state, "uri", c.named(cbResources))
 	}
@@ -279,6 +282,27 @@ func (c *checker) toolScopes(tools []string) {
 		if !slices.Contains(tools, name) {
 			c.add(c.ver.retLine, "route.oauth.tool_scopes names %q, which tools() does not list", name)
 		}
+	}
+}
+
+// oauthAudience warns when route.oauth.audience names another path than the
+// route's. A client takes the audience for the URL it reaches the route at
+// (the official TypeScript SDK refuses metadata whose resource is not a
+// prefix of it), while luamcp names the metadata document under the route's
+// own path: they differ only behind a proxy that rewrites paths, which must
+// then map both the route and its metadata.
+func (c *checker) oauthAudience() {
+	o := c.ver.opts.OAuth
+	if o == nil {
+		return
+	}
+	u, err := url.Parse(o.Audience)
+	if err != nil {
+		return
+	}
+	if strings.TrimSuffix(u.Path, "/") != strings.TrimSuffix(c.ver.opts.Path, "/") {
+		c.warn(c.ver.retLine, "route.oauth.audience's path %q is not the route's path %q: clients reach the route at the audience, and its metadata is served at %s; unless a proxy maps the one path to the other, make them the same",
+			u.Path, c.ver.opts.Path, mcp.MetadataPath(c.ver.opts.Path))
 	}
 }
 
