@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -1208,11 +1209,34 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 			h.serveResume(w, r, s, k, n)
 			return
 		}
-		if n, err := strconv.ParseUint(strings.TrimSpace(v[0]), 10, 64); err == nil {
-			lastID, replay = n, true
-		}
+		lastID, replay = parseLastEventID(v[0])
 	}
 	h.serveChannel(w, r, s, lastID, replay)
+}
+
+// parseLastEventID reads a GET channel's Last-Event-ID: integer text, with
+// an optional sign, as the original reads it. The events replayed are those
+// with a greater id, so a negative value replays every kept event and one
+// past the largest id none; any other text means no replay.
+func parseLastEventID(v string) (lastID uint64, replay bool) {
+	v = strings.TrimSpace(v)
+	neg := false
+	if v != "" && (v[0] == '+' || v[0] == '-') {
+		neg = v[0] == '-'
+		v = v[1:]
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	switch {
+	case err == nil && neg:
+		return 0, true
+	case err == nil:
+		return n, true
+	case errors.Is(err, strconv.ErrRange) && neg:
+		return 0, true
+	case errors.Is(err, strconv.ErrRange):
+		return math.MaxUint64, true
+	}
+	return 0, false
 }
 
 // serveChannel serves the session's GET channel: pushes as they come, a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,6 +190,43 @@ func TestSessionResumeNonIntegerLastEventID(t *testing.T) {
 	get := s.openGET(t, u, sid, map[string]string{"Last-Event-ID": "not-a-number"})
 	s.poke(t, u, sid, 2)
 	wantPoke(t, get, 2, "2")
+}
+
+// TestSessionResumeLastEventIDForms pins how the GET channel reads
+// Last-Event-ID: integer text with an optional sign, as the original reads
+// it; the events replayed are those with a greater id.
+func TestSessionResumeLastEventIDForms(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "session")
+	u := s.url("session")
+	for _, tc := range []struct {
+		lastID string
+		want   []int // the pokes replayed, before poke 3
+	}{
+		{"-1", []int{1, 2}},
+		{"-99999999999999999999", []int{1, 2}},
+		{"+1", []int{2}},
+		{"0", []int{1, 2}},
+		{"2", nil},
+		{"99999999999999999999", nil},
+		{"1.0", nil},
+		{"1e0", nil},
+		{"--1", nil},
+		{"-", nil},
+	} {
+		t.Run(tc.lastID, func(t *testing.T) {
+			sid := s.initialize(t, u)
+			s.poke(t, u, sid, 1)
+			s.poke(t, u, sid, 2)
+			get := s.openGET(t, u, sid, map[string]string{"Last-Event-ID": tc.lastID})
+			for _, n := range tc.want {
+				wantPoke(t, get, n, strconv.Itoa(n))
+			}
+			s.poke(t, u, sid, 3)
+			wantPoke(t, get, 3, "3") // nothing else was replayed before it
+			get.close()
+		})
+	}
 }
 
 func TestReplayBufferEvictsOldest(t *testing.T) {
