@@ -134,8 +134,8 @@ func FuzzTime(f *testing.F) {
 		badTime := math.IsNaN(when) || math.Abs(when) > 1e15
 		// RFC 3339 has four digits for the year.
 		badYear := false
-		if sec, frac := math.Modf(when); !badTime {
-			year := time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC().Year()
+		if !badTime {
+			year := unixTime(when).Year()
 			badYear = year < 0 || year > 9999
 		}
 		rfc3339 := func(layout string) bool {

@@ -89,6 +89,9 @@ func TestTime(t *testing.T) {
 		{"now", `local now, ms = time.now(), time.ms()
 			if now < 1.7e9 or math.abs(now * 1000 - ms) > 5000 then error("now " .. now .. " ms " .. ms) end
 			eq(ms % 1, 0)`},
+		{"fractions as written", `eq(time.format(1700000000.123, "2006-01-02T15:04:05.000Z07:00"), "2023-11-14T22:13:20.123Z")
+			eq(time.format(time.parse("2023-11-14T22:13:20.123Z"), "RFC3339Nano"), "2023-11-14T22:13:20.123Z")
+			eq(time.format(-0.25, "RFC3339Nano"), "1969-12-31T23:59:59.75Z"); eq(time.format(1e-9, "RFC3339Nano"), "1970-01-01T00:00:00.000000001Z")`},
 		{"wrong arguments raise", `fails(time.format, "x"); fails(time.format, 0 / 0); fails(time.parse, {})`},
 		{"RFC 3339 years", `eq(time.format(253402300799), "9999-12-31T23:59:59Z"); eq(time.format(-62167219200), "0000-01-01T00:00:00Z")
 			eq(time.parse(time.format(-62167219200)), -62167219200)

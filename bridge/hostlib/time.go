@@ -3,6 +3,7 @@ package hostlib
 import (
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,8 +67,7 @@ func timeFormat(_ *State, L *lua.LState) int {
 		L.ArgError(1, "a Unix time in seconds expected")
 	}
 	layout := layoutArg(L, 2)
-	sec, frac := math.Modf(t)
-	tm := time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC()
+	tm := unixTime(t)
 	// RFC 3339 writes the year in four digits: Go would write 10000 or
 	// -0001, which no RFC 3339 parser (time.parse included) reads back.
 	if (layout == time.RFC3339 || layout == time.RFC3339Nano) && (tm.Year() < 0 || tm.Year() > 9999) {
@@ -75,6 +75,23 @@ func timeFormat(_ *State, L *lua.LState) int {
 	}
 	keepString(L, "time.format", tm.Format(layout))
 	return 1
+}
+
+// unixTime is the time t seconds after the Unix epoch, to the digits t
+// holds: the shortest decimal that reads back as t, cut at the nanosecond.
+// A float of 1.7e9 is only within 2.4e-7 of the time it was written from
+// (1700000000.123 is 1700000000.12299990654), so its exact binary value
+// would format as .122 what time.parse read from .123.
+func unixTime(t float64) time.Time {
+	text := strconv.FormatFloat(math.Abs(t), 'f', -1, 64)
+	whole, frac, _ := strings.Cut(text, ".")
+	sec, _ := strconv.ParseInt(whole, 10, 64) // |t| <= 1e15: always an integer
+	frac = (frac + "000000000")[:9]
+	nsec, _ := strconv.ParseInt(frac, 10, 64)
+	if t < 0 {
+		sec, nsec = -sec, -nsec
+	}
+	return time.Unix(sec, nsec).UTC()
 }
 
 // time.parse(text [, layout]) -> Unix seconds | nil, message. A text without
