@@ -105,7 +105,11 @@ func (p *allowParser) list(key string, v lua.LValue) error {
 			return fmt.Errorf("%s %q: %v", where, string(s), err)
 		}
 		if entry == "" {
-			continue
+			if fromEnv {
+				continue // unset or empty: grants nothing
+			}
+			// Not skipped: "" in read or write would be the scripts folder.
+			return fmt.Errorf("%s is empty", where)
 		}
 		if err := p.add(key, entry, fromEnv); err != nil {
 			return fmt.Errorf("%s %q: %v", where, string(s), err)

@@ -180,6 +180,11 @@ func TestParseAllow(t *testing.T) {
 		{allow: `{ exec = { "no-such-program-luamcp" } }`, err: `route.allow.exec[1] "no-such-program-luamcp": program not found on PATH`},
 		{allow: `{ exec = { "bin/tool" } }`, err: "program name"},
 		{allow: `{ exec = { "/nonexistent/tool" } }`, err: "not an executable file"},
+		{allow: `{ http = { "" } }`, err: "route.allow.http[1] is empty"},
+		{allow: `{ read = { "data", "" } }`, err: "route.allow.read[2] is empty"},
+		{allow: `{ write = { "" } }`, err: "route.allow.write[1] is empty"},
+		{allow: `{ env = { "" } }`, err: "route.allow.env[1] is empty"},
+		{allow: `{ exec = { "" } }`, err: "route.allow.exec[1] is empty"},
 	}
 	for _, tt := range tests {
 		g, err := ParseAllow(luaValue(t, L, tt.allow), dir, getenv)
