@@ -424,25 +424,26 @@ func (l *Lib) checkURL(u *url.URL, what string) error {
 		return &deniedError{fmt.Sprintf("http: %s %s is not allowed (route.allow.http)", what, u.Host)}
 	}
 	if a, err := netip.ParseAddr(host); err == nil && !public(a) && !p.Literal() {
-		return &deniedError{fmt.Sprintf("http: %s %s is a %s address: only an entry that names it literally allows it (route.allow.http)", what, u.Host, addressClass(a))}
+		return &deniedError{fmt.Sprintf("http: %s %s is %s address: only an entry that names it literally allows it (route.allow.http)", what, u.Host, addressClass(a))}
 	}
 	return nil
 }
 
-// addressClass names the kind of a non-public address for messages.
+// addressClass names the kind of a non-public address for messages, with
+// its article ("a loopback", "an unspecified").
 func addressClass(a netip.Addr) string {
 	a = a.Unmap()
 	switch {
 	case a.IsLoopback():
-		return "loopback"
+		return "a loopback"
 	case a.IsPrivate():
-		return "private"
+		return "a private"
 	case a.IsLinkLocalUnicast():
-		return "link-local"
+		return "a link-local"
 	case a.IsUnspecified():
-		return "unspecified"
+		return "an unspecified"
 	}
-	return "special-purpose"
+	return "a special-purpose"
 }
 
 // newTransport returns the route's transport: no proxy (a proxy would
@@ -489,7 +490,7 @@ func (l *Lib) dial(ctx context.Context, network, addr string) (net.Conn, error) 
 			if p.reaches(a) {
 				return nil
 			}
-			return &deniedError{fmt.Sprintf("http: %s resolves to %s, a %s address: only an entry that names it literally allows it (route.allow.http)",
+			return &deniedError{fmt.Sprintf("http: %s resolves to %s, %s address: only an entry that names it literally allows it (route.allow.http)",
 				host, a, addressClass(a))}
 		},
 	}

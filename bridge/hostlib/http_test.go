@@ -229,6 +229,8 @@ func TestHTTPAddressCheck(t *testing.T) {
 		{"cloud metadata", `local v, err = http.get("http://169.254.169.254/latest/meta-data/"); eq(v, nil)
 			eq(err, "http: host 169.254.169.254 is a link-local address: only an entry that names it literally allows it (route.allow.http)")
 			v, err = http.get("http://[::ffff:10.0.0.1]/"); eq(err, "http: host [::ffff:10.0.0.1] is a private address: only an entry that names it literally allows it (route.allow.http)")`},
+		{"unspecified", `local v, err = http.get("http://0.0.0.0:" .. PORT .. "/text"); eq(v, nil)
+			eq(err, "http: host 0.0.0.0:" .. PORT .. " is an unspecified address: only an entry that names it literally allows it (route.allow.http)")`},
 	})
 }
 
