@@ -354,6 +354,41 @@ func (m *Module) sampleParams(L *lua.LState, method string, t *lua.LTable) {
 	if tools, ok := t.RawGetString("tools").(*lua.LTable); ok {
 		t.RawSetString("tools", m.sampleTools(L, method, tools))
 	}
+	if prefs, ok := t.RawGetString("modelPreferences").(*lua.LTable); ok {
+		t.RawSetString("modelPreferences", renamedCopy(L, method, "params.model_preferences", prefs, modelPreferenceNames))
+	}
+}
+
+// modelPreferenceNames are the snake_case keys of mcp.sample's
+// model_preferences, with the wire's names: a client ignores a
+// speed_priority it does not know.
+var modelPreferenceNames = map[string]string{
+	"cost_priority":         "costPriority",
+	"speed_priority":        "speedPriority",
+	"intelligence_priority": "intelligencePriority",
+}
+
+// renamedCopy returns a copy of src whose keys in names have their wire
+// names, and raises when src has a key under both names; at names src in
+// the message. The script's table is left as it is.
+func renamedCopy(L *lua.LState, method, at string, src *lua.LTable, names map[string]string) *lua.LTable {
+	cp := L.CreateTable(0, 4)
+	var dup string
+	src.ForEach(func(k, v lua.LValue) {
+		if s, ok := k.(lua.LString); ok {
+			if wire, ok := names[string(s)]; ok {
+				if src.RawGetString(wire) != lua.LNil {
+					dup = string(s) + " and " + wire
+				}
+				k = lua.LString(wire)
+			}
+		}
+		cp.RawSet(k, v)
+	})
+	if dup != "" {
+		raise(L, method+": "+at+": both "+dup+" are set")
+	}
+	return cp
 }
 
 // WireNames are the snake_case keys a script may write in descriptors and
@@ -383,25 +418,13 @@ func (m *Module) sampleTools(L *lua.LState, method string, tools *lua.LTable) *l
 		if !ok {
 			raise(L, method+": params."+at+": want a tool (a table with name and input_schema), got "+describeValue(tools.RawGetInt(i)))
 		}
-		cp := L.CreateTable(0, 4)
-		var dup string
-		tool.ForEach(func(k, v lua.LValue) {
-			if s, ok := k.(lua.LString); ok {
-				if wire, ok := WireNames[string(s)]; ok {
-					if tool.RawGetString(wire) != lua.LNil {
-						dup = string(s) + " and " + wire
-					}
-					k, s = lua.LString(wire), lua.LString(wire)
-				}
-				if s == "inputSchema" || s == "outputSchema" {
-					v = m.shaped(L, method, at+"."+string(s), v, Schema)
-				}
+		cp := renamedCopy(L, method, "params."+at, tool, WireNames)
+		for _, key := range []string{"inputSchema", "outputSchema"} {
+			if v := cp.RawGetString(key); v != lua.LNil {
+				cp.RawSetString(key, m.shaped(L, method, at+"."+key, v, Schema))
 			}
-			cp.RawSet(k, v)
-		})
+		}
 		switch {
-		case dup != "":
-			raise(L, method+": params."+at+": both "+dup+" are set")
 		case cp.RawGetString("name").Type() != lua.LTString:
 			raise(L, method+": params."+at+": a tool needs name (a string), got "+describeValue(cp.RawGetString("name")))
 		case cp.RawGetString("inputSchema") == lua.LNil:

@@ -106,6 +106,13 @@ func TestRequestParamShapes(t *testing.T) {
 			`request sampling/createMessage {"messages":[],"tools":[{"annotations":{"x":1},"inputSchema":{"type":"object"},"name":"t"}]}`, ""},
 		{"tool both names", `mcp.sample(ctx, {messages = {}, tools = {{name = "t", input_schema = {type = "object"}, inputSchema = {type = "object"}}}})`, "",
 			"sampling/createMessage: params.tools[1]: both input_schema and inputSchema are set"},
+		// model_preferences' own keys are renamed too (a client ignores
+		// speed_priority); the script's table stays as it was.
+		{"model preferences", `local p = {speed_priority = 1, cost_priority = 0.5, intelligencePriority = 0}
+			mcp.sample(ctx, {messages = {}, model_preferences = p}); assert(p.speed_priority == 1 and p.speedPriority == nil)`,
+			`request sampling/createMessage {"messages":[],"modelPreferences":{"costPriority":0.5,"intelligencePriority":0,"speedPriority":1}}`, ""},
+		{"model preferences both names", `mcp.sample(ctx, {messages = {}, model_preferences = {speed_priority = 1, speedPriority = 1}})`, "",
+			"sampling/createMessage: params.model_preferences: both speed_priority and speedPriority are set"},
 		{"tool without schema", `mcp.sample(ctx, {messages = {}, tools = {{name = "t"}}})`, "",
 			"sampling/createMessage: params.tools[1]: a tool needs input_schema"},
 		{"tool without name", `mcp.sample(ctx, {messages = {}, tools = {{input_schema = {type = "object"}}}})`, "",

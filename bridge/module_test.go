@@ -568,7 +568,7 @@ func TestSampleAndRoots(t *testing.T) {
 	}
 	equal(t, "line", h.line.events, []string{
 		`request sampling/createMessage {"includeContext":"none","maxTokens":100,"messages":[{"content":{"text":"hello","type":"text"},"role":"user"}],` +
-			`"metadata":{"trace_id":"x"},"modelPreferences":{"hints":[{"name":"claude"}],"speed_priority":1},"stopSequences":["END"],` +
+			`"metadata":{"trace_id":"x"},"modelPreferences":{"hints":[{"name":"claude"}],"speedPriority":1},"stopSequences":["END"],` +
 			`"systemPrompt":"be brief","temperature":0.5,"toolChoice":{"mode":"auto"}}`,
 		`request roots/list {}`,
 	})

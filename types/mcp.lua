@@ -42,7 +42,7 @@
 ---@field messages table[] {role="user"|"assistant", content={type="text", text=...}} entries; content is a block or a list of blocks (text, image, audio, tool_use, tool_result), each with the fields MCP requires, or the request raises
 ---@field max_tokens integer
 ---@field system_prompt string?
----@field model_preferences table?
+---@field model_preferences table? {hints={{name=}}, cost_priority=, speed_priority=, intelligence_priority=} (0 to 1; snake_case or the wire's camelCase)
 ---@field temperature number?
 ---@field stop_sequences string[]?
 ---@field include_context "none"|"thisServer"|"allServers"?
