@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -379,4 +380,15 @@ func (rt *route) stream(ctx context.Context, sid string, body string, headers ..
 		headers = append(headers, "Mcp-Session-Id: "+sid)
 	}
 	return newSSE(rt.t, rt.open(ctx, http.MethodPost, body, headers...))
+}
+
+// heapInUse returns the bytes of the heap's live objects, after collecting
+// what is not (twice: sync.Pools keep what they held until a second
+// collection).
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

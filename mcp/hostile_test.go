@@ -425,13 +425,7 @@ func TestListenKeepsNoBody(t *testing.T) {
 	params := `{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["mem://greeting"]}}`
 	body := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":` + withMeta(params, metaAll) +
 		`,"padding":"` + strings.Repeat("p", pad) + `"}`
-	heap := func() int64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.HeapAlloc)
-	}
-	before := heap()
+	before := heapInUse()
 	for range streams {
 		ctx, cancel := context.WithCancel(context.Background())
 		s := rt.stream(ctx, "", body, modernHeaders("subscriptions/listen", params)...)
@@ -441,7 +435,7 @@ func TestListenKeepsNoBody(t *testing.T) {
 		}
 	}
 	body = "" // the test's own copy is not the server's
-	if grown := heap() - before; grown > streams*pad/4 {
+	if grown := heapInUse() - before; grown > streams*pad/4 {
 		t.Errorf("%d open listen streams hold %d MiB; their bodies were %d MiB", streams, grown>>20, streams*pad>>20)
 	}
 }

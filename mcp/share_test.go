@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -136,20 +135,13 @@ func TestStatelessShareLeavesRoomForOthers(t *testing.T) {
 func TestLongStreamsKeepNoHeaders(t *testing.T) {
 	const streams, pad = 16, 900 << 10
 	padding := "X-Pad: " + strings.Repeat("p", pad)
-	heap := func() int64 {
-		runtime.GC()
-		runtime.GC() // sync.Pools keep what they held until a second one
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.HeapAlloc)
-	}
 	t.Run("listen", func(t *testing.T) {
 		rt := newRoute(t, newFakeServer(), mcp.Options{})
 		params := `{"notifications":{"toolsListChanged":true}}`
 		body := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":` + withMeta(params, metaAll) + `}`
 		headers := append(modernHeaders("subscriptions/listen", params), "Content-Type: application/json",
 			"Accept: application/json, text/event-stream", fmt.Sprintf("Content-Length: %d", len(body)), padding)
-		before := heap()
+		before := heapInUse()
 		for range streams {
 			rc := dialRaw(t, rt)
 			rc.send("POST", "/mcp", headers, body)
@@ -157,7 +149,7 @@ func TestLongStreamsKeepNoHeaders(t *testing.T) {
 				t.Fatalf("listen: %d", resp.StatusCode)
 			}
 		}
-		if grown := heap() - before; grown > streams*pad/4 {
+		if grown := heapInUse() - before; grown > streams*pad/4 {
 			t.Errorf("%d open listen streams hold %d MiB; their headers were %d MiB", streams, grown>>20, streams*pad>>20)
 		}
 	})
@@ -167,7 +159,7 @@ func TestLongStreamsKeepNoHeaders(t *testing.T) {
 		for i := range sids {
 			sids[i] = rt.initialize()
 		}
-		before := heap()
+		before := heapInUse()
 		for _, sid := range sids {
 			rc := dialRaw(t, rt)
 			rc.send("GET", "/mcp", []string{"Accept: text/event-stream", "Mcp-Session-Id: " + sid, padding}, "")
@@ -175,7 +167,7 @@ func TestLongStreamsKeepNoHeaders(t *testing.T) {
 				t.Fatalf("GET: %d", resp.StatusCode)
 			}
 		}
-		if grown := heap() - before; grown > streams*pad/4 {
+		if grown := heapInUse() - before; grown > streams*pad/4 {
 			t.Errorf("%d open GET channels hold %d MiB; their headers were %d MiB", streams, grown>>20, streams*pad>>20)
 		}
 	})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -770,13 +769,7 @@ func TestForgottenStreamsKeepNothing(t *testing.T) {
 	rt := newRoute(t, f, mcp.Options{Sessions: true, SessionBufferBytes: budget, SessionBufferMax: 1 << 20,
 		ConcurrentTools: []string{"flood"}, SessionMaxPending: 2 * streams})
 	sid := rt.initializeWith(resumableInit)
-	heap := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := heapInUse()
 	for i := range streams {
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"flood","arguments":{"close":true}}}`, i+1)
 		readStream(rt.stream(context.Background(), sid, body)) // the priming event, then the response ends
@@ -784,7 +777,7 @@ func TestForgottenStreamsKeepNothing(t *testing.T) {
 	// Every call floods 64 KiB a millisecond: each would fill a buffer of
 	// the whole budget in ~20 ms.
 	time.Sleep(500 * time.Millisecond)
-	grown := int64(heap()) - int64(before)
+	grown := int64(heapInUse()) - int64(before)
 	// The session's budget, the newest stream's own buffer over it, and
 	// each call's messages on their way (~100-200 KiB): measured 11-16 MiB
 	// for 24-48 streams, and 56 MiB for 24 when each stream kept a budget.

@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -688,16 +687,6 @@ func TestTaskKeepsNoBody(t *testing.T) {
 	if grew > n*pad/4 {
 		t.Errorf("%d parked tasks of %d MiB requests hold %d MiB", n, pad>>20, grew>>20)
 	}
-}
-
-// heapInUse returns the bytes of the heap's live objects, after collecting
-// what is not.
-func heapInUse() int64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
 }
 
 // TestSessionTaskIgnoresCancelledNotification: a 2025-11-25 call that became

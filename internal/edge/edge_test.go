@@ -175,14 +175,7 @@ func TestCertificateReload(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	pool := x509.NewCertPool()
 	pool.AddCert(writeCert(t, "first", certFile, keyFile))
-	logs := &syncbuf.Buffer{}
-	logger := slog.New(slog.NewTextHandler(logs, nil))
-	s, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	go s.Serve(http.NotFoundHandler())
+	s, logs := serveTLS(t, certFile, keyFile)
 
 	served := func() string {
 		t.Helper()
@@ -264,14 +257,7 @@ func TestHandshakeErrorsLogOnce(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	writeCert(t, "server", certFile, keyFile)
-	logs := &syncbuf.Buffer{}
-	logger := slog.New(slog.NewTextHandler(logs, nil))
-	s, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	go s.Serve(http.NotFoundHandler())
+	s, logs := serveTLS(t, certFile, keyFile)
 	const flood = 20
 	for i := range flood {
 		c, err := net.Dial("tcp", s.Addr().String())
@@ -298,4 +284,18 @@ func TestHandshakeErrorsLogOnce(t *testing.T) {
 	if n := count(); n != 1 {
 		t.Errorf("%d failed handshakes logged for %d, want 1:\n%s", n, flood, logs.String())
 	}
+}
+
+// serveTLS serves 404s over TLS with the certificate and key in the files
+// on a loopback port until the test ends, logging to the buffer it returns.
+func serveTLS(t *testing.T, certFile, keyFile string) (*Server, *syncbuf.Buffer) {
+	t.Helper()
+	logs := &syncbuf.Buffer{}
+	s, err := Listen(Config{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	go s.Serve(http.NotFoundHandler())
+	return s, logs
 }
