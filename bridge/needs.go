@@ -90,9 +90,18 @@ func (c *Codec) CheckContent(content *lua.LTable, root string) error {
 // CheckResourceContents checks the entries of a resource's contents list:
 // each has a uri, and text or blob.
 func (c *Codec) CheckResourceContents(contents *lua.LTable, root string) error {
-	for i, n := 1, contents.Len(); i <= n; i++ {
-		if err := c.checkContents(contents.RawGetInt(i)); err != nil {
-			return err.under(lua.LNumber(i)).under(lua.LString("contents")).finish(root)
+	if err := eachItem(contents, c.checkContents); err != nil {
+		return err.under(lua.LString("contents")).finish(root)
+	}
+	return nil
+}
+
+// eachItem runs check on the items of list, 1..#list, and returns the first
+// error, placed under its index.
+func eachItem(list *lua.LTable, check func(lua.LValue) *pathError) *pathError {
+	for i, n := 1, list.Len(); i <= n; i++ {
+		if err := check(list.RawGetInt(i)); err != nil {
+			return err.under(lua.LNumber(i))
 		}
 	}
 	return nil
@@ -110,12 +119,7 @@ func (c *Codec) CheckPromptMessages(messages *lua.LTable, root string) error {
 // checkMessages checks a list of messages whose blocks are of set: a
 // sampling message's content may also be a list of blocks.
 func (c *Codec) checkMessages(messages *lua.LTable, set blockSet) *pathError {
-	for i, n := 1, messages.Len(); i <= n; i++ {
-		if err := c.checkMessage(messages.RawGetInt(i), set); err != nil {
-			return err.under(lua.LNumber(i))
-		}
-	}
-	return nil
+	return eachItem(messages, func(v lua.LValue) *pathError { return c.checkMessage(v, set) })
 }
 
 func (c *Codec) checkMessage(v lua.LValue, set blockSet) *pathError {
@@ -154,12 +158,7 @@ func isBlockList(c *Codec, t *lua.LTable) bool {
 
 // checkBlocks checks the items of a list of content blocks of set.
 func (c *Codec) checkBlocks(list *lua.LTable, set blockSet) *pathError {
-	for i, n := 1, list.Len(); i <= n; i++ {
-		if err := c.checkBlock(list.RawGetInt(i), set); err != nil {
-			return err.under(lua.LNumber(i))
-		}
-	}
-	return nil
+	return eachItem(list, func(v lua.LValue) *pathError { return c.checkBlock(v, set) })
 }
 
 // checkBlock checks one content block of set: a table whose type is one of

@@ -1226,17 +1226,16 @@ func parseLastEventID(v string) (lastID uint64, replay bool) {
 		v = v[1:]
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
-	switch {
-	case err == nil && neg:
-		return 0, true
-	case err == nil:
-		return n, true
-	case errors.Is(err, strconv.ErrRange) && neg:
-		return 0, true
-	case errors.Is(err, strconv.ErrRange):
-		return math.MaxUint64, true
+	if errors.Is(err, strconv.ErrRange) {
+		n, err = math.MaxUint64, nil // past every event
 	}
-	return 0, false
+	switch {
+	case err != nil:
+		return 0, false
+	case neg:
+		return 0, true // before every event
+	}
+	return n, true
 }
 
 // serveChannel serves the session's GET channel: pushes as they come, a
