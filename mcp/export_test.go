@@ -52,6 +52,10 @@ func SignForward(key []byte, node, method, path, session, client, scheme string,
 // taken (live sessions, and those being initialized or resumed).
 func (h *Hub) SessionSlots() int64 { return h.sessionSlots.n.Load() }
 
+// BodyBytes reports the bytes the bodies being read hold against the body
+// budget.
+func (h *Hub) BodyBytes() int64 { return h.bodies.n.Load() }
+
 // QueueBacking reports the length and capacity of the slice that holds
 // session sid's queue (served slots included), or -1, -1 for an unknown
 // session.

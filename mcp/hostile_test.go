@@ -820,6 +820,9 @@ func TestBodiesShareABudget(t *testing.T) {
 	slow := dialRaw(t, rt)
 	slow.send("POST", "/mcp", []string{"Content-Type: application/json", "Accept: application/json, text/event-stream",
 		fmt.Sprintf("Content-Length: %d", 3<<20)}, padded(3 << 20)[:900<<10])
+	// Of two bodies that grow at once the one that passes the budget is
+	// refused, whichever it is: the slow one's bytes are counted first.
+	eventually(t, "the slow body's bytes to be counted", func() bool { return rt.hub.BodyBytes() >= 700<<10 })
 	eventually(t, "a body past the budget is refused", func() bool {
 		r := rt.post(padded(600 << 10))
 		if r.status == 200 {
