@@ -48,7 +48,7 @@ function fs.list(dir) end
 
 ---@param path string
 ---@return fs.Stat? stat
----@return string? err "fs: PATH: not found" when it does not exist
+---@return string? err exactly "not found" when it does not exist; other failures name the module
 function fs.stat(path) end
 
 ---Removes a file or an empty folder.

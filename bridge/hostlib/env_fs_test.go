@@ -89,7 +89,7 @@ func TestFS(t *testing.T) {
 			local v, err = fs.list("out/none"); eq(err, "fs: out/none: not found")
 			v, err = fs.list("data/a.txt"); eq(v, nil)`},
 		{"stat and exists", `local s = fs.stat("data/a.txt"); eq(s.size, 5); eq(s.dir, false); eq(fs.stat("data").dir, true)
-			local v, err = fs.stat("data/nope"); eq(v, nil); eq(err, "fs: data/nope: not found")
+			local v, err = fs.stat("data/nope"); eq(v, nil); eq(err, "not found")
 			eq(fs.exists("data/a.txt"), true); eq(fs.exists("data/nope"), false); eq(fs.exists("out"), true)
 			v, err = fs.exists("secret/s.txt"); eq(v, nil); eq(err, "fs: secret/s.txt is outside the allowed folders (route.allow.read, route.allow.write)")`},
 		{"remove and mkdir", `eq(fs.mkdir("out/m/n"), true); eq(fs.mkdir("out/m/n"), true); eq(fs.exists("out/m/n"), true)
