@@ -231,13 +231,19 @@ func (c *Codec) appendTable(buf []byte, t *lua.LTable, depth int) ([]byte, *path
 	c.seen = append(c.seen, t)
 	r := c.next
 	c.next = roleNone
-	buf, err := c.appendTableBody(buf, t, depth, r)
+	var g *lua.LTable
+	if c.guide.root != nil {
+		g = c.takeGuide()
+	}
+	buf, err := c.appendTableBody(buf, t, depth, r, g)
 	c.seen[len(c.seen)-1] = nil
 	c.seen = c.seen[:len(c.seen)-1]
 	return buf, err
 }
 
-func (c *Codec) appendTableBody(buf []byte, t *lua.LTable, depth int, r role) ([]byte, *pathError) {
+// appendTableBody writes t in role r; g is the schema guiding it, or nil
+// (guide.go).
+func (c *Codec) appendTableBody(buf []byte, t *lua.LTable, depth int, r role, g *lua.LTable) ([]byte, *pathError) {
 	m := c.mark(t)
 	n := t.MaxN()
 	base := len(c.ents)
@@ -245,20 +251,20 @@ func (c *Codec) appendTableBody(buf []byte, t *lua.LTable, depth int, r role) ([
 	hash := len(c.ents) > base
 	switch {
 	case m == markObject:
-		return c.appendObject(buf, t, n, base, depth, true, r)
+		return c.appendObject(buf, t, n, base, depth, true, r, g)
 	case m == markArray && hash:
 		return buf, newPathError("array (mcp.array) has the non-index key %s", keyName(c.ents[base].k))
 	case m == markArray:
-		return c.appendArray(buf, t, n, depth, r)
-	case n == 0 && !hash && r.emptyIsList():
+		return c.appendArray(buf, t, n, depth, r, g)
+	case n == 0 && !hash && (r.emptyIsList() || wantsArray(g)):
 		return append(buf, "[]"...), nil
 	case n == 0:
-		return c.appendObject(buf, t, 0, base, depth, false, r)
+		return c.appendObject(buf, t, 0, base, depth, false, r, g)
 	case hash:
 		return buf, newPathError("table mixes list items with the key %s (mark it with mcp.object to encode an object)",
 			keyName(c.ents[base].k))
 	}
-	return c.appendArray(buf, t, n, depth, r)
+	return c.appendArray(buf, t, n, depth, r, g)
 }
 
 // errOutgrows is the error of a JSON text larger than the room its state's
@@ -278,7 +284,7 @@ func keyName(k lua.LValue) string {
 	return "of type " + typeName(k)
 }
 
-func (c *Codec) appendArray(buf []byte, t *lua.LTable, n, depth int, r role) ([]byte, *pathError) {
+func (c *Codec) appendArray(buf []byte, t *lua.LTable, n, depth int, r role, g *lua.LTable) ([]byte, *pathError) {
 	buf = append(buf, '[')
 	for i := 1; i <= n; i++ {
 		if i > 1 {
@@ -290,6 +296,7 @@ func (c *Codec) appendArray(buf []byte, t *lua.LTable, n, depth int, r role) ([]
 		}
 		var err *pathError
 		c.next = r.item()
+		c.guide.next = itemGuide(g, i) // nil unless guided
 		if buf, err = c.appendValue(buf, v, depth); err != nil {
 			return buf, err.under(lua.LNumber(i))
 		}
@@ -300,7 +307,7 @@ func (c *Codec) appendArray(buf []byte, t *lua.LTable, n, depth int, r role) ([]
 // appendObject writes t as an object. The entries outside the array part are
 // already in c.ents[base:]; the array part 1..n is added here (marked objects
 // only: an unmarked table reaches here with n == 0).
-func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, marked bool, r role) ([]byte, *pathError) {
+func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, marked bool, r role, g *lua.LTable) ([]byte, *pathError) {
 	for i := 1; i <= n; i++ {
 		if v := t.RawGetInt(i); v != lua.LNil {
 			c.ents = append(c.ents, entry{k: lua.LNumber(i), v: v})
@@ -351,6 +358,7 @@ func (c *Codec) appendObject(buf []byte, t *lua.LTable, n, base, depth int, mark
 		buf = append(buf, ':')
 		var err *pathError
 		c.next = r.member(e.s)
+		c.guide.next = memberGuide(g, e.s) // nil unless guided
 		if buf, err = c.appendValue(buf, e.v, depth); err != nil {
 			return buf, err.under(e.k)
 		}

@@ -60,6 +60,9 @@ type Codec struct {
 	// next is the role (schema.go) of the table appendValue writes next:
 	// set by the one writing its container, taken by appendTable.
 	next   role
+	// guide is the schema AppendEncodeGuided follows (guide.go); its next
+	// is taken by appendTable, as next is.
+	guide  guide
 	clones map[*lua.LTable]*lua.LTable // Clone: source table -> copy
 	work   []cloneWork                 // Clone: tables still to fill
 }

@@ -69,8 +69,10 @@ type field struct {
 // appendFields appends the entries of t as JSON object members ("k":v,...,
 // without braces), keys renamed by wireNames and sorted. Keys for which skip
 // reports true are left out, and those in shapes are encoded in their shape
-// (bridge.Codec.AppendEncodeAs). root names t in errors.
-func (v *vm) appendFields(buf []byte, t *lua.LTable, root string, skip func(string) bool, shapes map[string]bridge.Shape) ([]byte, error) {
+// (bridge.Codec.AppendEncodeAs). root names t in errors. guide, when not
+// nil, is the tool's output_schema: it guides structured_content
+// (bridge.Codec.AppendEncodeGuided).
+func (v *vm) appendFields(buf []byte, t *lua.LTable, root string, skip func(string) bool, shapes map[string]bridge.Shape, guide *lua.LTable) ([]byte, error) {
 	fields := v.fields[:0]
 	var bad lua.LValue
 	t.ForEach(func(k, val lua.LValue) {
@@ -111,7 +113,9 @@ func (v *vm) appendFields(buf []byte, t *lua.LTable, root string, skip func(stri
 			return buf, err
 		}
 		buf = append(buf, ':')
-		if shape, ok := shapes[f.key]; ok {
+		if shape, ok := shapes[f.key]; ok && guide != nil && f.name == "structuredContent" {
+			buf, err = v.codec.AppendEncodeGuided(buf, f.val, "", guide)
+		} else if ok {
 			buf, err = v.codec.AppendEncodeAs(buf, f.val, "", shape)
 		} else {
 			buf, err = v.codec.AppendEncode(buf, f.val, "")
@@ -144,7 +148,7 @@ func under(err error, root, key string) error {
 // (and shapes, as appendFields).
 func (v *vm) object(t *lua.LTable, root string, skip func(string) bool, shapes map[string]bridge.Shape) (json.RawMessage, error) {
 	buf := append(v.buf[:0], '{')
-	buf, err := v.appendFields(buf, t, root, skip, shapes)
+	buf, err := v.appendFields(buf, t, root, skip, shapes, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +173,8 @@ func skipIsError(k string) bool { return k == "isError" || k == "is_error" }
 // a string (or number) is one text block; a table with content is sent with
 // its other keys (structured_content becomes structuredContent); nothing at
 // all is an empty content list. isError is set by the outcome, never by the
-// table.
-func (v *vm) toolResult(res lua.LValue, isError bool, root string) (json.RawMessage, error) {
+// table. guide is the tool's output_schema, or nil (appendFields).
+func (v *vm) toolResult(res lua.LValue, isError bool, root string, guide *lua.LTable) (json.RawMessage, error) {
 	buf := v.buf[:0]
 	var err error
 	switch r := res.(type) {
@@ -192,7 +196,7 @@ func (v *vm) toolResult(res lua.LValue, isError bool, root string) (json.RawMess
 			return nil, fmt.Errorf("%s: a table result needs content (a list of content blocks)", root)
 		}
 		buf = append(buf, '{')
-		if buf, err = v.appendFields(buf, r, root, skipIsError, resultShapes); err != nil {
+		if buf, err = v.appendFields(buf, r, root, skipIsError, resultShapes, guide); err != nil {
 			return nil, err
 		}
 		if err = v.codec.CheckContent(content, root); err != nil {

@@ -451,7 +451,7 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 	}
 	if v.s.validateArgs {
 		if msg := v.checkArguments(tool, name, args); msg != "" {
-			return v.toolResult(lua.LString(msg), true, "error")
+			return v.toolResult(lua.LString(msg), true, "error", nil)
 		}
 	}
 	argv, err := v.decodeObject(args)
@@ -467,10 +467,11 @@ func (ss *session) callTool(c *op, call *mcp.Call, name string, args json.RawMes
 	}
 	res, failure, state := outcome(rets)
 	var out json.RawMessage
+	guide, _ := renamed(tool, "output_schema").(*lua.LTable)
 	if failure != lua.LNil {
-		out, err = v.toolResult(failure, true, "error")
+		out, err = v.toolResult(failure, true, "error", guide)
 	} else {
-		out, err = v.toolResult(res, false, "result")
+		out, err = v.toolResult(res, false, "result", guide)
 		if err == nil && v.s.validateResults {
 			if msg := v.checkResult(tool, res); msg != "" {
 				err = errors.New(msg)

@@ -138,7 +138,9 @@ func (v *vm) checkResult(tool *lua.LTable, res lua.LValue) string {
 	if sc == lua.LNil {
 		return "result: the tool declares an output_schema, so a result needs structured_content"
 	}
-	text, err := v.codec.Encode(sc, "result.structured_content")
+	// Encoded as it was sent: guided by the schema (bridge.AppendEncodeGuided).
+	guide, _ := renamed(tool, "output_schema").(*lua.LTable)
+	text, err := v.codec.AppendEncodeGuided(nil, sc, "result.structured_content", guide)
 	if err != nil {
 		return err.Error()
 	}

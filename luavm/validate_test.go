@@ -171,3 +171,44 @@ func TestValidateResults(t *testing.T) {
 		})
 	}
 }
+
+// TestStructuredContentGuided: a tool whose output_schema types a member as
+// an array, returning it as an empty table (the natural way to say "found
+// nothing"), sends [], which the schema (and validate_results, and a client
+// that checks it) accepts; a tool without an output_schema sends {} as
+// before. Without the guide the first went out as {"items":{}} and the
+// TypeScript SDK refused the result.
+func TestStructuredContentGuided(t *testing.T) {
+	s, _ := loadSource(t, "g.lua", `
+return {
+  route = { sessions = true, validate_results = true },
+  init = function() return { name = "g", version = "1" }, { tools = {} }, {} end,
+  tools = {
+    { name = "search", input_schema = { type = "object" },
+      output_schema = { type = "object", required = { "items" },
+        properties = { items = { type = "array", items = { ["$ref"] = "#/$defs/item" } } },
+        ["$defs"] = { item = { type = "object", properties = { tags = { type = "array" } } } } } },
+    { name = "plain", input_schema = { type = "object" } },
+  },
+  handle_tool = function(name, args)
+    if name == "plain" then return { content = {}, structured_content = { items = {} } } end
+    local items = {}
+    if args.one then items[1] = { tags = {} } end
+    return { content = {}, structured_content = { items = items } }
+  end,
+}`)
+	ss, _ := open(t, s, "sid")
+	for _, tc := range []struct{ tool, args, want string }{
+		{"search", `{}`, `"structuredContent":{"items":[]}`},
+		{"search", `{"one":true}`, `"structuredContent":{"items":[{"tags":[]}]}`},
+		{"plain", `{}`, `"structuredContent":{"items":{}}`},
+	} {
+		out, err := call(t, ss, tc.tool, tc.args)
+		if err != nil {
+			t.Fatalf("%s(%s): %v", tc.tool, tc.args, err)
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s(%s) = %s, want it to contain %s", tc.tool, tc.args, out, tc.want)
+		}
+	}
+}
