@@ -59,7 +59,7 @@ type Codec struct {
 	tables int                   // encode: tables written, for context checks
 	// next is the role (schema.go) of the table appendValue writes next:
 	// set by the one writing its container, taken by appendTable.
-	next   role
+	next role
 	// guide is the schema AppendEncodeGuided follows (guide.go); its next
 	// is taken by appendTable, as next is.
 	guide  guide
