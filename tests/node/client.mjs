@@ -475,6 +475,20 @@ scenarios.taskask = async (url) => {
   await client.close();
 };
 
+// A tool whose output_schema has array members, each returned as an empty
+// Lua table: the SDK checks structuredContent against the schema, and {}
+// where it says array fails the whole call (tests/structured_test.go).
+scenarios.structured = async (url) => {
+  const { client } = await connect(url);
+  const empty = await tool(client, 'search', {});
+  assert.deepEqual(empty.structuredContent, { items: [], total: 0 });
+  ok('empty list in structured content');
+  const one = await tool(client, 'search', { one: true });
+  assert.deepEqual(one.structuredContent, { items: [{ name: 'a', tags: [] }], total: 1 });
+  ok('empty list inside an item');
+  await client.close();
+};
+
 const [scenario, url, ...more] = process.argv.slice(2);
 if (!scenarios[scenario] || !url) {
   console.error(`usage: node client.mjs <${Object.keys(scenarios).join('|')}> <url>`);
