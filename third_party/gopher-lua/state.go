@@ -874,31 +874,62 @@ func (ls *LState) where(level int, skipg bool) string {
 	return fmt.Sprintf("%v:%v", sourcename, line)
 }
 
+// traceLines is a run of n equal lines of a traceback.
+type traceLines struct {
+	line string
+	n    int
+}
+
 func (ls *LState) stackTrace(level int) string {
-	buf := []string{}
+	// patched for luamcp: a frame's lost tail calls are still a line each,
+	// but a run of them is kept as its line and a count, and only the lines
+	// shown are made. Upstream appended every line before it kept the first
+	// and last 7: a loop of tail calls (`local function f() return f() end`)
+	// has tens of millions within a second, and the traceback of its
+	// timeout built a slice of them all, gigabytes outside any memory limit
+	// (4.5 GiB for a 3 s call timeout), enough to end the process.
+	runs := []traceLines{}
+	total := 0
 	header := "stack traceback:"
 	if ls.currentFrame != nil {
 		i := 0
 		for dbg, ok := ls.GetStack(i); ok; dbg, ok = ls.GetStack(i) {
 			cf := dbg.frame
-			buf = append(buf, fmt.Sprintf("\t%v in %v", ls.Where(i), ls.formattedFrameFuncName(cf)))
+			runs = append(runs, traceLines{fmt.Sprintf("\t%v in %v", ls.Where(i), ls.formattedFrameFuncName(cf)), 1})
 			if !cf.Fn.IsG && cf.TailCall > 0 {
-				for tc := cf.TailCall; tc > 0; tc-- {
-					buf = append(buf, "\t(tailcall): ?")
-					i++
-				}
+				runs = append(runs, traceLines{"\t(tailcall): ?", cf.TailCall})
+				i += cf.TailCall
 			}
 			i++
 		}
 	}
-	buf = append(buf, fmt.Sprintf("\t%v: %v", "[G]", "?"))
-	buf = buf[intMax(0, intMin(level, len(buf))):len(buf)]
-	if len(buf) > 20 {
-		newbuf := make([]string, 0, 20)
-		newbuf = append(newbuf, buf[0:7]...)
-		newbuf = append(newbuf, "\t...")
-		newbuf = append(newbuf, buf[len(buf)-7:len(buf)]...)
-		buf = newbuf
+	runs = append(runs, traceLines{fmt.Sprintf("\t%v: %v", "[G]", "?"), 1})
+	for _, r := range runs {
+		total += r.n
+	}
+	lineAt := func(k int) string {
+		for _, r := range runs {
+			if k < r.n {
+				return r.line
+			}
+			k -= r.n
+		}
+		return ""
+	}
+	from := intMax(0, intMin(level, total))
+	buf := make([]string, 0, 20)
+	if total-from > 20 {
+		for k := from; k < from+7; k++ {
+			buf = append(buf, lineAt(k))
+		}
+		buf = append(buf, "\t...")
+		for k := total - 7; k < total; k++ {
+			buf = append(buf, lineAt(k))
+		}
+	} else {
+		for k := from; k < total; k++ {
+			buf = append(buf, lineAt(k))
+		}
 	}
 	return fmt.Sprintf("%s\n%s", header, strings.Join(buf, "\n"))
 }

@@ -1,7 +1,9 @@
 package lua
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -77,5 +79,47 @@ func TestTracebackHostCalledFunction(t *testing.T) {
 	err = L.DoString("error('boom')")
 	if err == nil || !strings.Contains(err.Error(), "in main chunk") {
 		t.Errorf("a chunk: got %v, want a traceback naming the main chunk", err)
+	}
+}
+
+// A traceback keeps a frame's lost tail calls as a count: a loop of tail
+// calls stopped by its deadline has tens of millions of them, and the
+// traceback built a line for each before it kept 15 (4.5 GiB in luamcp for a
+// 3 s call timeout, outside any memory limit). Here the error after 4
+// million tail calls must take no more memory than returning after them.
+func TestTracebackOfManyTailCalls(t *testing.T) {
+	const loop = `
+local n = 4000000
+local function f()
+  n = n - 1
+  if n == 0 then %s end
+  return f()
+end
+return f()`
+	allocated := func(end string) (uint64, error) {
+		L := NewState()
+		defer L.Close()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := L.DoString(fmt.Sprintf(loop, end))
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc, err
+	}
+	returned, err := allocated("return 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, err := allocated(`error("boom")`)
+	var aerr *ApiError
+	if !errors.As(err, &aerr) {
+		t.Fatalf("want an ApiError, got %v", err)
+	}
+	if extra := int64(failed) - int64(returned); extra > 1<<20 {
+		t.Errorf("the error took %d MiB more than the return", extra>>20)
+	}
+	lines := strings.Split(aerr.StackTrace, "\n")
+	if len(lines) != 16 || lines[2] != "\t<string>:5: in function <<string>:3>" || lines[3] != "\t(tailcall): ?" ||
+		lines[8] != "\t..." || lines[14] != "\t(tailcall): ?" || lines[15] != "\t[G]: ?" {
+		t.Errorf("traceback:\n%s", aerr.StackTrace)
 	}
 }
