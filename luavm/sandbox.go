@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -182,7 +183,8 @@ func openLibs(L *lua.LState) {
 // print writes its arguments, tab-separated, to the server log. The log
 // keeps logcap.Max bytes of a value, so that is all print builds: one string
 // passed 64K times (unpack) would otherwise make gigabytes of Go memory the
-// budget never sees. The rest is only counted, for the marker.
+// budget never sees. The rest is only counted, for the marker. The lines are
+// metered (printlog.go): past the rate, they are dropped.
 func (v *vm) print(L *lua.LState) int {
 	var b strings.Builder
 	total := 0 // bytes of the whole text
@@ -205,6 +207,14 @@ func (v *vm) print(L *lua.LState) int {
 		// was built.
 		head := logcap.Prefix(text, logcap.Max-64)
 		text = head + "… [" + strconv.Itoa(total-len(head)) + " bytes cut]"
+	}
+	now := time.Now()
+	if !v.s.prints.allow(len(text), now) {
+		if ok, held := v.s.prints.dropped.Allow(now, logcap.Every); ok {
+			v.s.logger.Warn("print: lines dropped, past the rate a script may log",
+				"dropped", held+1, "burst_bytes", printBurst, "bytes_per_second", printRate)
+		}
+		return 0
 	}
 	v.s.logger.Info("print", "text", text)
 	return 0

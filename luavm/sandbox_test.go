@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/luamcp/luamcp/mcp"
 )
@@ -119,6 +120,49 @@ func TestPrint(t *testing.T) {
 	ss, _ := open(t, s, "")
 	mustCall(t, ss, "print", `{}`)
 	contains(t, logs.String(), `level=INFO msg=print script=sandbox text="hello from\tlua\t42"`)
+}
+
+// TestPrintRate: a script printing in a loop logged 110 MB a second; its
+// lines are metered, the drops reported once with their count, and the meter
+// refills with time.
+func TestPrintRate(t *testing.T) {
+	s, logs := loadSource(t, "flood.lua", `
+return {
+  init = function() return { name = "flood", version = "1" }, { tools = {} }, {} end,
+  tools = function() return { { name = "any" } } end,
+  handle_tool = function(name, args)
+    local line = string.rep("x", 8000)
+    for i = 1, args.n do print(line) end
+    return "printed"
+  end,
+}`)
+	ss, _ := open(t, s, "")
+	start := time.Now()
+	mustCall(t, ss, "any", `{"n":2000}`) // 16 MB
+	elapsed := time.Since(start)
+	out := logs.String()
+	printed := strings.Count(out, "msg=print ")
+	most := int((printBurst+elapsed.Seconds()*printRate)/(8000+printLineCost)) + 1
+	if printed < 100 || printed > most {
+		t.Errorf("%d of 2000 lines of 8000 bytes logged in %v, want 100 to %d", printed, elapsed, most)
+	}
+	if n := strings.Count(out, `msg="print: lines dropped, past the rate a script may log" script=flood dropped=1 `); n != 1 {
+		t.Errorf("%d warnings of one dropped line, want 1 (%d lines logged)", n, printed)
+	}
+
+	var p printLog
+	now := time.Now()
+	for range printBurst / (1000 + printLineCost) {
+		if !p.allow(1000, now) {
+			t.Fatal("the burst was refused")
+		}
+	}
+	if p.allow(1000, now) {
+		t.Error("a line past the burst was allowed")
+	}
+	if !p.allow(1000, now.Add(time.Second/printRate*(1000+printLineCost)*2)) {
+		t.Error("a line was refused after the meter refilled")
+	}
 }
 
 func TestLoadFunction(t *testing.T) {

@@ -130,6 +130,8 @@ type Version struct {
 	// crashes throttles this version's crash lines, per place (crashlog.go):
 	// a reload starts afresh, since its places may be other lines.
 	crashes crashLog
+	// prints meters this version's print lines (printlog.go).
+	prints printLog
 }
 
 var _ mcp.Server = (*Script)(nil)
