@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/luamcp/luamcp/internal/reprog"
 )
 
 // Searches that stop with their call. Go's regexp runs in time linear in the
@@ -80,7 +82,7 @@ func newPattern(src string) (*pattern, error) {
 	if err != nil {
 		return nil, err
 	}
-	insts, runes := progSize(parsed)
+	insts, runes := reprog.Size(parsed, maxRegexpInsts)
 	if insts > maxRegexpInsts || runes > maxRegexpRunes {
 		return nil, errRegexpTooLarge
 	}
@@ -101,50 +103,6 @@ func newPattern(src string) (*pattern, error) {
 	}
 	size := 2 * (len(prog.Inst)*sizeInst + runes*sizeRune)
 	return &pattern{re: re, src: src, inner: inner, insts: len(prog.Inst), size: size}, nil
-}
-
-// progSize estimates how many instructions syntax.Compile makes of the
-// parsed re once simplified, as regexp/syntax's parser does for its own
-// bound (calcSize), past maxRegexpInsts reporting maxRegexpInsts+1; and
-// counts the runes of its character classes, which the program shares
-// (Simplify repeats a node, not its runes). The parser bounds re's depth.
-func progSize(re *syntax.Regexp) (insts, runes int) {
-	const over = maxRegexpInsts + 1
-	var n int
-	switch re.Op {
-	case syntax.OpLiteral:
-		n = len(re.Rune)
-	case syntax.OpCharClass:
-		n, runes = 1, len(re.Rune)
-	case syntax.OpCapture, syntax.OpStar:
-		n, runes = progSize(re.Sub[0])
-		n += 2
-	case syntax.OpPlus, syntax.OpQuest:
-		n, runes = progSize(re.Sub[0])
-		n++
-	case syntax.OpConcat, syntax.OpAlternate:
-		for _, sub := range re.Sub {
-			i, r := progSize(sub)
-			n, runes = min(n+i, over), runes+r
-		}
-		if re.Op == syntax.OpAlternate {
-			n += len(re.Sub) - 1
-		}
-	case syntax.OpRepeat:
-		// x{2,5} is xx(x(x(x)?)?)?, x{2,} is xx+. The parser allows
-		// counts up to 1000, so the products stay small.
-		sub, r := progSize(re.Sub[0])
-		runes = r
-		switch {
-		case re.Max == -1 && re.Min == 0:
-			n = 2 + sub
-		case re.Max == -1:
-			n = 1 + re.Min*sub
-		default:
-			n = re.Max*sub + re.Max - re.Min
-		}
-	}
-	return min(max(n, 1), over), runes
 }
 
 // risky reports whether a search of s may run long enough that it must

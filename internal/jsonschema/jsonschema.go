@@ -44,11 +44,13 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/luamcp/luamcp/internal/logcap"
+	"github.com/luamcp/luamcp/internal/reprog"
 )
 
 // A Schema is a compiled schema, safe for concurrent use.
@@ -64,6 +66,31 @@ const maxDepth = 64
 // can make it exponential in the value's depth. A value that needs more is
 // refused ([ErrTooComplex]) rather than let through.
 const maxSteps = 200_000
+
+// Bounds of the patterns of one schema (pattern, patternProperties), which
+// a script writes. regexp/syntax accepts programs of millions of
+// instructions: a tools() that returned a schema with a 14 KiB pattern of
+// "a{1000}" made each call compile 2 million (a second of CPU), and the
+// compiled schemas a version caches kept 100 MiB each, past the process's
+// memory ceiling after ten calls. A pattern's program is sized before it is
+// built (reprog), as the re module's are, and refused past the bounds; all
+// the patterns of a schema together are bounded too.
+const (
+	maxPatternInsts   = 1 << 15 // instructions of one pattern's program
+	maxSchemaInsts    = 1 << 17 // of all the patterns of one schema
+	maxPatternRunes   = 1 << 17 // runes of one pattern's character classes
+	maxPatternClasses = 64      // Unicode classes (\p, \P) it names, each some 1,500 runes at most
+)
+
+// maxPatternWork bounds the matching one [Schema.Validate] does, as the sum
+// of a program's size times the length of a string it matches: Go's regexp
+// runs in time linear in the subject, but the factor is the number of
+// threads its program runs at once, up to its size, and a match cannot be
+// interrupted. "[^x]{1000}y" took 8.7 s to check a 1 MB string, past any
+// call timeout. This is about a quarter of a second of the worst case (3.5
+// ns an instruction and a byte, measured); a pattern of 30 instructions
+// checks 2 MiB. A value that needs more is refused ([ErrTooComplex]).
+const maxPatternWork = 1 << 26
 
 // ErrTooComplex is the error of a value the checker gave up on.
 var ErrTooComplex = errors.New("too complex to check against the schema")
@@ -81,6 +108,7 @@ type node struct {
 
 	minLength, maxLength int // -1: none
 	pattern              *regexp.Regexp
+	patternInsts         int // the size of pattern's program (maxPatternWork)
 
 	items               *node
 	prefixItems         []*node
@@ -110,8 +138,9 @@ type node struct {
 }
 
 type patternProp struct {
-	re *regexp.Regexp
-	n  *node
+	re    *regexp.Regexp
+	insts int // the size of re's program (maxPatternWork)
+	n     *node
 }
 
 // A bound is a numeric keyword's value (or the number checked against it):
@@ -165,6 +194,36 @@ type compiler struct {
 	shared map[string]string // a name two schemas have -> the other's pointer
 	refs   map[string]*node  // pointer -> compiled node, filled by resolve
 	todo   []*node           // nodes with a ref to resolve
+	insts  int               // the instructions of the patterns compiled so far
+}
+
+// pattern compiles src, a pattern of the schema at `at`, within the bounds
+// of its program (maxPatternInsts and the others), and returns its size.
+func (c *compiler) pattern(src, at string) (*regexp.Regexp, int, error) {
+	tooLarge := func() error {
+		return fmt.Errorf("schema: %s: pattern too large: its program passes %d instructions (x{n} is n copies of x), %d in all the schema's patterns, %d runes of character classes or %d Unicode classes",
+			at, maxPatternInsts, maxSchemaInsts, maxPatternRunes, maxPatternClasses)
+	}
+	// The parser copies a Unicode class's table for each \p or \P, before
+	// anything can be counted. (An escaped backslash before a p counts
+	// too: a bound, not a parser.)
+	if strings.Count(src, `\p`)+strings.Count(src, `\P`) > maxPatternClasses {
+		return nil, 0, tooLarge()
+	}
+	parsed, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil, 0, fmt.Errorf("schema: %s: %w", at, err)
+	}
+	insts, runes := reprog.Size(parsed, maxPatternInsts)
+	if insts > maxPatternInsts || runes > maxPatternRunes || c.insts+insts > maxSchemaInsts {
+		return nil, 0, tooLarge()
+	}
+	c.insts += insts
+	re, err := regexp.Compile(src)
+	if err != nil {
+		return nil, 0, fmt.Errorf("schema: %s: %w", at, err)
+	}
+	return re, insts, nil
 }
 
 func newCompiler(doc any) *compiler {
@@ -488,10 +547,8 @@ func readString(r *reader, n *node) error {
 		return r.bad("pattern", "a string")
 	}
 	var err error
-	if n.pattern, err = regexp.Compile(s); err != nil {
-		return fmt.Errorf("schema: %s/pattern: %w", pointerOrRoot(r.at), err)
-	}
-	return nil
+	n.pattern, n.patternInsts, err = r.c.pattern(s, pointerOrRoot(r.at)+"/pattern")
+	return err
 }
 
 func readObject(r *reader, n *node) error {
@@ -513,15 +570,15 @@ func readObject(r *reader, n *node) error {
 		return r.bad("patternProperties", "an object")
 	}
 	for _, k := range sortedKeys(props) {
-		re, err := regexp.Compile(k)
+		re, insts, err := r.c.pattern(k, pointerOrRoot(r.at)+"/patternProperties")
 		if err != nil {
-			return fmt.Errorf("schema: %s/patternProperties: %w", pointerOrRoot(r.at), err)
+			return err
 		}
 		pn, err := r.c.compile(props[k], r.at+"/patternProperties/"+escapePointer(k), r.depth+1)
 		if err != nil {
 			return err
 		}
-		n.patternProps = append(n.patternProps, patternProp{re, pn})
+		n.patternProps = append(n.patternProps, patternProp{re, insts, pn})
 	}
 	return nil
 }
@@ -661,7 +718,19 @@ func (s *Schema) Validate(instance []byte) error {
 	return nil
 }
 
-type checker struct{ steps int }
+type checker struct {
+	steps int
+	work  int64 // of matching patterns, see maxPatternWork
+}
+
+// match counts the work of matching a pattern of insts instructions
+// against s, and refuses the value past maxPatternWork, before the match.
+func (ck *checker) match(insts int, s string) error {
+	if ck.work += int64(insts) * int64(max(len(s), 1)); ck.work > maxPatternWork {
+		return ErrTooComplex
+	}
+	return nil
+}
 
 // spend counts n steps of work, and refuses the value past maxSteps.
 func (ck *checker) spend(n int) error {
@@ -1119,8 +1188,13 @@ func (ck *checker) checkString(n *node, s string, path []pathElem) error {
 			return ck.fail(path, "want at most %d characters, got %d", n.maxLength, l)
 		}
 	}
-	if n.pattern != nil && !n.pattern.MatchString(s) {
-		return ck.fail(path, "does not match the pattern %s", brief(n.pattern.String()))
+	if n.pattern != nil {
+		if err := ck.match(n.patternInsts, s); err != nil {
+			return err
+		}
+		if !n.pattern.MatchString(s) {
+			return ck.fail(path, "does not match the pattern %s", brief(n.pattern.String()))
+		}
 	}
 	return nil
 }
@@ -1276,6 +1350,9 @@ func (ck *checker) checkProperty(n *node, o map[string]any, k string, path []pat
 	}
 	_, matched := n.properties[k]
 	for _, pp := range n.patternProps {
+		if err := ck.match(pp.insts, k); err != nil {
+			return err
+		}
 		if pp.re.MatchString(k) {
 			matched = true
 			if err := ck.check(pp.n, o[k], p, depth+1, nil); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidate(t *testing.T) {
@@ -269,6 +270,67 @@ func TestTooComplex(t *testing.T) {
 	}
 	if err := s.Validate([]byte(strings.Repeat("[", 40) + strings.Repeat("]", 40))); err != nil {
 		t.Errorf("short-circuiting anyOf: %v", err)
+	}
+}
+
+// A pattern's program is bounded before it is built: a 14 KiB pattern of
+// a{1000} compiled to 2 million instructions (a second of CPU, 100 MiB kept
+// by each cached schema).
+func TestPatternTooLarge(t *testing.T) {
+	big := strings.Repeat("a{1000}", 40) // 40,000 instructions
+	part := strings.Repeat("a{1000}", 30)
+	for _, tc := range []struct{ name, schema string }{
+		{"pattern", `{"pattern":"` + big + `"}`},
+		{"nested", `{"properties":{"a":{"pattern":"(` + strings.Repeat("abcdefghij", 5) + `){1000}"}}}`},
+		{"patternProperties", `{"patternProperties":{"` + big + `":{}}}`},
+		{"Unicode classes", `{"pattern":"` + strings.Repeat(`\\pL`, maxPatternClasses+1) + `"}`},
+		{"all the patterns", `{"properties":{"a":{"pattern":"` + part + `"},"b":{"pattern":"` + part + `"},` +
+			`"c":{"pattern":"` + part + `"},"d":{"pattern":"` + part + `"},"e":{"pattern":"` + part + `"}}}`},
+	} {
+		_, err := Compile([]byte(tc.schema))
+		if err == nil || !strings.Contains(err.Error(), "pattern too large") {
+			t.Errorf("%s: got %.200v, want pattern too large", tc.name, err)
+		}
+	}
+	for _, p := range []string{part, ".{1,1000}", `[\\pL\\pN]+`, "^[a-z0-9_-]{1,64}$"} {
+		if _, err := Compile([]byte(`{"pattern":"` + p + `"}`)); err != nil {
+			t.Errorf("%.40s: %v", p, err)
+		}
+	}
+}
+
+// Matching a pattern cannot be interrupted, and takes time in its program's
+// size times the string's length: past maxPatternWork the value is refused,
+// before the match ("[^x]{1000}y" took 8.7 s on 1 MB). A small pattern
+// checks megabytes.
+func TestPatternWork(t *testing.T) {
+	long := `"` + strings.Repeat("a", 1<<20) + `"`
+	for _, tc := range []struct {
+		name, schema, value string
+		first               bool // refused before any match: at once
+	}{
+		{"pattern", `{"pattern":"[^x]{1000}y"}`, long, true},
+		{"patternProperties", `{"patternProperties":{"[^x]{1000}y":{}}}`, `{` + long + `:1}`, true},
+		{"many strings", `{"items":{"pattern":"[^x]{1000}y"}}`, `[` + strings.Repeat(`"`+strings.Repeat("a", 1<<10)+`y",`, 100) + `""]`, false},
+	} {
+		s, err := Compile([]byte(tc.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := s.Validate([]byte(tc.value)); !errors.Is(err, ErrTooComplex) {
+			t.Errorf("%s: got %.200v, want ErrTooComplex", tc.name, err)
+		}
+		if d := time.Since(start); tc.first && d > time.Second {
+			t.Errorf("%s: refused after %v", tc.name, d)
+		}
+	}
+	s, err := Compile([]byte(`{"pattern":"^a+$"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate([]byte(long)); err != nil {
+		t.Errorf("a small pattern on 1 MiB: %v", err)
 	}
 }
 
