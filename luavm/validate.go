@@ -19,15 +19,23 @@ import (
 // structured_content against the tool's output_schema, and makes a result
 // that breaks it a crash. jsonschema says which keywords are checked.
 
-// maxCachedSchemas bounds the compiled schemas a version keeps. A tools()
-// that builds its schemas from the state may make a new one per call; past
-// the bound the cache starts afresh.
-const maxCachedSchemas = 256
+// maxCachedSchemas bounds the compiled schemas a version keeps, and
+// maxCachedSchemaBytes their size (jsonschema.Schema.Size and their text). A
+// tools() that builds its schemas from the state may make a new one per
+// call; past either bound the cache starts afresh, and a schema larger than
+// the bytes alone is compiled for each call. Counted alone, 256 schemas of
+// 40,000 properties each, which a script's tools() made one a call, kept
+// 17 MB each: gigabytes, past the process's memory ceiling.
+const (
+	maxCachedSchemas     = 256
+	maxCachedSchemaBytes = 32 << 20
+)
 
 // schemaCache holds a version's compiled input schemas, by their JSON text.
 type schemaCache struct {
-	mu sync.Mutex
-	m  map[string]compiledSchema
+	mu    sync.Mutex
+	m     map[string]compiledSchema
+	bytes int // the entries' sizes, summed
 }
 
 type compiledSchema struct {
@@ -43,12 +51,21 @@ func (c *schemaCache) get(text []byte) (cs compiledSchema, fresh bool) {
 	if cs, ok := c.m[string(text)]; ok {
 		return cs, false
 	}
-	if c.m == nil || len(c.m) >= maxCachedSchemas {
-		c.m = make(map[string]compiledSchema)
-	}
 	s, err := jsonschema.Compile(text)
 	cs = compiledSchema{s, err}
+	size := len(text)
+	if s != nil {
+		size += s.Size()
+	}
+	if size > maxCachedSchemaBytes {
+		return cs, true
+	}
+	if c.m == nil || len(c.m) >= maxCachedSchemas || c.bytes+size > maxCachedSchemaBytes {
+		c.m = make(map[string]compiledSchema)
+		c.bytes = 0
+	}
 	c.m[string(text)] = cs
+	c.bytes += size
 	return cs, true
 }
 

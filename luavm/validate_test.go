@@ -1,6 +1,8 @@
 package luavm
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -210,5 +212,44 @@ return {
 		if !strings.Contains(string(out), tc.want) {
 			t.Errorf("%s(%s) = %s, want it to contain %s", tc.tool, tc.args, out, tc.want)
 		}
+	}
+}
+
+// TestSchemaCacheBounded: a tools() may build a new schema for each call,
+// and the compiled schemas a version keeps are bounded by their size, not
+// only their count: 256 schemas of 40,000 properties, which a script's
+// tools() made one a call, kept 17 MB each, past the process's memory
+// ceiling.
+func TestSchemaCacheBounded(t *testing.T) {
+	schema := func(i int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"type":"object","properties":{`)
+		for k := range 20000 {
+			fmt.Fprintf(&b, `"k%d":{"type":"string"},`, k)
+		}
+		fmt.Fprintf(&b, `"n%d":{}}}`, i)
+		return []byte(b.String())
+	}
+	var c schemaCache
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 12 {
+		if cs, fresh := c.get(schema(i)); cs.err != nil || !fresh {
+			t.Fatalf("schema %d: fresh %v, %v", i, fresh, cs.err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d schemas cached, counted as %d MiB, the heap grew %d MiB", len(c.m), c.bytes>>20, grown>>20)
+	const most = 64 << 20 // 12 schemas keep 156 MiB
+	if c.bytes > most || grown > most {
+		t.Errorf("the cache counts %d MiB and keeps %d MiB, want at most %d", c.bytes>>20, grown>>20, most>>20)
+	}
+	text := schema(100)
+	c.get(text)
+	if _, fresh := c.get(text); fresh {
+		t.Error("a schema was compiled again right after it was cached")
 	}
 }
