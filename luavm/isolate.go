@@ -41,6 +41,10 @@ const (
 type globals struct {
 	tables []tableShot
 	dead   int // keys deleted by restores so far
+	// random is the generator math.randomseed made, as the snapshot found
+	// it: a request that seeded it leaves the next one no sequence to
+	// predict or continue.
+	random lua.RandomState
 }
 
 // tableShot is one watched table as the snapshot found it.
@@ -69,7 +73,7 @@ type anyEntry struct {
 
 // snapshotGlobals records the watched tables of v.
 func (v *vm) snapshotGlobals() *globals {
-	g := &globals{}
+	g := &globals{random: v.L.RandomState()}
 	seen := make(map[*lua.LTable]bool)
 	watch := func(t *lua.LTable) {
 		if t == nil || seen[t] {
@@ -217,6 +221,7 @@ func (v *vm) isolate() bool {
 	if g == nil {
 		return true
 	}
+	v.L.SetRandomState(g.random)
 	for i := range g.tables {
 		s := &g.tables[i]
 		// Most borrowers write to none of the watched tables: the patched

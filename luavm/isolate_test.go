@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // isoScript is a stateless server whose load adds to the libraries and keeps
@@ -30,6 +32,7 @@ local poisons = {
   numeric = function() _G[1] = "x"; string[5] = 1; math[true] = 1 end,
   many = function() for i = 1, 1000 do _G["g" .. i] = i end end,
   trim = function() string.trim = nil end,
+  seed = function() math.randomseed(1) end,
   markers = function()
     getmetatable(mcp.array({})).__jsontype = "object"
     getmetatable(mcp.object({})).__index = function() return "pwned" end
@@ -49,6 +52,7 @@ return {
       evil = tostring(package.loaded.evil), mode = CONFIG.mode, extra = tostring(CONFIG.extra),
       undefined = tostring(undefined_global), one = tostring(rawget(_G, 1)), s5 = tostring(string[5]),
       mtrue = tostring(math[true]), g1 = tostring(rawget(_G, "g1")), meta = tostring(getmetatable(_G)),
+      r = math.random(1e9),
       array = mcp.json_encode(mcp.array({})), field = tostring(mcp.object({}).any), null = tostring(mcp.null),
     })
   end,
@@ -83,7 +87,7 @@ func TestStatelessIsolation(t *testing.T) {
 	}
 	for _, kind := range []string{
 		"global", "string_meta", "string_format", "remove", "loaded", "module_field",
-		"config", "metatable", "numeric", "many", "trim", "markers",
+		"config", "metatable", "numeric", "many", "trim", "markers", "seed",
 	} {
 		t.Run(kind, func(t *testing.T) {
 			logger, _ := newLogger()
@@ -110,8 +114,15 @@ func TestStatelessIsolation(t *testing.T) {
 			if got["hits"] != wantHits {
 				t.Errorf("hits = %v, want %v", got["hits"], wantHits)
 			}
+			// A seeded generator is put back too: the next request does
+			// not continue the sequence seed 1 starts.
+			if kind == "seed" && got["r"] == seededFirst(t) {
+				t.Errorf("after math.randomseed(1), the next request drew %v: seed 1's first number", got["r"])
+			}
 			delete(got, "hits")
 			delete(want, "hits")
+			delete(got, "r")
+			delete(want, "r")
 			for k, w := range want {
 				if got[k] != w {
 					t.Errorf("after poison %q: %s = %v, want %v", kind, k, got[k], w)
@@ -119,6 +130,16 @@ func TestStatelessIsolation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// seededFirst is math.random(1e9) right after math.randomseed(1).
+func seededFirst(t *testing.T) float64 {
+	L := lua.NewState()
+	defer L.Close()
+	if err := L.DoString("math.randomseed(1) return math.random(1e9)"); err != nil {
+		t.Fatal(err)
+	}
+	return float64(L.Get(-1).(lua.LNumber))
 }
 
 // BenchmarkIsolate is the check a clean stateless request's state gets when

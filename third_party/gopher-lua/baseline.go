@@ -44,7 +44,8 @@ type Baseline struct {
 	env      *LTable // the main thread's environment
 	registry *LTable // G.Registry
 	regCap   int     // the value stack's capacity
-	used     int64   // the budget's count (budget.go)
+	random   RandomState
+	used     int64 // the budget's count (budget.go)
 	measured int64
 	// refused says why the state can never be pristine, or is nil.
 	refused error
@@ -93,6 +94,7 @@ func (ls *LState) NewBaseline(roots ...LValue) *Baseline {
 		env:      ls.Env,
 		registry: g.Registry,
 		regCap:   cap(ls.reg.array),
+		random:   ls.RandomState(),
 		used:     g.budget.used,
 		measured: g.budget.measured,
 	}
@@ -277,6 +279,7 @@ func (b *Baseline) Reset(ls *LState) {
 	if cap(ls.reg.array) != b.regCap {
 		ls.reg.forceResize(b.regCap)
 	}
+	ls.SetRandomState(b.random)
 	bu := &ls.G.budget
 	bu.used, bu.measured = b.used, b.measured
 	bu.steps = 0

@@ -227,3 +227,36 @@ func TestBaselineIterators(t *testing.T) {
 		})
 	}
 }
+
+// TestBaselineResetsRandom: a state reset to its baseline draws as it did
+// when the baseline was recorded: a session that seeded math.random leaves
+// the next session no sequence to continue (and one seeded by the chunk
+// keeps the chunk's).
+func TestBaselineResetsRandom(t *testing.T) {
+	draw := func(L *LState) LValue {
+		if err := L.DoString("return math.random(1e9)"); err != nil {
+			t.Fatal(err)
+		}
+		defer L.Pop(1)
+		return L.Get(-1)
+	}
+	L := NewState()
+	defer L.Close()
+	b := L.NewBaseline()
+	if err := L.DoString("math.randomseed(1)"); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset(L)
+	if L.RandomState() != (RandomState{}) {
+		t.Error("after Reset the state still draws from the generator seeded after its baseline")
+	}
+	if err := L.DoString("math.randomseed(5)"); err != nil {
+		t.Fatal(err)
+	}
+	b = L.NewBaseline()
+	first := draw(L)
+	b.Reset(L)
+	if again := draw(L); again != first {
+		t.Errorf("after Reset the chunk's seed drew %v first, before %v", again, first)
+	}
+}

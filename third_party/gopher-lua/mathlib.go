@@ -2,7 +2,7 @@ package lua
 
 import (
 	"math"
-	"math/rand"
+	"math/rand/v2"
 )
 
 func OpenMath(L *LState) int {
@@ -223,7 +223,11 @@ func mathRad(L *LState) int {
 func mathRandom(L *LState) int {
 	switch L.GetTop() {
 	case 0:
-		L.Push(LNumber(rand.Float64()))
+		if r := L.G.rng; r != nil {
+			L.Push(LNumber(r.Float64()))
+		} else {
+			L.Push(LNumber(rand.Float64()))
+		}
 	// patched for luamcp: an empty interval is Lua 5.1's argument error,
 	// not rand.Intn's Go panic ("invalid argument to Intn"), and an
 	// interval wider than an int no longer overflows into one.
@@ -232,39 +236,80 @@ func mathRandom(L *LState) int {
 		if n < 1 {
 			L.ArgError(1, "interval is empty")
 		}
-		L.Push(LNumber(randomIn(1, n)))
+		L.Push(LNumber(randomIn(L.G.rng, 1, n)))
 	case 2:
 		min := L.CheckInt64(1)
 		max := L.CheckInt64(2)
 		if min > max {
 			L.ArgError(2, "interval is empty")
 		}
-		L.Push(LNumber(randomIn(min, max)))
+		L.Push(LNumber(randomIn(L.G.rng, min, max)))
 	default: // patched for luamcp: as Lua 5.1 (upstream ignored the rest)
 		L.RaiseError("wrong number of arguments")
 	}
 	return 1
 }
 
-// randomIn returns a uniformly random integer in [min, max], min <= max.
-func randomIn(min, max int64) int64 {
+// randomIn returns a uniformly random integer in [min, max], min <= max,
+// drawn from r, or from the process's generator when r is nil.
+func randomIn(r *rand.Rand, min, max int64) int64 {
+	uint64n, int64n := rand.Uint64, rand.Int64N
+	if r != nil {
+		uint64n, int64n = r.Uint64, r.Int64N
+	}
 	span := uint64(max) - uint64(min) + 1 // 0: the whole range of int64
 	if span == 0 {
-		return int64(rand.Uint64())
+		return int64(uint64n())
 	}
 	if span <= math.MaxInt64 {
-		return min + rand.Int63n(int64(span))
+		return min + int64n(int64(span))
 	}
 	for { // more than half of all values: rejection takes few draws
-		if x := rand.Uint64(); x < span {
+		if x := uint64n(); x < span {
 			return min + int64(x)
 		}
 	}
 }
 
+// patched for luamcp: math.randomseed(x) seeds a generator of this state's
+// own, so that the same seed gives the same sequence, as in Lua 5.1.
+// Upstream seeded the process's generator, which Go (1.24 and later) ignores:
+// a seeded script got other numbers on every run, and, where it did not,
+// one state's seed would have steered every other's numbers. Until a state
+// seeds one, it draws from the process's generator (randomly seeded).
 func mathRandomseed(L *LState) int {
-	rand.Seed(L.CheckInt64(1))
+	seed := uint64(L.CheckInt64(1))
+	L.G.rngSrc = rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
+	L.G.rng = rand.New(L.G.rngSrc)
 	return 0
+}
+
+// RandomState is patched for luamcp: the state of the generator
+// math.randomseed made, so that a state given to another user can draw as
+// it did when it was recorded (the zero value: from the process's
+// generator, as a state that never seeded).
+type RandomState struct {
+	seeded bool
+	pcg    rand.PCG
+}
+
+// RandomState returns the state of ls's generator (see [RandomState]).
+func (ls *LState) RandomState() RandomState {
+	if ls.G.rngSrc == nil {
+		return RandomState{}
+	}
+	return RandomState{seeded: true, pcg: *ls.G.rngSrc}
+}
+
+// SetRandomState makes ls's generator draw as it did when s was saved.
+func (ls *LState) SetRandomState(s RandomState) {
+	if !s.seeded {
+		ls.G.rng, ls.G.rngSrc = nil, nil
+		return
+	}
+	pcg := s.pcg
+	ls.G.rngSrc = &pcg
+	ls.G.rng = rand.New(ls.G.rngSrc)
 }
 
 func mathSin(L *LState) int {

@@ -157,7 +157,42 @@ func TestMathArgs5(t *testing.T) {
 		{"return math.min()", "false, \"bad argument #1 to 'min' (number expected, got no value)\""},
 		{"return math.random(1, 2, 3)", "false, \"wrong number of arguments\""},
 		{"return math.floor(\"3.7\"), math.max(\"10\", 9), math.random(\"1\")", "true, 3, 10, 1"},
+		// The same seed gives the same sequence (upstream seeded Go's
+		// process generator, which Go ignores since 1.24).
+		{"local function draw() local t = {} for i = 1, 8 do t[i] = math.random(1000) .. \"/\" .. math.random() end return table.concat(t, \",\") end " +
+			"math.randomseed(42) local a = draw() math.randomseed(42) local b = draw() math.randomseed(43) return a == b, a ~= draw()", "true, true, true"},
+		{"math.randomseed(7) local a = math.random(1, 1000000) local co = coroutine.wrap(function() math.randomseed(7) return math.random(1, 1000000) end) return a == co()", "true, true"},
 	})
+}
+
+// TestRandomseedPerState: math.randomseed seeds the state's own generator:
+// another state seeding or drawing meanwhile does not change its sequence.
+func TestRandomseedPerState(t *testing.T) {
+	seq := func(L *LState) string {
+		if err := L.DoString(`local t = {} for i = 1, 16 do t[i] = math.random(1e9) end return table.concat(t, ",")`); err != nil {
+			t.Fatal(err)
+		}
+		defer L.Pop(1)
+		return L.Get(-1).String()
+	}
+	a, b := NewState(), NewState()
+	defer a.Close()
+	defer b.Close()
+	for _, L := range []*LState{a, b} {
+		if err := L.DoString("math.randomseed(99)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := seq(a)
+	if err := b.DoString("math.randomseed(1) for i = 1, 100 do math.random() end"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.DoString("math.randomseed(99)"); err != nil {
+		t.Fatal(err)
+	}
+	if again := seq(a); again != first {
+		t.Errorf("after another state seeded and drew, seed 99 gave %s, before %s", again, first)
+	}
 }
 
 // table.insert, remove, concat, maxn and sort as Lua 5.1's table library.

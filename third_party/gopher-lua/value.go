@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"sync/atomic"
 )
@@ -202,6 +203,11 @@ type Global struct {
 	gccount    int32
 
 	budget memoryBudget // patched for luamcp: see budget.go
+	// rng is patched for luamcp: the generator math.randomseed seeded
+	// (mathlib.go), nil until then; rngSrc is its source, whose state
+	// RandomState saves.
+	rng    *rand.Rand
+	rngSrc *rand.PCG
 }
 
 type LState struct {
