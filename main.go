@@ -58,6 +58,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Version:   version,
 		Writer:    stdout,
 		ErrWriter: stderr,
+		Action:    unknownCommand,
 		Commands: []*cli.Command{
 			{
 				Name:      "serve",
@@ -99,6 +100,23 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			{Name: "version", Usage: "print the version", Action: printVersion},
 		},
 	}
+}
+
+// unknownCommand runs when no command matched: with no argument it prints
+// the help, as urfave/cli does; with one it is an error naming the commands
+// (urfave/cli's own answer, "No help topic for 'x'", reads as if help had
+// been asked for).
+func unknownCommand(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return cli.ShowAppHelp(c)
+	}
+	var names []string
+	for _, cmd := range c.App.VisibleCommands() {
+		if cmd.Name != "help" {
+			names = append(names, cmd.Name)
+		}
+	}
+	return fmt.Errorf("unknown command %q: the commands are %s (luamcp --help)", c.Args().First(), strings.Join(names, ", "))
 }
 
 // stateKeyEnv names the environment variable holding the state key.
@@ -166,8 +184,6 @@ func serveDir(c *cli.Context) (string, error) {
 	return dir, nil
 }
 
-// serve runs until SIGINT or SIGTERM, then shuts down: the listener closes
-// first, then every session ends (terminate runs with reason "shutdown").
 // parseWatchPoll reads --watch-poll as host.Config.WatchPoll: "auto" is 0,
 // "off" negative, else a positive duration.
 func parseWatchPoll(v string) (time.Duration, error) {
@@ -184,6 +200,8 @@ func parseWatchPoll(v string) (time.Duration, error) {
 	return d, nil
 }
 
+// serve runs until SIGINT or SIGTERM, then shuts down: the listener closes
+// first, then every session ends (terminate runs with reason "shutdown").
 func serve(c *cli.Context) error {
 	dir, err := serveDir(c)
 	if err != nil {
@@ -385,7 +403,7 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	var opts slog.HandlerOptions
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", level)
 	}
 	opts.Level = lvl
 	switch format {

@@ -51,6 +51,21 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestUnknownCommand: a mistyped command is an error that names the
+// commands, not urfave/cli's "No help topic for 'x'"; no command at all
+// prints the help.
+func TestUnknownCommand(t *testing.T) {
+	err := newApp(io.Discard, io.Discard).Run([]string{"luamcp", "serv"})
+	want := `unknown command "serv": the commands are serve, check, call, new, version (luamcp --help)`
+	if err == nil || err.Error() != want {
+		t.Errorf("luamcp serv: error %v, want %q", err, want)
+	}
+	var out bytes.Buffer
+	if err := newApp(&out, io.Discard).Run([]string{"luamcp"}); err != nil || !strings.Contains(out.String(), "COMMANDS:") {
+		t.Errorf("luamcp: error %v, printed %q; want the help", err, out.String())
+	}
+}
+
 func TestServeErrors(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -81,7 +96,7 @@ func TestServeErrors(t *testing.T) {
 		{"flags after the folder", []string{scripts, "--addr", "127.0.0.1:0"}, "--addr comes after the arguments"},
 		{"two folders as arguments", []string{"--addr", "127.0.0.1:0", scripts, empty}, "serve takes one folder"},
 		{"two folders", []string{"--dir", empty, scripts}, "the folder is given twice"},
-		{"log level", []string{"--dir", scripts, "--log-level", "loud"}, "--log-level"},
+		{"log level", []string{"--dir", scripts, "--log-level", "loud"}, `--log-level must be debug, info, warn or error, not "loud"`},
 		{"log format", []string{"--dir", scripts, "--log-format", "xml"}, "--log-format"},
 		{"call timeout zero", []string{"--dir", scripts, "--call-timeout", "0s"}, "--call-timeout must be positive"},
 		{"call timeout unparsable", []string{"--dir", scripts, "--call-timeout", "soon"}, "call-timeout"},
