@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -50,6 +52,9 @@ func check(c *cli.Context) error {
 	var report []checked
 	for _, arg := range args {
 		fi, err := os.Stat(arg)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: no such folder or file (luamcp check [DIR|FILE...]; the default folder is scripts)", arg)
+		}
 		if err != nil {
 			return err
 		}
@@ -149,7 +154,11 @@ func printReport(w io.Writer, report []checked, n, warnings int) {
 	}
 	switch n {
 	case 0:
-		fmt.Fprintf(w, "%d scripts, no problems", len(report))
+		if len(report) == 1 {
+			fmt.Fprintf(w, "1 script, no problems")
+		} else {
+			fmt.Fprintf(w, "%d scripts, no problems", len(report))
+		}
 	case 1:
 		fmt.Fprintf(w, "1 problem")
 	default:

@@ -340,6 +340,25 @@ func TestCheckWarnings(t *testing.T) {
 	}
 }
 
+// TestCheckSummary: the last line counts scripts in the singular when there
+// is one, and a folder or file that does not exist is named with the usage,
+// not as a bare stat error.
+func TestCheckSummary(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	var out bytes.Buffer
+	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", dir}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.String(), "\n1 script, no problems\n") {
+		t.Errorf("check of one script printed %q", out.String())
+	}
+	missing := filepath.Join(dir, "absent")
+	err := newApp(io.Discard, io.Discard).Run([]string{"luamcp", "check", missing})
+	if want := missing + ": no such folder or file (luamcp check [DIR|FILE...]; the default folder is scripts)"; err == nil || err.Error() != want {
+		t.Errorf("check of a missing folder: error %v, want %q", err, want)
+	}
+}
+
 func TestCheckClean(t *testing.T) {
 	var out bytes.Buffer
 	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", "scripts", "examples"}); err != nil {
