@@ -11,8 +11,8 @@
 ---read_resource. It is inert once the call has returned: mcp functions given a stale ctx do
 ---nothing (requests to the client fail in-band).
 ---@field session_id string? the session's Mcp-Session-Id; nil in stateless mode and in the 2026-07-28 era
----@field request_id string|integer the JSON-RPC id of the request being answered
----@field progress_token string|integer|nil the client's _meta.progressToken, or nil
+---@field request_id string|number the JSON-RPC id of the request being answered
+---@field progress_token any the client's _meta.progressToken, any JSON value as sent (MCP has a string or a number); nil when it sent none, or one longer than 1 KiB
 ---@field protocol_version string? the revision the call is served under, e.g. "2025-11-25" or "2026-07-28"
 ---@field client_capabilities table? the client's declared capabilities (e.g. {sampling={}, elicitation={}}); nil when unknown
 ---@field auth mcp.Auth? the request's verified access token on a route with the oauth option; nil elsewhere
@@ -32,7 +32,7 @@
 
 ---@class mcp.ElicitRequest
 ---@field message string what to ask the user
----@field requested_schema table a flat JSON Schema object of primitive properties
+---@field requested_schema table? a flat JSON Schema object of primitive properties (form mode; url mode has none)
 ---@field mode string? "form" (default) or "url" (2025-11-25)
 ---@field url string? the page to open, in url mode
 ---@field elicitation_id string? the id of a url-mode elicitation

@@ -76,6 +76,7 @@
 ---@class luamcp.ToolResult
 ---@field content table[] content blocks ({type="text", text=}, {type="image"|"audio", data=, mimeType=}, {type="resource_link", uri=, name=}, {type="resource", resource={uri=, text=|blob=}}), sent as written once checked
 ---@field structured_content table?
+---@field _meta table? sent as written
 
 ---@class luamcp.Resource
 ---@field uri string
@@ -86,6 +87,7 @@
 ---@field size integer?
 ---@field annotations table?
 ---@field icons table[]?
+---@field _meta table?
 
 ---@class luamcp.ResourceTemplate
 ---@field uri_template string e.g. "notes://{id}"
@@ -93,12 +95,17 @@
 ---@field title string?
 ---@field description string?
 ---@field mime_type string?
+---@field annotations table?
+---@field icons table[]?
+---@field _meta table?
 
 ---@class luamcp.Prompt
 ---@field name string
 ---@field title string?
 ---@field description string?
 ---@field arguments {name: string, description: string?, required: boolean?}[]?
+---@field icons table[]?
+---@field _meta table?
 
 ---@class luamcp.AuthRequest
 ---@field method string
