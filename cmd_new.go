@@ -101,8 +101,9 @@ return {
   route = { sessions = true, validate_arguments = true },
 
   -- Runs once per session. Returns server info, capabilities and the
-  -- initial state. params.clientInfo is absent under "luamcp call" and when
-  -- luamcp lists the tools at start, so treat it as optional.
+  -- initial state. params is {} when luamcp lists the tools at start, under
+  -- "luamcp check" and for 2026-07-28 clients, so treat params.clientInfo
+  -- as optional.
   init = function(params)
     return { name = "NAME", version = "0.1.0" }, { tools = {} }, { greeted = 0 }
   end,

@@ -369,7 +369,7 @@ func TestCheckClean(t *testing.T) {
 const callScript = `local mcp = require("mcp")
 return {
   route = { sessions = true },
-  init = function(params) return { name = "c", version = "1" }, { tools = {} }, { n = 1 } end,
+  init = function(params) return { name = "c", version = "1" }, { tools = {} }, { n = 1, client = params.clientInfo.name } end,
   tools = function() return { { name = "work", description = "", input_schema = { type = "object" } },
                               { name = "fail", description = "", input_schema = { type = "object" } },
                               { name = "crash", description = "", input_schema = { type = "object" } } } end,
@@ -379,8 +379,9 @@ return {
     mcp.progress(ctx, 1, { total = 2 })
     mcp.log(ctx, "info", "halfway")
     mcp.notify(ctx.session_id, "notifications/x", { a = 1 })
-    return "done " .. args.what .. " in " .. ctx.session_id
+    return "done " .. args.what .. " in " .. ctx.session_id .. " for " .. state.client
   end,
+  terminate = function(reason, state) print("terminate " .. reason) end,
 }
 `
 
@@ -394,8 +395,8 @@ func TestCall(t *testing.T) {
 		out, trail []string // in stdout, in stderr (or the error)
 	}{
 		{"result", []string{"work", `{"what":"it"}`}, false,
-			[]string{`"text": "done it in luamcp-call"`, `"isError": false`},
-			[]string{`progress {"progressToken":"call","progress":1,"total":2}`, `log info "halfway"`, `notify luamcp-call notifications/x {"a":1}`}},
+			[]string{`"text": "done it in luamcp-call for luamcp call"`, `"isError": false`},
+			[]string{`progress {"progressToken":"call","progress":1,"total":2}`, `log info "halfway"`, `notify luamcp-call notifications/x {"a":1}`, "terminate normal"}},
 		{"error result", []string{"fail"}, true, []string{`"text": "no good"`, `"isError": true`}, nil},
 		{"crash", []string{"crash"}, true, nil, []string{"c.lua:10: kaboom", "traceback"}},
 		{"unknown tool", []string{"nope"}, true, nil, []string{`no tool "nope" (tools: work, fail, crash)`}},
