@@ -211,3 +211,40 @@ func badChecks(t *testing.T, dir string) (bad []string, passed map[string]int) {
 	}
 	return bad, passed
 }
+
+// TestReadmeConformanceCommands keeps the README's "To reproduce by hand"
+// commands runnable: npx runs a package of tests/node only by the name of a
+// command it installs, and both suites install one named "conformance", so
+// the aliased alpha must be run by its path (`npx conformance-alpha` asks the
+// registry for a package of that name, and fails).
+func TestReadmeConformanceCommands(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	b, err := os.ReadFile(filepath.Join("node", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	npx := regexp.MustCompile(`(?m)^npx --prefix tests/node (\S+)`).FindAllSubmatch(readme, -1)
+	byPath := regexp.MustCompile(`(?m)^node tests/node/node_modules/(\S+?)/dist/index\.js server`).FindAllSubmatch(readme, -1)
+	if len(npx)+len(byPath) != 4 {
+		t.Errorf("README runs %d conformance suites by hand, want the four TestConformance runs", len(npx)+len(byPath))
+	}
+	for _, m := range npx {
+		if string(m[1]) != "conformance" {
+			t.Errorf("README runs `npx --prefix tests/node %s`: tests/node installs no command of that name", m[1])
+		}
+	}
+	for _, m := range byPath {
+		if _, ok := pkg.Dependencies[string(m[1])]; !ok {
+			t.Errorf("README runs node_modules/%s, which tests/node/package.json does not install", m[1])
+		}
+	}
+}
