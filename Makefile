@@ -22,16 +22,7 @@ serve: tools
 # harness's tests and smoke run. Fuzzing takes one
 # package and one target per run: .ci/fuzz.sh lists the targets and loops.
 test: tools
-	@command -v npm >/dev/null || { echo "make: npm not found. Install Node.js 20 or newer with npm (https://nodejs.org, or: apt-get install -y nodejs npm)." >&2; exit 1; }
-	@command -v gcc >/dev/null || command -v cc >/dev/null || { echo "make: no C compiler: the race detector needs cgo (apt-get install -y gcc)." >&2; exit 1; }
-	@command -v node >/dev/null || { echo "make: node not found. Install Node.js 20 or newer with npm (https://nodejs.org, or: apt-get install -y nodejs npm)." >&2; exit 1; }
-	@command -v haproxy >/dev/null || { echo "make: haproxy not found: TestClusterHAProxy runs the README's HAProxy configuration (apt-get install -y haproxy)." >&2; exit 1; }
-	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "make: nginx not found: TestNginx runs the README's nginx configuration (apt-get install -y nginx)." >&2; exit 1; }
-	@command -v python3 >/dev/null || { echo "make: python3 not found: TestExecEnvPythonUserSiteRefused runs a Python program (apt-get install -y python3)." >&2; exit 1; }
-	@command -v curl >/dev/null || { echo "make: curl not found: TestExecEnvOpenSSLConfRefused runs a program linked with OpenSSL (apt-get install -y curl)." >&2; exit 1; }
-	@command -v wine >/dev/null || { echo "make: wine not found: TestWindows runs luamcp.exe under Wine (apt-get install -y wine wine64)." >&2; exit 1; }
-	@command -v systemd-socket-activate >/dev/null || { echo "make: systemd-socket-activate not found: the systemd tests run luamcp under it and check the unit files with systemd-analyze (apt-get install -y systemd)." >&2; exit 1; }
-	@command -v x86_64-w64-mingw32-gcc >/dev/null || { echo "make: x86_64-w64-mingw32-gcc not found: TestWindows builds a DLL Wine 8 lacks (apt-get install -y gcc-mingw-w64-x86-64)." >&2; exit 1; }
+	@.ci/tools.sh
 	cd tests/node && npm ci --no-audit --no-fund
 	$(GO) vet ./...
 	cd tests && $(GO) vet ./...
