@@ -426,6 +426,24 @@ func TestCall(t *testing.T) {
 	}
 }
 
+// TestCallStatelessInit: a stateless script's init gets {} under call, as
+// on a server (only a session-mode script gets initialize params).
+func TestCallStatelessInit(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": `local mcp = require("mcp")
+return {
+  init = function(params) return { name = "s", version = "1" }, { tools = {} }, { params = mcp.json_encode(params) } end,
+  tools = { { name = "p", input_schema = { type = "object" } } },
+  handle_tool = function(name, args, ctx, state) return state.params end,
+}`})
+	var out bytes.Buffer
+	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "call", filepath.Join(dir, "s.lua"), "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"text": "{}"`) {
+		t.Errorf("init of a stateless script under call got params other than {}:\n%s", out.String())
+	}
+}
+
 func TestNew(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
