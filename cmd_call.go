@@ -43,8 +43,12 @@ const callSessionID = "luamcp-call"
 // progress, logs and pushes to stderr as they happen and the result to
 // stdout. It fails when the tool crashes or returns an error result.
 func callTool(c *cli.Context) error {
-	if c.NArg() < 2 || c.NArg() > 3 {
-		return fmt.Errorf("usage: luamcp call FILE TOOL [JSON arguments]")
+	switch {
+	case c.NArg() < 2:
+		return fmt.Errorf("usage: luamcp call [--dir DIR] [--env-file FILE] [--log-level info] FILE TOOL [JSON arguments]")
+	case c.NArg() > 3:
+		// The shell split an unquoted JSON object (or the arguments were given one by one).
+		return fmt.Errorf("call takes FILE, TOOL and the arguments as one JSON object, not %d arguments: quote the JSON ('{\"name\": \"Ada\"}')", c.NArg())
 	}
 	file, tool := c.Args().Get(0), c.Args().Get(1)
 	args := json.RawMessage(`{}`)

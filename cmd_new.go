@@ -33,8 +33,12 @@ var scriptName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // newScript writes DIR/NAME.lua from the chosen template (and the folders it
 // is granted); it never overwrites a file.
 func newScript(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return fmt.Errorf("usage: luamcp new NAME")
+	switch c.NArg() {
+	case 0:
+		return fmt.Errorf("usage: luamcp new [--dir scripts] [--template http|fs|exec] NAME")
+	case 1:
+	default:
+		return fmt.Errorf("new takes one NAME, not %q", c.Args().Slice())
 	}
 	name := strings.TrimSuffix(c.Args().First(), ".lua")
 	if !scriptName.MatchString(name) {

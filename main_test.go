@@ -426,6 +426,25 @@ func TestCall(t *testing.T) {
 	}
 }
 
+// TestUsageErrors: new and call given too few or too many arguments say
+// what they take, flags included, and call hints at an unquoted JSON.
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"new"}, "usage: luamcp new [--dir scripts] [--template http|fs|exec] NAME"},
+		{[]string{"new", "a", "b"}, `new takes one NAME, not ["a" "b"]`},
+		{[]string{"call", "x.lua"}, "usage: luamcp call [--dir DIR] [--env-file FILE] [--log-level info] FILE TOOL [JSON arguments]"},
+		{[]string{"call", "x.lua", "greet", "{name:", "Ada}"}, `not 4 arguments: quote the JSON ('{"name": "Ada"}')`},
+	} {
+		err := newApp(io.Discard, io.Discard).Run(append([]string{"luamcp"}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("luamcp %v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 // TestCallStatelessInit: a stateless script's init gets {} under call, as
 // on a server (only a session-mode script gets initialize params).
 func TestCallStatelessInit(t *testing.T) {
