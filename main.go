@@ -282,6 +282,9 @@ func serve(c *cli.Context) error {
 		if activated != nil {
 			activated.Close()
 		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("%w: another process (another luamcp serve?) listens there; stop it, or choose another --addr", err)
+		}
 		return err
 	}
 	defer srv.Close()

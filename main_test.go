@@ -88,7 +88,7 @@ func TestServeErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"address in use", []string{"--dir", scripts, "--addr", busy.Addr().String()}, "address already in use"},
+		{"address in use", []string{"--dir", scripts, "--addr", busy.Addr().String()}, "address already in use: another process (another luamcp serve?) listens there; stop it, or choose another --addr"},
 		{"bad address", []string{"--dir", scripts, "--addr", "nowhere"}, "nowhere"},
 		{"missing folder", []string{"--dir", filepath.Join(empty, "absent"), "--addr", "127.0.0.1:0"}, "absent"},
 		{"nothing to serve", []string{"--dir", empty, "--addr", "127.0.0.1:0", "--no-watch"}, "no server to mount"},
