@@ -359,6 +359,41 @@ func TestCheckSummary(t *testing.T) {
 	}
 }
 
+// TestExamplesCopied: the README has users copy an example into scripts/
+// (files.lua with its notes folder, which it is granted and which must
+// exist when it loads); copied that way, every example loads.
+func TestExamplesCopied(t *testing.T) {
+	dir := t.TempDir()
+	files, err := filepath.Glob(filepath.Join("examples", "*.lua"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range append(files, filepath.Join("examples", "notes", "welcome.md")) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := filepath.Join(dir, strings.TrimPrefix(f, "examples"+string(filepath.Separator)))
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "cp -r examples/files.lua examples/notes scripts/") {
+		t.Error("README does not say to copy examples/notes with files.lua")
+	}
+	var out bytes.Buffer
+	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", dir}); err != nil {
+		t.Errorf("check of the examples copied as the README says: %v\n%s", err, out.String())
+	}
+}
+
 func TestCheckClean(t *testing.T) {
 	var out bytes.Buffer
 	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "check", "scripts", "examples"}); err != nil {
