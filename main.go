@@ -52,7 +52,7 @@ func main() {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:      "luamcp",
 		Usage:     "serve MCP servers written in Lua",
 		Version:   version,
@@ -99,7 +99,23 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			newCommand(),
 			{Name: "version", Usage: "print the version", Action: printVersion},
 		},
+		OnUsageError: usageError,
 	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = usageError
+	}
+	return app
+}
+
+// usageError answers a flag urfave/cli cannot read (unknown, or a value of
+// the wrong type) with the error and where the help is, instead of the
+// whole help with the error at its end, where it scrolls out of sight.
+func usageError(c *cli.Context, err error, _ bool) error {
+	help := "luamcp --help"
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
+		help = "luamcp " + c.Command.Name + " --help"
+	}
+	return fmt.Errorf("%w (%s lists the flags)", err, help)
 }
 
 // unknownCommand runs when no command matched: with no argument it prints

@@ -480,6 +480,31 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestBadFlags: a flag that cannot be read is an error naming it and where
+// the help is, and the help itself is not printed (it buried the error).
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus (luamcp --help lists the flags)"},
+		{[]string{"serve", "--bogus"}, "flag provided but not defined: -bogus (luamcp serve --help lists the flags)"},
+		{[]string{"check", "--bogus"}, "(luamcp check --help lists the flags)"},
+		{[]string{"call", "--bogus"}, "(luamcp call --help lists the flags)"},
+		{[]string{"new", "--bogus"}, "(luamcp new --help lists the flags)"},
+		{[]string{"serve", "--max-sessions", "many"}, `invalid value "many" for flag -max-sessions: parse error (luamcp serve --help lists the flags)`},
+	} {
+		var out, errOut bytes.Buffer
+		err := newApp(&out, &errOut).Run(append([]string{"luamcp"}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("luamcp %v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+		if out.Len()+errOut.Len() != 0 {
+			t.Errorf("luamcp %v printed the help:\n%s%s", tc.args, out.String(), errOut.String())
+		}
+	}
+}
+
 // TestCallStatelessInit: a stateless script's init gets {} under call, as
 // on a server (only a session-mode script gets initialize params).
 func TestCallStatelessInit(t *testing.T) {
