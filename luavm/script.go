@@ -127,6 +127,10 @@ type Version struct {
 	// against the tool's output schema (validate_results, validate.go).
 	validateResults bool
 	schemas         schemaCache
+	// schemaWarn throttles the error of an input schema that cannot be
+	// checked: logged once per schema, but a tools() may make a new one
+	// for every call.
+	schemaWarn logcap.Throttle
 	// crashes throttles this version's crash lines, per place (crashlog.go):
 	// a reload starts afresh, since its places may be other lines.
 	crashes crashLog

@@ -3,11 +3,14 @@ package luavm
 import (
 	"errors"
 	"fmt"
-	"github.com/luamcp/luamcp/bridge"
 	"sync"
+	"time"
 
-	"github.com/luamcp/luamcp/internal/jsonschema"
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/luamcp/luamcp/bridge"
+	"github.com/luamcp/luamcp/internal/jsonschema"
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // The route options validate_arguments and validate_results. The first checks a tools/call's arguments
@@ -118,8 +121,10 @@ func (v *vm) checkArguments(tool *lua.LTable, name string, args []byte) string {
 	schema, fresh, err := v.compileInputSchema(tool)
 	if err != nil {
 		if fresh {
-			v.s.logger.Error("route.validate_arguments: the tool's input_schema cannot be checked, so its calls are refused",
-				"tool", name, "error", err)
+			if ok, held := v.s.schemaWarn.Allow(time.Now(), logcap.Every); ok {
+				v.s.logger.Error("route.validate_arguments: the tool's input_schema cannot be checked, so its calls are refused",
+					"tool", name, "error", err, "unlogged_since_last", held)
+			}
 		}
 		return fmt.Sprintf("the server cannot check the arguments of %q: its input schema is invalid", name)
 	}

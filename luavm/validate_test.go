@@ -78,6 +78,32 @@ func TestValidateArguments(t *testing.T) {
 	}
 }
 
+// TestBrokenSchemaLogThrottled: a tools() that makes a new broken schema
+// for every call (here: its title counts) made one error line per call, a
+// flood any client could drive; the lines are throttled as crashes are.
+func TestBrokenSchemaLogThrottled(t *testing.T) {
+	s, logs := loadSource(t, "v.lua", `
+local n = 0
+return {
+  route = { sessions = true, validate_arguments = true },
+  init = function() return { name = "v", version = "1" }, { tools = {} }, {} end,
+  tools = function()
+    n = n + 1
+    return { { name = "broken", input_schema = { type = "object", title = "v" .. n, properties = { a = { pattern = "(?=x)" } } } } }
+  end,
+  handle_tool = function() return "ran" end,
+}`)
+	ss, _ := open(t, s, "sid")
+	for range 20 {
+		if got := text(t, mustCall(t, ss, "broken", `{}`)); !strings.Contains(got, "its input schema is invalid") {
+			t.Fatalf("broken: %s", got)
+		}
+	}
+	if n := strings.Count(logs.String(), "cannot be checked"); n != 1 {
+		t.Errorf("20 calls, each with a new broken schema, logged %d lines, want 1:\n%s", n, logs)
+	}
+}
+
 // luamcp check reports an input schema validate_arguments cannot read, and
 // warns of its keywords that read like checks but are none.
 func TestCheckValidateArguments(t *testing.T) {
