@@ -36,11 +36,17 @@ func nodeBin(t *testing.T) string {
 // failing the test when node exits non-zero or runs past timeout.
 func runNode(t *testing.T, timeout time.Duration, args ...string) []string {
 	t.Helper()
+	return runNodeEnv(t, timeout, nil, args...)
+}
+
+// runNodeEnv is runNode with env (KEY=value) added to node's environment.
+func runNodeEnv(t *testing.T, timeout time.Duration, env []string, args ...string) []string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nodeBin(t), args...)
 	cmd.Dir = "node"
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0"), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -76,7 +82,13 @@ func tsScenario(t *testing.T, scenario, url string) []map[string]any {
 // closing {"done": true}.
 func tsRun(t *testing.T, script, scenario, url string, more ...string) []map[string]any {
 	t.Helper()
-	lines := runNode(t, 60*time.Second, append([]string{script, scenario, url}, more...)...)
+	return tsRunEnv(t, nil, script, scenario, url, more...)
+}
+
+// tsRunEnv is tsRun with env added to node's environment.
+func tsRunEnv(t *testing.T, env []string, script, scenario, url string, more ...string) []map[string]any {
+	t.Helper()
+	lines := runNodeEnv(t, 60*time.Second, env, append([]string{script, scenario, url}, more...)...)
 	var out []map[string]any
 	done := false
 	for _, l := range lines {
@@ -179,4 +191,42 @@ func TestTSSDKReconnect(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "session")
 	tsScenario(t, "reconnect", s.url("session"))
+}
+
+// TestTSClientV2Sessions runs client.mjs's 2025-11-25 scenarios with the
+// official v2 client (@modelcontextprotocol/client) in its default mode,
+// which keeps the sessions era: the same checks as the SDK v1's above
+// (tools across pages, errors, progress, notifications on the GET channel,
+// elicitation, sampling and roots, DELETE, resumption after a dropped
+// stream), and a result whose structured content the client validates. The
+// era tests (era_ts_test.go) run the same client in 2026-07-28.
+func TestTSClientV2Sessions(t *testing.T) {
+	t.Parallel()
+	v2 := []string{"MCP_CLIENT=v2"}
+	s := startServer(t, "stateless", "session")
+	for _, tc := range []struct{ scenario, variant string }{
+		{"basics", "session"},
+		{"stateless", "stateless"},
+		{"notifications", "session"},
+		{"requests", "session"},
+		{"requests", "stateless"},
+		{"nocapability", "session"},
+		{"terminate", "session"},
+		{"reconnect", "session"},
+	} {
+		t.Run(tc.scenario+"/"+tc.variant, func(t *testing.T) {
+			obs := tsRunEnv(t, v2, "client.mjs", tc.scenario, s.url(tc.variant))
+			if len(obs) < 2 {
+				t.Errorf("%s passed no check: %v", tc.scenario, obs)
+			}
+		})
+	}
+	t.Run("structured", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "search.lua"), []byte(structuredScript), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h := startHost(t, dir)
+		tsRunEnv(t, v2, "client.mjs", "structured", h.url("search"))
+	})
 }
