@@ -178,6 +178,83 @@ func (m *Mirror) Release() {
 	}
 }
 
+// Restore puts the value of the last Sync back in place and returns it (a
+// rollback): every table the Mirror knows that was written since gets back
+// the entries and metatable it had then, and the tables made since are no
+// longer reached from it. The tables of the value keep their identity, so
+// whatever else holds one (a module-level local, a closure, a coroutine)
+// sees the rollback too; making the copy the live value instead would leave
+// those holding tables that no longer belong to the value, whose writes
+// would then vanish without a word. The copy stays the Mirror's, equal to
+// the value again. Restore returns nil when the Mirror holds no copy (the
+// last Sync was of a non-table, or Release came since).
+//
+// A rollback costs the tables written since the Sync, and a scan of the
+// write flags of those the Mirror knows.
+func (m *Mirror) Restore() lua.LValue {
+	if m.root == nil {
+		return nil
+	}
+	var orig map[*lua.LTable]*lua.LTable // copy -> source, built on demand
+	source := func(v lua.LValue) lua.LValue {
+		t, ok := v.(*lua.LTable)
+		if !ok {
+			return v
+		}
+		if orig == nil {
+			orig = make(map[*lua.LTable]*lua.LTable, len(m.all))
+			for _, nd := range m.all {
+				orig[nd.dst] = nd.src
+			}
+		}
+		if s, ok := orig[t]; ok {
+			return s
+		}
+		return v // a marker
+	}
+	for _, nd := range m.all {
+		src, dst := nd.src, nd.dst
+		if !src.Written() {
+			continue
+		}
+		if mt := source(dst.Metatable); src.Metatable != mt {
+			src.Metatable = mt
+		}
+		// The keys the source gained: a table key stands for its copy, and
+		// a table the Mirror does not know is new since the Sync.
+		m.keys = m.keys[:0]
+		src.ForEach(func(k, _ lua.LValue) {
+			ck := k
+			if kt, ok := k.(*lua.LTable); ok {
+				kn := m.nodes[kt]
+				if kn == nil {
+					m.keys = append(m.keys, k)
+					return
+				}
+				ck = kn.dst
+			}
+			if dst.RawGet(ck) == lua.LNil {
+				m.keys = append(m.keys, k)
+			}
+		})
+		for _, k := range m.keys {
+			src.RawSet(k, lua.LNil)
+		}
+		clear(m.keys)
+		dst.ForEach(func(k, v lua.LValue) {
+			sk, sv := source(k), source(v)
+			if src.RawGet(sk) != sv {
+				src.RawSet(sk, sv)
+			}
+		})
+	}
+	for _, src := range m.srcs {
+		src.ClearWritten()
+	}
+	m.changes++ // what was derived from the value during the call is not of it
+	return m.root.src
+}
+
 func (m *Mirror) recycle(nd *mirrorNode) {
 	*nd = mirrorNode{}
 	m.free = append(m.free, nd)

@@ -57,6 +57,8 @@ func mirrorRun(t *testing.T, L *lua.LState, c *Codec, ops []byte) {
 	t.Helper()
 	fn := eval(t, L, mirrorOps).(*lua.LFunction)
 	m := c.NewMirror()
+	var ref *Mirror // a full copy of the state at m's last Sync
+	var refCopy lua.LValue
 	check := func(step int) {
 		s := L.GetGlobal("s")
 		cp := m.Sync(s)
@@ -65,16 +67,26 @@ func mirrorRun(t *testing.T, L *lua.LState, c *Codec, ops []byte) {
 		}
 		// The same check of a full copy, made from scratch: a failure of
 		// both is the checker's, not the Mirror's.
-		fresh := c.NewMirror()
-		if d := isomorphic(s, fresh.Sync(s), fresh.copyOf); d != "" {
+		ref = c.NewMirror()
+		refCopy = ref.Sync(s)
+		if d := isomorphic(s, refCopy, ref.copyOf); d != "" {
 			t.Fatalf("after op %d: the full copy: %s", step, d)
 		}
 	}
 	check(0)
 	for i := 0; i+4 <= len(ops); i += 4 {
 		code, a, b, cc := ops[i], ops[i+1], ops[i+2], ops[i+3]
-		if code == 255 { // a rollback: the copy is handed over, the next Sync starts afresh
+		if code == 255 { // the copy is handed over, the next Sync starts afresh
 			m.Release()
+			continue
+		}
+		if code == 254 { // a rollback in place: the state is what the last Sync saw
+			if r := m.Restore(); r != nil {
+				L.SetGlobal("s", r)
+				if d := isomorphic(r, refCopy, ref.copyOf); d != "" {
+					t.Fatalf("after the rollback at op %d: %s", i/4, d)
+				}
+			}
 			continue
 		}
 		if err := L.CallByParam(lua.P{Fn: fn, Protect: true}, lua.LNumber(code), lua.LNumber(a), lua.LNumber(b), lua.LNumber(cc)); err != nil {
@@ -95,6 +107,9 @@ func TestMirrorRandom(t *testing.T) {
 		ops := make([]byte, 4*(20+r.IntN(200)))
 		for i := range ops {
 			ops[i] = byte(r.IntN(256))
+			if i%4 == 0 && r.IntN(12) == 0 {
+				ops[i] = 254 // a rollback: rare in uniform bytes
+			}
 		}
 		L, c, _ := newState(t)
 		mirrorRun(t, L, c, ops)
@@ -105,6 +120,7 @@ func TestMirrorRandom(t *testing.T) {
 func FuzzMirror(f *testing.F) {
 	f.Add([]byte{0, 3, 4, 5, 4, 0, 1, 2, 6, 3, 3, 3, 13, 3, 4, 5})
 	f.Add([]byte{12, 0, 1, 2, 7, 3, 1, 2, 255, 0, 0, 0, 8, 3, 1, 0, 9, 3, 4, 4, 10, 3, 0, 0})
+	f.Add([]byte{0, 3, 4, 5, 12, 0, 1, 2, 7, 1, 1, 2, 254, 0, 0, 0, 13, 1, 4, 4, 254, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 4096 {
 			return

@@ -263,3 +263,75 @@ func BenchmarkMirrorSync(b *testing.B) {
 		})
 	}
 }
+
+// TestMirrorRestore checks the rollback: after a step that changes the state
+// in place, Restore gives the state back the entries and metatables it had at
+// the Sync, in its own tables. Whatever held a table of the state before the
+// step (the global held, as a module-level local would) holds one of the
+// restored state, not an orphan whose later writes the state would never see.
+func TestMirrorRestore(t *testing.T) {
+	tests := []struct {
+		name  string
+		build string // sets s, and held to tables of s
+		step  string
+		check string // true when held holds the tables of the restored s
+	}{
+		{"scalars", `s = {a = 1, b = "x"}; held = {s}`, `s.a = 2; s.b = nil; s.c = true`, `held[1] == s`},
+		{"nested", `s = {user = {name = "ada", tags = {"a", "b"}}}; held = {s, s.user, s.user.tags}`,
+			`s.user.name = "bob"; s.user.tags[3] = "c"; table.remove(s.user.tags, 1); s.user = {name = "new"}`,
+			`held[1] == s and held[2] == s.user and held[3] == s.user.tags and held[2].name == "ada"`},
+		{"sharing and cycles", `local sh = {n = 1}; s = {a = sh, b = sh}; s.self = s; held = {s, sh}`,
+			`s.a.n = 2; s.b = {n = 3}; s.self = nil; s.loop = {s}`,
+			`s.self == s and s.a == held[2] and s.b == held[2] and held[2].n == 1`},
+		{"table keys", `local k = {id = 1}; s = {}; s[k] = "one"; s.key = k; held = {s, k}`,
+			`s[s.key] = nil; s.key.id = 2; local k2 = {}; s[k2] = k2`,
+			`s.key == held[2] and s[held[2]] == "one" and held[2].id == 1`},
+		{"metatables", `local mt = {n = 0}; s = {a = setmetatable({}, mt), mt = mt, list = mcp.array({1})}; held = {s, mt, s.a}`,
+			`s.mt.n = 1; setmetatable(s.a, {y = 1}); setmetatable(s.list, nil); setmetatable(s, {__index = function() end})`,
+			`getmetatable(s) == nil and getmetatable(s.a) == held[2] and s.a == held[3] and held[2].n == 0 and getmetatable(s.list) ~= nil`},
+		{"arrays", `s = {1, 2, 3, [10] = 10}; held = {s}`, `for i = 1, 20 do s[i] = -i end; s[2] = nil`, `held[1] == s and s[2] == 2 and s[11] == nil and s[10] == 10`},
+		{"replaced root", `s = {a = {1}}; held = {s, s.a}`, `s.a[1] = 2; s = {a = s.a, b = {}}`, `held[1] == s and held[2] == s.a and s.a[1] == 1 and s.b == nil`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			L, c, _ := newState(t)
+			m := c.NewMirror()
+			eval(t, L, tt.build)
+			orig := L.GetGlobal("s")
+			cp := m.Sync(orig)
+			eval(t, L, tt.step)
+			got := m.Restore()
+			if got != orig {
+				t.Fatalf("Restore returned %v, not the state's own table %v", got, orig)
+			}
+			if d := isomorphic(got, cp, m.copyOf); d != "" {
+				t.Fatalf("restored state differs from the state at the Sync: %s", d)
+			}
+			// The held tables are still tables of the state: a write through
+			// one is a write to the state.
+			L.SetGlobal("s", got)
+			if v := eval(t, L, "return "+tt.check); v != lua.LTrue {
+				t.Errorf("%s is false after Restore", tt.check)
+			}
+			// The mirror still follows the state.
+			if again := m.Sync(got); again != cp {
+				t.Errorf("Sync after Restore made a new copy")
+			}
+			eval(t, L, `for _, h in ipairs(held) do if type(h) == "table" then rawset(h, "after", true) end end`)
+			if d := isomorphic(got, m.Sync(got), m.copyOf); d != "" {
+				t.Fatalf("Sync after Restore and a write: %s", d)
+			}
+		})
+	}
+	t.Run("nothing synced", func(t *testing.T) {
+		_, c, _ := newState(t)
+		m := c.NewMirror()
+		if v := m.Restore(); v != nil {
+			t.Errorf("Restore before any Sync = %v", v)
+		}
+		m.Sync(lua.LString("x"))
+		if v := m.Restore(); v != nil {
+			t.Errorf("Restore after a Sync of a string = %v", v)
+		}
+	})
+}

@@ -66,3 +66,51 @@ return {
 		t.Errorf("after a crash that was rolled back: got %q, want %q", got, "2 same=true")
 	}
 }
+
+// TestRollbackKeepsStateTables: a crash rolls the state back in its own
+// tables. A script that keeps a table of its session state in a module-level
+// local (or a closure, or a coroutine) must see the rollback through it, and
+// its writes through it must reach the state afterwards. Before, the backup
+// copy became the state: the local held an orphan carrying the crashed call's
+// half-done change, and every later write through it vanished silently.
+func TestRollbackKeepsStateTables(t *testing.T) {
+	src := `
+local held, items
+local co
+return {
+  init = function() return { name = "a", version = "1" }, { tools = {} }, { n = 0, items = { 1 } } end,
+  tools = function() return { { name = "hold" }, { name = "bump" }, { name = "get" } } end,
+  handle_tool = function(name, args, ctx, state)
+    if name == "hold" then
+      held, items = state, state.items
+      co = coroutine.wrap(function() while true do held.n = held.n + 10; coroutine.yield() end end)
+      return "held"
+    elseif name == "bump" then
+      held.n = held.n + 1
+      items[#items + 1] = held.n
+      if args.crash then state.items = { "new" }; error("boom") end
+      if args.co then co() end
+      return "ok"
+    end
+    return tostring(state.n) .. " " .. table.concat(state.items, ",") ..
+      " same=" .. tostring(rawequal(held, state) and rawequal(items, state.items))
+  end,
+}`
+	s, _ := loadSource(t, "a.lua", src)
+	ss, _ := open(t, s, "sid")
+	mustCall(t, ss, "hold", `{}`)
+	mustCall(t, ss, "bump", `{}`)
+	for _, args := range []string{`{"crash":true}`, `{"crash":true}`} {
+		if _, err := call(t, ss, "bump", args); !isCrash(err) {
+			t.Fatalf("want a crash, got %v", err)
+		}
+	}
+	const afterCrash = "1 1,1 same=true"
+	if got := text(t, mustCall(t, ss, "get", `{}`)); got != afterCrash {
+		t.Fatalf("after the crashes: %q, want %q", got, afterCrash)
+	}
+	mustCall(t, ss, "bump", `{"co":true}`)
+	if got, want := text(t, mustCall(t, ss, "get", `{}`)), "12 1,1,2 same=true"; got != want {
+		t.Errorf("writes through the held tables after a rollback: %q, want %q", got, want)
+	}
+}

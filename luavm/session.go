@@ -265,6 +265,9 @@ type op struct {
 	// changed the state since the mirror's Sync, so no list may be reused
 	// for being a function of an unchanged state (lists.go).
 	ranList bool
+	// backedUp is set when begin backed the state up: a crash puts the
+	// backup back into the state's own tables (vm.rollback).
+	backedUp bool
 }
 
 // begin starts a Session method. In session mode it backs the state up and
@@ -301,6 +304,7 @@ func (ss *session) begin(ctx context.Context) (*op, error) {
 			ss.mu.Lock()
 			ss.state = ss.v.backup(t)
 			ss.mu.Unlock()
+			c.backedUp = true
 		}
 	}
 	return c, nil
@@ -310,14 +314,20 @@ func (ss *session) begin(ctx context.Context) (*op, error) {
 // callbacks left becomes the committed state.
 func (ss *session) end(c *op, err error) {
 	c.run.end()
-	live := c.live
+	live, backedUp := c.live, c.backedUp
 	*c = op{}
-	if err == nil || inBand(err) {
+	switch {
+	case err == nil || inBand(err):
 		ss.mu.Lock()
 		ss.state = live
 		ss.mu.Unlock()
-	} else if ss.owned {
-		ss.v.dropBackup() // the backup stays, as the live state
+	case backedUp:
+		// The state's own tables get back what the backup holds: a
+		// module-level local, a closure or a coroutine that holds one of
+		// them holds the rolled-back state, not an orphan.
+		ss.mu.Lock() // a Snapshot may be reading the backup
+		ss.state = ss.v.rollback()
+		ss.mu.Unlock()
 	}
 	if ss.owned {
 		ss.lastRun.Store(clock()) // before the unlock: the sweeper reads it under work

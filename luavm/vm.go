@@ -169,7 +169,7 @@ func (v *vm) limitMemory() error {
 // backup returns a deep copy of a session state, taken before a call so that
 // a crash can put it back. The copy is kept and patched from one call to the
 // next (bridge.Mirror), so an unchanged state costs a read, not a rebuild.
-// Once a rollback makes the copy the live state, dropBackup must be called.
+// A crash puts it back with rollback.
 func (v *vm) backup(state lua.LValue) lua.LValue {
 	if v.mirror == nil {
 		v.mirror = v.codec.NewMirror()
@@ -177,12 +177,10 @@ func (v *vm) backup(state lua.LValue) lua.LValue {
 	return v.mirror.Sync(state)
 }
 
-// dropBackup hands the last backup over to the caller, which made it the
-// live state after a rollback: the next backup is a new copy.
-func (v *vm) dropBackup() {
-	if v.mirror != nil {
-		v.mirror.Release()
-	}
+// rollback puts the last backup back into the tables of the state it was
+// taken of (bridge.Mirror.Restore), and returns that state.
+func (v *vm) rollback() lua.LValue {
+	return v.mirror.Restore()
 }
 
 // has reports whether the module defines callback i.
