@@ -188,6 +188,9 @@ type Host struct {
 
 	changedMu sync.Mutex // serializes the calls of Config.Changed
 
+	// sessionsLock holds the lock of Config.SessionsFile from New to the
+	// end of Shutdown (sessions_lock.go); nil without the file.
+	sessionsLock *os.File
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -258,14 +261,22 @@ func New(cfg Config) (*Host, error) {
 	if err := checkSessionsFile(cfg.SessionsFile); err != nil {
 		return nil, err
 	}
+	var lock *os.File
+	if cfg.SessionsFile != "" {
+		var err error
+		if lock, err = lockSessionsFile(cfg.SessionsFile); err != nil {
+			return nil, err
+		}
+	}
 	h := &Host{
-		cfg:     cfg,
-		logger:  logger,
-		hub:     newHub(cfg.PubSub, logger),
-		mounts:  make(map[string]*mount),
-		failed:  make(map[string]*failed),
-		loading: make(map[string]bool),
-		redo:    make(map[string]bool),
+		sessionsLock: lock,
+		cfg:          cfg,
+		logger:       logger,
+		hub:          newHub(cfg.PubSub, logger),
+		mounts:       make(map[string]*mount),
+		failed:       make(map[string]*failed),
+		loading:      make(map[string]bool),
+		redo:         make(map[string]bool),
 	}
 	h.ctx, h.stop = context.WithCancel(context.Background())
 	h.vmCfg = luavm.Config{
@@ -282,6 +293,7 @@ func New(cfg Config) (*Host, error) {
 	}
 	if cfg.StateKey != nil {
 		if err := h.hub.SetStateKey(cfg.StateKey); err != nil {
+			h.unlockSessions()
 			return nil, err
 		}
 	}
@@ -309,6 +321,7 @@ func New(cfg Config) (*Host, error) {
 		// Watch first: an edit made while the folder loads is not missed.
 		w, err := h.watch()
 		if err != nil {
+			h.unlockSessions()
 			return nil, err
 		}
 		h.watcher = w
@@ -318,6 +331,7 @@ func New(cfg Config) (*Host, error) {
 			h.watcher.stop()
 		}
 		h.stop()
+		h.unlockSessions()
 		return nil, err
 	}
 	h.resumeSessions()
@@ -911,6 +925,7 @@ func (h *Host) shutdown(ctx context.Context, savedErr chan<- error) error {
 			}
 		}
 		wg.Wait()
+		h.unlockSessions() // written: the next process may take it
 	} else {
 		savedErr <- nil
 	}

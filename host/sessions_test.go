@@ -360,3 +360,45 @@ func TestSessionsFileLeftovers(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsFileInUse: two hosts given one sessions file would each write
+// it whole at their shutdown, the second replacing the first's sessions
+// without a word. The second does not start; once the first has shut down
+// (its sessions written), a host may take the file again.
+func TestSessionsFileInUse(t *testing.T) {
+	dir := writeDir(t, map[string]string{"saved.lua": savedScript})
+	file := filepath.Join(t.TempDir(), "sessions.json")
+	cfg := host.Config{Dir: dir, SessionsFile: file, Logger: slog.New(slog.DiscardHandler)}
+	first, err := host.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(first.Handler())
+	defer srv.Close()
+	resp, _ := rpc(t, srv.URL+"/mcp/saved", "", "initialize", initParams)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	rpc(t, srv.URL+"/mcp/saved", sid, "tools/call", map[string]any{"name": "count", "arguments": map[string]any{}})
+
+	second, err := host.New(cfg)
+	if err == nil {
+		second.Shutdown(context.Background())
+		t.Fatal("a second host took a sessions file the first one uses")
+	}
+	if !strings.Contains(err.Error(), "another process uses it") {
+		t.Errorf("error %q does not say the file is in use", err)
+	}
+
+	if err := first.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncbuf.Buffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	next, err := host.New(cfg)
+	if err != nil {
+		t.Fatalf("the file is still locked once its host shut down: %v", err)
+	}
+	defer next.Shutdown(context.Background())
+	if !strings.Contains(logs.String(), "sessions=1 saved=1") {
+		t.Errorf("the first host's session was not resumed:\n%s", logs)
+	}
+}
