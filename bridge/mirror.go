@@ -189,70 +189,92 @@ func (m *Mirror) Release() {
 // the value again. Restore returns nil when the Mirror holds no copy (the
 // last Sync was of a non-table, or Release came since).
 //
-// A rollback costs the tables written since the Sync, and a scan of the
-// write flags of those the Mirror knows.
+// A rollback walks the copy (the tables of the value at the Sync) and
+// rewrites those written since.
 func (m *Mirror) Restore() lua.LValue {
 	if m.root == nil {
 		return nil
 	}
-	var orig map[*lua.LTable]*lua.LTable // copy -> source, built on demand
-	source := func(v lua.LValue) lua.LValue {
-		t, ok := v.(*lua.LTable)
-		if !ok {
-			return v
-		}
-		if orig == nil {
-			orig = make(map[*lua.LTable]*lua.LTable, len(m.all))
-			for _, nd := range m.all {
-				orig[nd.dst] = nd.src
-			}
-		}
-		if s, ok := orig[t]; ok {
-			return s
-		}
-		return v // a marker
-	}
+	byCopy := make(map[*lua.LTable]*mirrorNode, len(m.all))
 	for _, nd := range m.all {
-		src, dst := nd.src, nd.dst
-		if !src.Written() {
-			continue
-		}
-		if mt := source(dst.Metatable); src.Metatable != mt {
-			src.Metatable = mt
-		}
-		// The keys the source gained: a table key stands for its copy, and
-		// a table the Mirror does not know is new since the Sync.
-		m.keys = m.keys[:0]
-		src.ForEach(func(k, _ lua.LValue) {
-			ck := k
-			if kt, ok := k.(*lua.LTable); ok {
-				kn := m.nodes[kt]
-				if kn == nil {
-					m.keys = append(m.keys, k)
-					return
-				}
-				ck = kn.dst
-			}
-			if dst.RawGet(ck) == lua.LNil {
-				m.keys = append(m.keys, k)
-			}
-		})
-		for _, k := range m.keys {
-			src.RawSet(k, lua.LNil)
-		}
-		clear(m.keys)
-		dst.ForEach(func(k, v lua.LValue) {
-			sk, sv := source(k), source(v)
-			if src.RawGet(sk) != sv {
-				src.RawSet(sk, sv)
-			}
-		})
+		byCopy[nd.dst] = nd
 	}
-	for _, src := range m.srcs {
-		src.ClearWritten()
+	// Only the tables the copy reaches are the value's: one the Mirror still
+	// knows from an earlier Sync (a partial Sync forgets nothing) may be a
+	// module's own table now, whose writes are not rolled back. Its write
+	// flag stays, for the next Sync.
+	m.gen++
+	m.root.gen = m.gen
+	todo := append(m.todo[:0], m.root)
+	reach := func(v lua.LValue) {
+		if t, ok := v.(*lua.LTable); ok {
+			if nd := byCopy[t]; nd != nil && nd.gen != m.gen {
+				nd.gen = m.gen
+				todo = append(todo, nd)
+			}
+		}
 	}
+	for len(todo) > 0 {
+		nd := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		reach(nd.dst.Metatable)
+		nd.dst.ForEach(func(k, v lua.LValue) {
+			reach(k)
+			reach(v)
+		})
+		if nd.src.Written() {
+			m.restore(nd, byCopy)
+			nd.src.ClearWritten()
+		}
+	}
+	clear(todo[:cap(todo)])
+	m.todo = todo[:0]
 	m.changes++ // what was derived from the value during the call is not of it
 	return m.root.src
+}
+
+// restore gives nd.src the entries and metatable its copy holds, the copies
+// of tables standing for their sources (byCopy: copy -> node).
+func (m *Mirror) restore(nd *mirrorNode, byCopy map[*lua.LTable]*mirrorNode) {
+	source := func(v lua.LValue) lua.LValue {
+		if t, ok := v.(*lua.LTable); ok {
+			if nd := byCopy[t]; nd != nil {
+				return nd.src
+			}
+		}
+		return v // not a table, or a marker
+	}
+	src, dst := nd.src, nd.dst
+	if mt := source(dst.Metatable); src.Metatable != mt {
+		src.Metatable = mt
+	}
+	// The keys the source gained: a table key stands for its copy, and a
+	// table the Mirror does not know is new since the Sync.
+	m.keys = m.keys[:0]
+	src.ForEach(func(k, _ lua.LValue) {
+		ck := k
+		if kt, ok := k.(*lua.LTable); ok {
+			kn := m.nodes[kt]
+			if kn == nil {
+				m.keys = append(m.keys, k)
+				return
+			}
+			ck = kn.dst
+		}
+		if dst.RawGet(ck) == lua.LNil {
+			m.keys = append(m.keys, k)
+		}
+	})
+	for _, k := range m.keys {
+		src.RawSet(k, lua.LNil)
+	}
+	clear(m.keys)
+	dst.ForEach(func(k, v lua.LValue) {
+		sk, sv := source(k), source(v)
+		if src.RawGet(sk) != sv {
+			src.RawSet(sk, sv)
+		}
+	})
 }
 
 func (m *Mirror) recycle(nd *mirrorNode) {

@@ -323,6 +323,29 @@ func TestMirrorRestore(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a table no longer in the state", func(t *testing.T) {
+		// c left the state at the second Sync; the Mirror still knows it
+		// (a partial Sync forgets nothing), but it is a module's table now:
+		// a crash must not undo what the call wrote to it.
+		L, c, _ := newState(t)
+		m := c.NewMirror()
+		eval(t, L, `local c = {x = 1}; s = {c = c, n = 0}; held = {s, c}`)
+		s := L.GetGlobal("s")
+		m.Sync(s)
+		eval(t, L, `s.c = nil`)
+		m.Sync(s)
+		eval(t, L, `held[2].y = 2; s.n = 1`)
+		if m.Restore() != s {
+			t.Fatal("Restore did not return the state")
+		}
+		if v := eval(t, L, `return held[2].y == 2 and s.n == 0 and s.c == nil`); v != lua.LTrue {
+			t.Error("Restore undid a write to a table that left the state, or missed the state's")
+		}
+		eval(t, L, `held[2].z = 3; s.c = held[2]`)
+		if d := isomorphic(s, m.Sync(s), m.copyOf); d != "" {
+			t.Fatalf("Sync after Restore: %s", d)
+		}
+	})
 	t.Run("nothing synced", func(t *testing.T) {
 		_, c, _ := newState(t)
 		m := c.NewMirror()
