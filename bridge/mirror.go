@@ -151,8 +151,8 @@ func (m *Mirror) Changes() uint64 { return m.changes }
 // its copy.
 func (m *Mirror) Synced(t *lua.LTable) bool { return m.root != nil && m.root.src == t }
 
-// Release forgets the copy: the caller now owns it (a rollback made it the
-// live state), and the next Sync builds a new one.
+// Release forgets the copy: the caller may keep it, and the next Sync builds
+// a new one. (A rollback no longer hands the copy over: Restore.)
 func (m *Mirror) Release() {
 	m.root = nil
 	if len(m.nodes) == 0 {
