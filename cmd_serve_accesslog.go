@@ -2,15 +2,14 @@ package main
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
-	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/urfave/cli/v2"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // accessLogFlag is serve's --access-log.
@@ -41,18 +40,8 @@ func accessLog(next http.Handler, logger *slog.Logger) http.Handler {
 			status = http.StatusOK
 		}
 		logger.Info("http request", "method", r.Method, "path", r.URL.Path, "status", status, "bytes", rec.bytes,
-			"duration", time.Since(start), "client", r.RemoteAddr, "session", sessionTag(session), "proto", r.Proto)
+			"duration", time.Since(start), "client", r.RemoteAddr, "session", logcap.Session(session), "proto", r.Proto)
 	})
-}
-
-// sessionTag is what the access log says of a session id: the first 12 hex
-// digits of its SHA-256, or "" for none.
-func sessionTag(id string) string {
-	if id == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(sum[:6])
 }
 
 // recorder notes the status and the body bytes of a response as they pass.

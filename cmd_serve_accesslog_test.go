@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
@@ -34,10 +35,10 @@ func TestAccessLog(t *testing.T) {
 	postMCP(t, nil, route[1], sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	postMCP(t, nil, route[1], "not-a-session", `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 
-	tag := sessionTag(sid)
+	tag := logcap.Session(sid)
 	want := []*regexp.Regexp{
 		regexp.MustCompile(`msg="http request" method=POST path=/mcp/s status=200 bytes=\d+ duration=\S+ client=127\.0\.0\.1:\d+ session=` + tag + ` proto=HTTP/1\.1`),
-		regexp.MustCompile(`msg="http request" method=POST path=/mcp/s status=404 .* session=` + sessionTag("not-a-session") + ` `),
+		regexp.MustCompile(`msg="http request" method=POST path=/mcp/s status=404 .* session=` + logcap.Session("not-a-session") + ` `),
 	}
 	// A line is written once its answer went out: the client may read the
 	// answer first. So wait for the lines (two for the session's requests,

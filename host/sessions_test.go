@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/luamcp/luamcp/host"
+	"github.com/luamcp/luamcp/internal/logcap"
 	"github.com/luamcp/luamcp/internal/syncbuf"
 )
 
@@ -86,7 +87,7 @@ func TestSessionsFile(t *testing.T) {
 	call(srv.URL+"/mcp/st", "", "echo")
 	// kept hibernates (lost cannot: its state holds a function), so that
 	// it is saved from its frozen state.
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), `session hibernated" script=saved session=`+kept); {
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), `session hibernated" script=saved session=`+logcap.Session(kept)); {
 		if time.Now().After(deadline) {
 			t.Fatalf("the session never hibernated:\n%s", logs.String())
 		}

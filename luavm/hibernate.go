@@ -7,6 +7,8 @@ import (
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // Hibernation. A Lua state costs tens of KiB however small the session state
@@ -156,7 +158,7 @@ func (ss *session) hibernate(cut int64) bool {
 	if err != nil {
 		ss.mu.Unlock()
 		ss.unfrozen = last
-		ss.script.logger.Debug("idle session stays awake: its state cannot be frozen", "session", ss.id, "error", err)
+		ss.script.logger.Debug("idle session stays awake: its state cannot be frozen", "session", logcap.Session(ss.id), "error", err)
 		return false
 	}
 	if ss.closed {
@@ -168,7 +170,7 @@ func (ss *session) hibernate(cut int64) bool {
 	ss.phase.Store(uint32(asleep))
 	ss.mu.Unlock()
 	v.s.pool.recycle(v) // closed unless pristine (recycle.go)
-	ss.script.logger.Debug("session hibernated", "session", ss.id, "bytes", len(frozen))
+	ss.script.logger.Debug("session hibernated", "session", logcap.Session(ss.id), "bytes", len(frozen))
 	return true
 }
 
@@ -189,14 +191,14 @@ func (ss *session) wake(ctx context.Context) error {
 		// A reload committed while the session hibernated and found it busy.
 		ss.movedAsleep(ver)
 		if err := v.checkCapabilities(ss.has); err != nil {
-			ss.script.logger.Warn("the new version lacks callbacks the session advertised", "session", ss.id, "error", err)
+			ss.script.logger.Warn("the new version lacks callbacks the session advertised", "session", logcap.Session(ss.id), "error", err)
 		}
 	}
 	ss.mu.Lock()
 	ss.s, ss.v, ss.state, ss.frozen = ver, v, state, nil
 	ss.phase.Store(uint32(awake))
 	ss.mu.Unlock()
-	ss.script.logger.Debug("session woke", "session", ss.id)
+	ss.script.logger.Debug("session woke", "session", logcap.Session(ss.id))
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // Hot reload. A Script's current version changes with Commit; what runs on
@@ -185,12 +187,12 @@ func (ss *session) follow(ctx context.Context) {
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
-		ss.script.logger.Warn("session not moved to the new version yet: its next call moves it", "session", ss.id, "error", err)
+		ss.script.logger.Warn("session not moved to the new version yet: its next call moves it", "session", logcap.Session(ss.id), "error", err)
 	default:
 		ss.mu.Lock() // behind reads it under mu, without work
 		ss.stuck = target
 		ss.mu.Unlock()
-		ss.script.logger.Error("session stays on the previous version of the script", "session", ss.id, "error", err)
+		ss.script.logger.Error("session stays on the previous version of the script", "session", logcap.Session(ss.id), "error", err)
 	}
 }
 
@@ -214,7 +216,7 @@ func (ss *session) migrate(ctx context.Context, target *Version) error {
 		return fmt.Errorf("copying the state: %w", err)
 	}
 	if err := nv.checkCapabilities(ss.has); err != nil {
-		ss.script.logger.Warn("the new version lacks callbacks the session advertised", "session", ss.id, "error", err)
+		ss.script.logger.Warn("the new version lacks callbacks the session advertised", "session", logcap.Session(ss.id), "error", err)
 	}
 	var changed []string
 	for _, lc := range listChanges {
@@ -247,7 +249,7 @@ func (ss *session) migrate(ctx context.Context, target *Version) error {
 			p.Notify(ss.id, method, nil)
 		}
 	}
-	ss.script.logger.Debug("session moved to the new version", "session", ss.id, "notified", changed)
+	ss.script.logger.Debug("session moved to the new version", "session", logcap.Session(ss.id), "notified", changed)
 	return nil
 }
 

@@ -8,9 +8,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/luamcp/luamcp/bridge"
-	"github.com/luamcp/luamcp/mcp"
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/luamcp/luamcp/bridge"
+	"github.com/luamcp/luamcp/internal/logcap"
+	"github.com/luamcp/luamcp/mcp"
 )
 
 // session implements mcp.Session on one state.
@@ -828,7 +830,7 @@ func (ss *session) Close(reason string) {
 		err := ss.wake(ctx)
 		cancel()
 		if err != nil {
-			ss.script.logger.Warn("terminate not run", "session", ss.id, "reason", reason, "error", err)
+			ss.script.logger.Warn("terminate not run", "session", logcap.Session(ss.id), "reason", reason, "error", err)
 			ss.frozen = nil
 			return
 		}
@@ -836,7 +838,7 @@ func (ss *session) Close(reason string) {
 	if terminate && ss.v.has(cbTerminate) {
 		ctx, cancel := context.WithTimeout(context.Background(), terminateTimeout)
 		if r, err := ss.v.begin(ctx); err != nil {
-			ss.script.logger.Warn("terminate not run", "session", ss.id, "reason", reason, "error", err)
+			ss.script.logger.Warn("terminate not run", "session", logcap.Session(ss.id), "reason", reason, "error", err)
 		} else {
 			_, _ = r.call("terminate", ss.v.fns[cbTerminate], 0, lua.LString(reason), ss.state)
 			r.end()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // Tasks across restarts. [Handler.Suspend] keeps the tasks that are over
@@ -137,7 +139,7 @@ func (h *Handler) resumeTasks(s *session, saved []SavedTask) {
 	owner, quota := sessionOwner(s), sessionQuota(s)
 	for i := range saved {
 		if err := h.restore(&saved[i], owner, quota); err != nil && err != errTaskExpired {
-			h.log.Warn("mcp: saved task not resumed", "route", h.opts.Path, "session", s.id, "task", saved[i].ID, "err", err)
+			h.log.Warn("mcp: saved task not resumed", "route", h.opts.Path, "session", logcap.Session(s.id), "task", saved[i].ID, "err", err)
 		}
 	}
 }

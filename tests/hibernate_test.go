@@ -2,6 +2,8 @@ package tests
 
 import (
 	"testing"
+
+	"github.com/luamcp/luamcp/internal/logcap"
 )
 
 // A hibernating session gives back its Lua state only: the transport keeps
@@ -19,12 +21,17 @@ func TestHibernatingSessionKeepsTransportState(t *testing.T) {
 		t.Fatalf("resources/subscribe: %v", m.Error)
 	}
 	s.callTool(t, u, sid, "count", nil).wantText(t, "1")
-	asleep := "session hibernated script=hibernate session=" + sid
-	woke := "session woke script=hibernate session=" + sid
+	// The log names a session by a tag of its id, never the id itself.
+	asleep := "session hibernated script=hibernate session=" + logcap.Session(sid)
+	woke := "session woke script=hibernate session=" + logcap.Session(sid)
+
 	// Every wake follows a hibernation: once there is one more of those,
 	// the session sleeps.
 	wakes := s.logs.count(woke)
 	s.logs.waitFor(t, asleep, wakes+1)
+	if n := s.logs.count(sid); n > 0 {
+		t.Errorf("%d log lines hold the session id itself:\n%s", n, s.logs.dump())
+	}
 
 	s.callTool(t, u, other, "broadcast", nil).wantText(t, "broadcast")
 	if m := get.nextMessage(); m.Method != "notifications/tools/list_changed" {
