@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,7 @@ import (
 func TestToolsCheck(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skip("no bash")
+		t.Fatal(err)
 	}
 	bin := t.TempDir()
 	run := func() (string, error) {
@@ -29,12 +30,20 @@ func TestToolsCheck(t *testing.T) {
 	if err == nil {
 		t.Fatalf("tools.sh passed with no tool on PATH:\n%s", out)
 	}
-	for _, tool := range []string{"npm", "node", "gcc", "haproxy", "nginx", "python3", "curl", "wine", "systemd-socket-activate", "x86_64-w64-mingw32-gcc"} {
+	// nginx is also found at /usr/sbin/nginx, off the PATH of a user
+	// without sbin in it: where it is installed, it is not missing.
+	missing := []string{"npm", "node", "gcc", "haproxy", "nginx", "python3", "curl", "wine", "systemd-socket-activate", "x86_64-w64-mingw32-gcc"}
+	packages := "nodejs npm gcc haproxy nginx python3 curl wine wine64 systemd gcc-mingw-w64-x86-64"
+	if fi, err := os.Stat("/usr/sbin/nginx"); err == nil && fi.Mode()&0o111 != 0 {
+		missing = slices.DeleteFunc(missing, func(s string) bool { return s == "nginx" })
+		packages = strings.Replace(packages, " nginx", "", 1)
+	}
+	for _, tool := range missing {
 		if !strings.Contains(out, "\n  "+tool+": ") {
 			t.Errorf("tools.sh does not name %s:\n%s", tool, out)
 		}
 	}
-	if want := "apt-get install -y nodejs npm gcc haproxy nginx python3 curl wine wine64 systemd gcc-mingw-w64-x86-64\n"; !strings.Contains(out, want) {
+	if want := "apt-get install -y " + packages + "\n"; !strings.Contains(out, want) {
 		t.Errorf("tools.sh lacks the line %q:\n%s", want, out)
 	}
 
