@@ -63,21 +63,27 @@ func (c *Codec) resolve(g *lua.LTable) *lua.LTable {
 	return nil
 }
 
+// defsKeywords are the keywords a local $ref may name definitions under:
+// 2020-12's and draft-07's.
+var defsKeywords = [...]string{"$defs", "definitions"}
+
 // lookup finds a local reference (#/$defs/name, #/definitions/name, or #)
 // in the root schema.
 func (c *Codec) lookup(ref string) *lua.LTable {
 	if ref == "#" {
 		return c.guide.root
 	}
-	for _, prefix := range [...]string{"#/$defs/", "#/definitions/"} {
-		if name, ok := strings.CutPrefix(ref, prefix); ok && !strings.Contains(name, "/") {
-			defs, _ := c.guide.root.RawGetString(prefix[2 : len(prefix)-1]).(*lua.LTable)
-			if defs == nil {
-				return nil
-			}
-			t, _ := defs.RawGetString(name).(*lua.LTable)
-			return t
+	for _, kw := range defsKeywords {
+		name, ok := strings.CutPrefix(ref, "#/"+kw+"/")
+		if !ok || strings.Contains(name, "/") {
+			continue
 		}
+		defs, _ := c.guide.root.RawGetString(kw).(*lua.LTable)
+		if defs == nil {
+			return nil
+		}
+		t, _ := defs.RawGetString(name).(*lua.LTable)
+		return t
 	}
 	return nil
 }
