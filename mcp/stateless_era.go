@@ -135,7 +135,7 @@ func (h *Handler) serveStatelessEra(w http.ResponseWriter, r *http.Request, m *m
 		// which it joins as a session would (broadcasts reach it there).
 		channels, err := sess.Channels(ctx)
 		if err != nil {
-			h.log.Warn("mcp: channels failed: the listen stream joins none", "route", h.opts.Path, "err", err)
+			h.log.Warn("mcp: channels failed: the listen stream joins none", "err", err)
 		}
 		sess.Close("")
 		// The stream outlives its POST by hours: it keeps the request's id

@@ -89,7 +89,7 @@ func (s *session) savedLocked() *SavedSession {
 func (s *session) saveState(sv *SavedSession) bool {
 	state, err := s.srv.(Saver).Save()
 	if err != nil {
-		s.h.log.Warn("mcp: session not saved: it ends", "route", s.h.opts.Path, "session", logcap.Session(s.id), "err", err)
+		s.h.log.Warn("mcp: session not saved: it ends", "session", logcap.Session(s.id), "err", err)
 		return false
 	}
 	sv.State = state
@@ -156,7 +156,7 @@ func (h *Handler) Resume(ctx context.Context, saved []SavedSession) int {
 	for i := range saved {
 		sv := &saved[i]
 		if err := h.resume(ctx, rs, sv); err != nil {
-			h.log.Warn("mcp: saved session not resumed", "route", h.opts.Path, "session", logcap.Session(sv.ID), "err", err)
+			h.log.Warn("mcp: saved session not resumed", "session", logcap.Session(sv.ID), "err", err)
 			continue
 		}
 		n++

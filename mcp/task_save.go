@@ -124,7 +124,7 @@ func (h *Handler) ResumeTasks(saved []SavedTask) int {
 		case err == nil:
 			n++
 		case err != errTaskExpired:
-			h.log.Warn("mcp: saved task not resumed", "route", h.opts.Path, "task", sv.ID, "err", err)
+			h.log.Warn("mcp: saved task not resumed", "task", sv.ID, "err", err)
 		}
 	}
 	return n
@@ -139,7 +139,7 @@ func (h *Handler) resumeTasks(s *session, saved []SavedTask) {
 	owner, quota := sessionOwner(s), sessionQuota(s)
 	for i := range saved {
 		if err := h.restore(&saved[i], owner, quota); err != nil && err != errTaskExpired {
-			h.log.Warn("mcp: saved task not resumed", "route", h.opts.Path, "session", logcap.Session(s.id), "task", saved[i].ID, "err", err)
+			h.log.Warn("mcp: saved task not resumed", "session", logcap.Session(s.id), "task", saved[i].ID, "err", err)
 		}
 	}
 }
