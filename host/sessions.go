@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,6 +124,24 @@ func (h *Host) removeLeftovers(path string) {
 	}
 }
 
+// maxBadFiles bounds the unreadable sessions files kept aside (badName).
+const maxBadFiles = 100
+
+// badName is where an unreadable sessions file at path is set aside:
+// path.bad, or path.bad.1, .2 and so on when those are taken, so that a
+// second unreadable file does not replace the first (each may hold sessions
+// someone wants back). Past maxBadFiles the last name is reused.
+func badName(path string) string {
+	name := path + ".bad"
+	for i := 1; i < maxBadFiles; i++ {
+		if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+			return name
+		}
+		name = path + ".bad." + strconv.Itoa(i)
+	}
+	return name
+}
+
 // resumeSessions gives the mounted routes back the sessions of the sessions
 // file, if there is one, and removes it. A file that cannot be read is set
 // aside (renamed with a ".bad" suffix) and logged: the server starts without
@@ -138,7 +157,7 @@ func (h *Host) resumeSessions() {
 	case errors.Is(err, fs.ErrNotExist):
 		return
 	case err != nil:
-		bad := path + ".bad"
+		bad := badName(path)
 		if rerr := os.Rename(path, bad); rerr != nil {
 			err = errors.Join(err, rerr)
 			bad = path

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -167,6 +168,24 @@ func TestSessionsFileUnreadable(t *testing.T) {
 			os.Remove(file + ".bad")
 		})
 	}
+	// A second unreadable file is set aside beside the first, which stays:
+	// it was renamed over it before.
+	t.Run("twice", func(t *testing.T) {
+		for i, content := range []string{`{"first"`, `{"second"`} {
+			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			startHost(t, host.Config{Dir: dir, SessionsFile: file, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Shutdown(context.Background())
+			if i == 0 {
+				os.Remove(file) // the shutdown wrote an empty one
+			}
+		}
+		for name, want := range map[string]string{file + ".bad": `{"first"`, file + ".bad.1": `{"second"`} {
+			if b, err := os.ReadFile(name); err != nil || string(b) != want {
+				t.Errorf("%s: %q, %v; want %q", name, b, err, want)
+			}
+		}
+	})
 }
 
 // TestSessionsFileUnwritable: a sessions file that could not be written at
