@@ -113,11 +113,13 @@ func (v *vm) appendFields(buf []byte, t *lua.LTable, root string, skip func(stri
 			return buf, err
 		}
 		buf = append(buf, ':')
-		if shape, ok := shapes[f.key]; ok && guide != nil && f.name == "structuredContent" {
+		shape, fixed := shapes[f.key]
+		switch {
+		case fixed && guide != nil && f.name == "structuredContent":
 			buf, err = v.codec.AppendEncodeGuided(buf, f.val, "", guide)
-		} else if ok {
+		case fixed:
 			buf, err = v.codec.AppendEncodeAs(buf, f.val, "", shape)
-		} else {
+		default:
 			buf, err = v.codec.AppendEncode(buf, f.val, "")
 		}
 		if err != nil {
