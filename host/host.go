@@ -177,6 +177,11 @@ type Host struct {
 	// and applied once the load is done.
 	loading map[string]bool
 	redo    map[string]bool
+	// waiting holds the sessions file's sessions and tasks of the routes
+	// no script served when it was read, by route path: mount resumes
+	// them when a script is mounted on one, and shutdown saves them again
+	// (sessions.go).
+	waiting map[string]*savedRoute
 	closed  bool
 	// draining is set by Drain: /readyz answers 503.
 	draining bool
@@ -277,6 +282,7 @@ func New(cfg Config) (*Host, error) {
 		failed:       make(map[string]*failed),
 		loading:      make(map[string]bool),
 		redo:         make(map[string]bool),
+		waiting:      make(map[string]*savedRoute),
 	}
 	h.ctx, h.stop = context.WithCancel(context.Background())
 	h.vmCfg = luavm.Config{
@@ -651,6 +657,10 @@ func (h *Host) mount(j *job) {
 		m.route.Issuer = opts.OAuth.Issuer
 	}
 	h.mounts[j.file] = m
+	if w := h.waiting[opts.Path]; w != nil {
+		delete(h.waiting, opts.Path)
+		h.resumeRoute(m, w)
+	}
 }
 
 // routeOptions adds the host's transport settings to a script's options.
@@ -890,6 +900,7 @@ func (h *Host) shutdown(ctx context.Context, savedErr chan<- error) error {
 	h.mu.Lock()
 	h.closed = true
 	mounts := h.sorted()
+	waiting := h.waiting
 	h.mu.Unlock()
 	errs := make([]error, len(mounts))
 	kept := make([][]mcp.SavedSession, len(mounts))
@@ -911,7 +922,7 @@ func (h *Host) shutdown(ctx context.Context, savedErr chan<- error) error {
 	}
 	wg.Wait()
 	if h.cfg.SessionsFile != "" {
-		err := h.saveSessions(mounts, kept)
+		err := h.saveSessions(mounts, kept, waiting)
 		if err != nil {
 			h.logger.Error("the sessions could not be saved: they end, their scripts' terminate run", "err", err)
 		}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +26,12 @@ import (
 // (mcp.Handler.Resume, ResumeTasks) before anything is served. The file is
 // removed before the sessions resume: a process that dies later must not
 // bring back states older than what its clients since saw.
+//
+// The sessions and tasks of a route no script serves when the file is read
+// (its script failed to load, or was moved aside) wait in Host.waiting:
+// they resume when a script is mounted on their route (a fixed script, with
+// Config.Watch), and are saved again at shutdown otherwise, so a script
+// broken across a restart loses none of them.
 
 // sessionsFormat names the file's format; sessionsVersion is its version.
 const (
@@ -47,19 +55,28 @@ type sessionsFile struct {
 // to the sessions file, replacing it whole: a reader never sees half of it.
 // The file holds session ids, which are bearer secrets, and the sessions'
 // data: only its owner may read it.
-func (h *Host) saveSessions(mounts []*mount, saved [][]mcp.SavedSession) error {
+//
+// The routes' waiting sessions and tasks (Host.waiting) are written beside
+// them: they wait on in the next process.
+func (h *Host) saveSessions(mounts []*mount, saved [][]mcp.SavedSession, waiting map[string]*savedRoute) error {
 	f := sessionsFile{Format: sessionsFormat, Version: sessionsVersion, Saved: time.Now().UTC(),
 		Routes: map[string][]mcp.SavedSession{}, Tasks: map[string][]mcp.SavedTask{}}
 	n, tasks := 0, 0
-	for i, m := range mounts {
-		if len(saved[i]) > 0 {
-			f.Routes[m.opts.Path] = saved[i]
-			n += len(saved[i])
+	add := func(path string, s []mcp.SavedSession, t []mcp.SavedTask) {
+		if len(s) > 0 {
+			f.Routes[path] = append(f.Routes[path], s...)
+			n += len(s)
 		}
-		if t := m.handler.SavedTasks(); len(t) > 0 {
-			f.Tasks[m.opts.Path] = t
+		if len(t) > 0 {
+			f.Tasks[path] = append(f.Tasks[path], t...)
 			tasks += len(t)
 		}
+	}
+	for i, m := range mounts {
+		add(m.opts.Path, saved[i], m.handler.SavedTasks())
+	}
+	for path, w := range waiting {
+		add(path, w.sessions, w.tasks)
 	}
 	path := h.cfg.SessionsFile
 	if n == 0 && tasks == 0 {
@@ -142,10 +159,17 @@ func badName(path string) string {
 	return name
 }
 
+// savedRoute is what the sessions file held for one route.
+type savedRoute struct {
+	sessions []mcp.SavedSession
+	tasks    []mcp.SavedTask
+}
+
 // resumeSessions gives the mounted routes back the sessions of the sessions
-// file, if there is one, and removes it. A file that cannot be read is set
-// aside (renamed with a ".bad" suffix) and logged: the server starts without
-// its sessions, and the file stays for whoever wants to look at it.
+// file, if there is one, and removes it; those of a route no script serves
+// now wait for one (Host.waiting). A file that cannot be read is set aside
+// (renamed with a ".bad" suffix) and logged: the server starts without its
+// sessions, and the file stays for whoever wants to look at it.
 func (h *Host) resumeSessions() {
 	path := h.cfg.SessionsFile
 	if path == "" {
@@ -169,30 +193,50 @@ func (h *Host) resumeSessions() {
 		h.logger.Error("saved sessions not resumed: the file cannot be removed (it would bring them back again)", "file", path, "err", err)
 		return
 	}
+	routes := make(map[string]*savedRoute, len(f.Routes))
+	at := func(route string) *savedRoute {
+		if routes[route] == nil {
+			routes[route] = &savedRoute{}
+		}
+		return routes[route]
+	}
+	for route, s := range f.Routes {
+		at(route).sessions = s
+	}
+	for route, t := range f.Tasks {
+		at(route).tasks = t
+	}
+	// All under h.mu (resuming runs no Lua): a change that mounts a route
+	// meanwhile finds its sessions waiting, or resumed.
 	h.mu.Lock()
-	mounts := h.sorted()
-	h.mu.Unlock()
-	byPath := make(map[string]*mount, len(mounts))
-	for _, m := range mounts {
+	defer h.mu.Unlock()
+	byPath := make(map[string]*mount, len(h.mounts))
+	for _, m := range h.mounts {
 		byPath[m.opts.Path] = m
 	}
-	for route, saved := range f.Routes {
-		m := byPath[route]
-		if m == nil {
-			h.logger.Warn("saved sessions not resumed: no script serves their route now", "path", route, "sessions", len(saved))
+	for _, route := range slices.Sorted(maps.Keys(routes)) {
+		if m := byPath[route]; m != nil {
+			h.resumeRoute(m, routes[route])
 			continue
 		}
-		n := m.handler.Resume(context.Background(), saved)
-		h.logger.Info("sessions resumed", "path", route, "sessions", n, "saved", len(saved))
+		w := routes[route]
+		h.waiting[route] = w
+		h.logger.Warn("saved sessions wait: no script serves their route now; they resume when one is mounted on it, and are saved again at shutdown",
+			"path", route, "sessions", len(w.sessions), "tasks", len(w.tasks))
 	}
-	for route, saved := range f.Tasks {
-		m := byPath[route]
-		if m == nil {
-			h.logger.Warn("saved tasks not resumed: no script serves their route now", "path", route, "tasks", len(saved))
-			continue
-		}
-		n := m.handler.ResumeTasks(saved)
-		h.logger.Info("tasks resumed", "path", route, "tasks", n, "saved", len(saved))
+}
+
+// resumeRoute gives mount m the saved sessions and tasks of its route. It
+// runs with h.mu held, before m's route serves.
+func (h *Host) resumeRoute(m *mount, w *savedRoute) {
+	route := m.opts.Path
+	if len(w.sessions) > 0 {
+		n := m.handler.Resume(context.Background(), w.sessions)
+		h.logger.Info("sessions resumed", "path", route, "sessions", n, "saved", len(w.sessions))
+	}
+	if len(w.tasks) > 0 {
+		n := m.handler.ResumeTasks(w.tasks)
+		h.logger.Info("tasks resumed", "path", route, "tasks", n, "saved", len(w.tasks))
 	}
 }
 

@@ -422,3 +422,77 @@ func TestSessionsFileInUse(t *testing.T) {
 		t.Errorf("the first host's session was not resumed:\n%s", logs)
 	}
 }
+
+// TestSessionsFileWaits: the saved sessions of a route whose script fails
+// to load at the next start are not dropped: they wait, are saved again at
+// that process's shutdown, and resume once the script loads again, here
+// when a watched folder gets the fixed script.
+func TestSessionsFileWaits(t *testing.T) {
+	dir := writeDir(t, map[string]string{"saved.lua": savedScript})
+	script := filepath.Join(dir, "saved.lua")
+	file := filepath.Join(t.TempDir(), "sessions.json")
+	logs := &syncbuf.Buffer{}
+	cfg := host.Config{Dir: dir, SessionsFile: file, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	shutdown := func(h *host.Host) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := startHost(t, cfg)
+	srv := httptest.NewServer(h.Handler())
+	url := srv.URL + "/mcp/saved"
+	resp, _ := rpc(t, url, "", "initialize", initParams)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	for range 3 {
+		rpc(t, url, sid, "tools/call", map[string]any{"name": "count", "arguments": map[string]any{}})
+	}
+	shutdown(h)
+	srv.Close()
+
+	// The script breaks before the restart: its route is not served, and
+	// its session waits through this process and into the next.
+	if err := os.WriteFile(script, []byte("return {"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h = startHost(t, cfg)
+	if !strings.Contains(logs.String(), `msg="saved sessions wait`) {
+		t.Errorf("no word of the sessions that wait:\n%s", logs.String())
+	}
+	shutdown(h)
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the waiting session was not saved again: %v\n%s", err, logs.String())
+	}
+
+	// Watched, the fixed script is mounted and the session resumes.
+	cfg.Watch, cfg.Debounce = true, 10*time.Millisecond
+	h = startHost(t, cfg)
+	srv = httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	url = srv.URL + "/mcp/saved"
+	if resp, err := http.DefaultClient.Do(newRPCRequest(t, url, sid, "ping", nil)); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the broken script's route: %v %v, want 404", resp.StatusCode, err)
+	}
+	if err := os.WriteFile(script, []byte(savedScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.DefaultClient.Do(newRPCRequest(t, url, sid, "ping", nil))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session never resumed:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, res := rpc(t, url, sid, "tools/call", map[string]any{"name": "count", "arguments": map[string]any{}})
+	if got := toolText(t, res); got != "4" {
+		t.Errorf("the session that waited counts %s, want 4", got)
+	}
+}
