@@ -49,8 +49,7 @@ var cryptoModule = module{
 	extra: func(s *State, t *lua.LTable) {
 		raw := s.L.CreateTable(0, 2*len(digests))
 		for _, f := range digestFuncs(func(b []byte) string { return string(b) }) {
-			fn := f.fn
-			raw.RawSetString(f.name, s.L.NewFunction(func(L *lua.LState) int { return fn(s, L) }))
+			s.setFunc(raw, "crypto.raw."+f.name, f)
 		}
 		t.RawSetString("raw", raw)
 	},

@@ -109,13 +109,21 @@ func (s *State) Open(name string) (*lua.LTable, bool) {
 	L := s.L
 	t := L.CreateTable(0, len(m.funcs)+2)
 	for _, f := range m.funcs {
-		fn := f.fn
-		t.RawSetString(f.name, L.NewFunction(func(L *lua.LState) int { return fn(s, L) }))
+		s.setFunc(t, name+"."+f.name, f)
 	}
 	if m.extra != nil {
 		m.extra(s, t)
 	}
 	return t, true
+}
+
+// setFunc sets t[f.name] to f for the state, known to argument errors as
+// qualified ("json.decode") when its caller gives it no name: pcall(f, ...)
+// or a metamethod read "bad argument #1 to '(anonymous)'" (a direct call
+// json.decode() reads 'decode', as in Lua).
+func (s *State) setFunc(t *lua.LTable, qualified string, f function) {
+	fn := f.fn
+	t.RawSetString(f.name, s.L.NewNamedFunction(qualified, func(L *lua.LState) int { return fn(s, L) }))
 }
 
 // IsModule reports whether name is a host module.

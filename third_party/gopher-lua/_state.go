@@ -835,7 +835,7 @@ func (ls *LState) stackTrace(level int) string {
 }
 
 func (ls *LState) formattedFrameFuncName(fr *callFrame) string {
-	name, ischunk := ls.frameFuncName(fr)
+	name, ischunk := ls.namedFrameFuncName(fr) // patched for luamcp: funcname.go
 	if ischunk {
 		return name
 	}
@@ -849,7 +849,7 @@ func (ls *LState) formattedFrameFuncName(fr *callFrame) string {
 }
 
 func (ls *LState) rawFrameFuncName(fr *callFrame) string {
-	name, _ := ls.frameFuncName(fr)
+	name, _ := ls.namedFrameFuncName(fr) // patched for luamcp: funcname.go
 	return name
 }
 

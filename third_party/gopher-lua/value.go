@@ -186,6 +186,10 @@ type LFunction struct {
 	Proto     *FunctionProto
 	GFunction LGFunction
 	Upvalues  []*Upvalue
+	// gname is patched for luamcp: the name NewNamedFunction gave a Go
+	// function (funcname.go), nil otherwise. A pointer, so that an
+	// LFunction stays within its allocator size class (64 bytes).
+	gname *string
 }
 type LGFunction func(*LState) int
 
