@@ -97,7 +97,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			checkCommand(),
 			callCommand(),
 			newCommand(),
-			{Name: "version", Usage: "print the version", Action: printVersion},
+			{Name: "version", Usage: "print the version", Action: func(c *cli.Context) error {
+				writeVersion(c.App.Writer)
+				return nil
+			}},
 		},
 		OnUsageError: usageError,
 	}
@@ -507,12 +510,20 @@ func printStatus(w io.Writer, base string, h *host.Host) {
 	}
 }
 
-func printVersion(c *cli.Context) error {
-	w := c.App.Writer
+func init() {
+	// urfave/cli prints --version (and -v) through a package-level printer,
+	// its own "luamcp version X" unless set: both forms print writeVersion.
+	cli.VersionPrinter = func(c *cli.Context) { writeVersion(c.App.Writer) }
+}
+
+// writeVersion writes what `luamcp version` and `luamcp --version` print:
+// the release, then the Go toolchain and platform, the module version and
+// the commit when the build recorded them.
+func writeVersion(w io.Writer) {
 	fmt.Fprintf(w, "luamcp %s\n", version)
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return nil
+		return
 	}
 	fmt.Fprintf(w, "%s %s/%s\n", bi.GoVersion, runtime.GOOS, runtime.GOARCH)
 	if v := bi.Main.Version; v != "" && v != "(devel)" {
@@ -534,5 +545,4 @@ func printVersion(c *cli.Context) error {
 	if rev != "" {
 		fmt.Fprintf(w, "commit %s %s%s\n", rev, at, dirty)
 	}
-	return nil
 }

@@ -41,13 +41,25 @@ const sessionScript = `return {
 }
 `
 
+// TestVersion: the version command and the --version flag (-v) print the
+// same text, which starts with the release.
 func TestVersion(t *testing.T) {
-	var out bytes.Buffer
-	if err := newApp(&out, io.Discard).Run([]string{"luamcp", "version"}); err != nil {
-		t.Fatal(err)
+	run := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := newApp(&out, io.Discard).Run(append([]string{"luamcp"}, args...)); err != nil {
+			t.Fatalf("luamcp %s: %v", strings.Join(args, " "), err)
+		}
+		return out.String()
 	}
-	if !strings.HasPrefix(out.String(), "luamcp "+version+"\n") {
-		t.Errorf("version printed %q", out.String())
+	want := run("version")
+	if !strings.HasPrefix(want, "luamcp "+version+"\n") {
+		t.Errorf("luamcp version printed %q", want)
+	}
+	for _, args := range [][]string{{"--version"}, {"-v"}} {
+		if got := run(args...); got != want {
+			t.Errorf("luamcp %s printed %q, want what luamcp version prints, %q", strings.Join(args, " "), got, want)
+		}
 	}
 }
 
