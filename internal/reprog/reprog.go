@@ -9,15 +9,23 @@
 // are built.
 package reprog
 
-import "regexp/syntax"
+import (
+	"math"
+	"regexp/syntax"
+)
 
 // Size estimates how many instructions syntax.Compile makes of re once
 // simplified, as regexp/syntax's parser does for its own bound (calcSize),
-// reporting limit+1 past limit; and counts the runes of its character
-// classes, which the program shares (Simplify repeats a node, not its
-// runes). The parser bounds re's depth.
+// reporting limit+1 past limit (math.MaxInt cuts nothing); and counts the
+// runes of its character classes, which the program shares (Simplify
+// repeats a node, not its runes). The program has two instructions more
+// (its fail and its match). The parser bounds re's depth, and its size to a
+// few million instructions, so the counts cannot overflow.
 func Size(re *syntax.Regexp, limit int) (insts, runes int) {
-	over := limit + 1
+	over := limit
+	if over < math.MaxInt { // past math.MaxInt, nothing is
+		over++
+	}
 	var n int
 	switch re.Op {
 	case syntax.OpLiteral:
