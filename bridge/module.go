@@ -117,7 +117,7 @@ func NewModule(c *Codec, pushes Pushes, logger *slog.Logger) *Module {
 	t.RawSetString("null", c.null)
 	for _, f := range moduleFuncs {
 		fn := f.fn
-		t.RawSetString(f.name, L.NewFunction(func(L *lua.LState) int { return fn(m, L) }))
+		t.RawSetString(f.name, L.NewNamedFunction("mcp."+f.name, func(L *lua.LState) int { return fn(m, L) }))
 	}
 	m.table = t
 	m.ctxMeta = L.CreateTable(0, 2)

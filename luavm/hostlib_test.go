@@ -99,3 +99,48 @@ func TestAllowLoadErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestArgErrorNames: in a script, an argument error of a host module's or
+// the mcp module's function names it as the call does, and by its full name
+// where the call gives none (pcall(f, ...)), which read '(anonymous)';
+// mcp.sleep, which luavm wraps, too. The standard library keeps Lua's names.
+func TestArgErrorNames(t *testing.T) {
+	dir := t.TempDir()
+	logger, _ := newLogger()
+	src := `
+local json, fs, mcp = require("json"), require("fs"), require("mcp")
+local function msg(f, ...) return (select(2, pcall(f, ...)):gsub("^[^:]*:%d+: ", "")) end
+return {
+  route = { allow = { read = { "." } } },
+  init = function() return { name = "h", version = "1" }, { tools = {} }, {} end,
+  tools = function() return { { name = "a", description = "a", input_schema = { type = "object" } } } end,
+  handle_tool = function()
+    return table.concat({
+      msg(function() json.decode({}) end), msg(json.decode, {}),
+      msg(function() fs.read({}) end), msg(fs.read, {}),
+      msg(function() mcp.sleep("x") end), msg(mcp.sleep, "x"),
+      msg(function() string.rep() end),
+    }, "\n")
+  end,
+}
+`
+	s, err := Load(writeFile(t, dir, "h.lua", src), Config{Dir: dir, Logger: logger, PoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ss, _ := open(t, s, "")
+	got := strings.Split(text(t, mustCall(t, ss, "a", `{}`)), "\n")
+	want := []string{
+		"bad argument #1 to 'decode' (string expected, got table)",
+		"bad argument #1 to 'json.decode' (string expected, got table)",
+		"bad argument #1 to 'read' (string expected, got table)",
+		"bad argument #1 to 'fs.read' (string expected, got table)",
+		"bad argument #1 to 'sleep' (number expected, got string)",
+		"bad argument #1 to 'mcp.sleep' (number expected, got string)",
+		"bad argument #1 to 'rep' (string expected, got no value)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("messages:\n got %q\nwant %q", got, want)
+	}
+}

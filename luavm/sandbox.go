@@ -80,7 +80,7 @@ func (v *vm) sandbox() {
 	}
 	v.loaded.RawSetString("_G", G)
 	mcp := v.mod.Table()
-	mcp.RawSetString("sleep", L.NewFunction(v.withoutSlot(mcp.RawGetString("sleep").(*lua.LFunction).GFunction)))
+	mcp.RawSetString("sleep", L.NewNamedFunction("mcp.sleep", v.withoutSlot(mcp.RawGetString("sleep").(*lua.LFunction).GFunction)))
 	v.loaded.RawSetString("mcp", mcp)
 	pkg := L.CreateTable(0, 1)
 	pkg.RawSetString("loaded", v.loaded)
