@@ -36,6 +36,22 @@ type Cluster interface {
 	Attach(deliver func(push []byte))
 }
 
+// A MemberCluster is a [Cluster] that can tell that a node is not one of
+// its members. A request naming a session (or task) of such a node is not
+// forwarded: this node serves it, as one naming a session it does not have,
+// so its answer is the one an unknown session gets (404, -32600 "Unknown or
+// expired session", after this node's oauth check and auth hook). Clients
+// can name a made-up node in every request: the Cluster answers without
+// asking its registry each time.
+type MemberCluster interface {
+	Cluster
+	// Member reports whether node may hold sessions. False only when node
+	// is certainly not in the cluster: not even a node that joined just
+	// before the request arrived. Unsure (the registry cannot be read),
+	// it is true, and Forward answers.
+	Member(ctx context.Context, node string) bool
+}
+
 // A LinkCluster is a [Cluster] that can carry forwarded requests on links:
 // one connection from a node to another per route, opened as an HTTP/1.1
 // upgrade to [LinkProtocol] signed as a forward is, on which many requests
@@ -231,6 +247,9 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if node == "" || node == c.NodeID() {
 		return false
+	}
+	if mc, ok := c.(MemberCluster); ok && !mc.Member(r.Context(), node) {
+		return false // unknown here, as it would be on any node
 	}
 	// A POST's body is read here, within the route's bounds (MaxBodyBytes,
 	// BodyTimeout), as the owner would: the Cluster gets it in memory and

@@ -126,14 +126,14 @@ func signedOver(scheme string, key []byte, node, method, session, client string,
 }
 
 // newClusterRoute is newRoute on a hub joined to c.
-func newClusterRoute(t *testing.T, c *fakeCluster) *route {
+func newClusterRoute(t *testing.T, c mcp.Cluster) *route {
 	t.Helper()
 	return newClusterRouteWith(t, c, mcp.Options{Path: "/mcp", Sessions: true})
 }
 
 // newClusterRouteWith serves a fake server with opts on a hub joined to c,
 // with the cluster's state key.
-func newClusterRouteWith(t *testing.T, c *fakeCluster, opts mcp.Options) *route {
+func newClusterRouteWith(t *testing.T, c mcp.Cluster, opts mcp.Options) *route {
 	t.Helper()
 	f := newFakeServer()
 	hub := mcp.NewHub(quietLogger())
@@ -548,5 +548,71 @@ func clusterTasks(t *testing.T, a, b *route, ca *fakeCluster) {
 	defer ca.mu.Unlock()
 	if len(ca.forwarded) != n {
 		t.Errorf("malformed ids were forwarded: %v", ca.forwarded[n:])
+	}
+}
+
+// memberCluster is a fakeCluster that knows its members (mcp.MemberCluster).
+type memberCluster struct {
+	*fakeCluster
+	members map[string]bool
+	asked   []string
+}
+
+func (c *memberCluster) Member(_ context.Context, node string) bool {
+	c.mu.Lock()
+	c.asked = append(c.asked, node)
+	c.mu.Unlock()
+	return c.members[node]
+}
+
+// TestClusterMembers: a request naming a session of a node the cluster says
+// is not a member is not forwarded: it gets the answer an unknown session of
+// this node gets (404; a POST's with -32600 "Unknown or expired session"
+// and the request's id, a GET's and a DELETE's empty: behaviour.md); one
+// naming a member's session is forwarded.
+func TestClusterMembers(t *testing.T) {
+	c := &memberCluster{fakeCluster: &fakeCluster{id: "a", peers: map[string]*fakeCluster{}}, members: map[string]bool{"b": true}}
+	a := newClusterRoute(t, c)
+	sid := func(node string) string { return node + "." + strings.Repeat("0", 32) }
+	for _, tc := range []struct {
+		name, method, sid string
+		status            int
+		id                any // the error's id, for a POST
+	}{
+		{"member's session", http.MethodPost, sid("b"), 299, nil},
+		{"member's GET", http.MethodGet, sid("b"), 299, nil},
+		{"no such node, POST", http.MethodPost, sid("made-up"), http.StatusNotFound, float64(2)},
+		{"no such node, GET", http.MethodGet, sid("made-up"), http.StatusNotFound, nil},
+		{"no such node, DELETE", http.MethodDelete, sid("made-up"), http.StatusNotFound, nil},
+		{"this node's unknown session", http.MethodPost, sid("a"), http.StatusNotFound, float64(2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.mu.Lock()
+			c.forwarded = nil
+			c.mu.Unlock()
+			r := a.do(tc.method, `{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+				"Mcp-Session-Id: "+tc.sid, "Mcp-Protocol-Version: 2025-06-18", "Accept: application/json, text/event-stream")
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d", r.status, tc.status)
+			}
+			c.mu.Lock()
+			forwarded := len(c.forwarded)
+			c.mu.Unlock()
+			if want := tc.status == 299; (forwarded == 1) != want {
+				t.Errorf("forwarded %d times, want forwarded: %v", forwarded, want)
+			}
+			if tc.status == http.StatusNotFound && tc.method != http.MethodPost {
+				if r.body != "" {
+					t.Errorf("body %q, want none", r.body)
+				}
+			} else if tc.status == http.StatusNotFound {
+				if r.errorCode() != mcp.CodeInvalidRequest || r.errorMessage() != "Unknown or expired session" || r.msg["id"] != tc.id {
+					t.Errorf("answer %v, want -32600 \"Unknown or expired session\" with id %v", r.msg, tc.id)
+				}
+			}
+		})
+	}
+	if !slices.Equal(c.asked, []string{"b", "b", "made-up", "made-up", "made-up"}) {
+		t.Errorf("Member asked about %v, want each other node named (not this one)", c.asked)
 	}
 }

@@ -61,10 +61,17 @@ func TestForwardRacesForget(t *testing.T) {
 // saved (CloseForRestart), the entry node answers its sessions' requests
 // 503 with Retry-After, not 404 (the client would drop a session the owner
 // brings back); the owner then takes its id back. A node that leaves for
-// good (Close) is gone: 404.
+// good (Close) is gone: the entry node serves its sessions' requests as
+// unknown ones, 404 (the owner's hook refuses everything, to tell them apart).
 func TestRestartingOwnerAnswers503(t *testing.T) {
+	ownerRefuses := func(_ context.Context, r *mcp.AuthRequest) int {
+		if r.Headers["luamcp-forwarded-by"] != "" {
+			return http.StatusForbidden
+		}
+		return 0
+	}
 	for _, restart := range []bool{true, false} {
-		pair := startOwnerPair(t, mcp.Options{}, func(context.Context, *mcp.AuthRequest) int { return http.StatusForbidden })
+		pair := startOwnerPair(t, mcp.Options{}, ownerRefuses)
 		if s, err := pair.post(5*time.Second, nil, pingBody); s != http.StatusForbidden {
 			t.Fatalf("warm-up POST: %d %v", s, err)
 		}

@@ -79,6 +79,7 @@ type Node struct {
 	js            jetstream.JetStream
 	kvCfg         jetstream.KeyValueConfig
 	kv            jetstream.KeyValue
+	stream        jetstream.Stream // the bucket's, listed by Member
 	ps            *PubSub
 	log           *slog.Logger
 	roots         *x509.CertPool // Config.RootCAs
@@ -103,7 +104,12 @@ type Node struct {
 	// while NATS is unreachable; a node the bucket says is gone, that
 	// left or that could not be reached is removed.
 	known map[string]knownAddr
-	left  *nats.Subscription // leftSubject
+	// roster is the last list of the bucket's keys Member asked for, and
+	// absent the nodes a lookup found no entry for, and when it was asked
+	// for (members.go).
+	roster *roster
+	absent map[string]time.Time
+	left   *nats.Subscription // leftSubject
 	// sign signs the opening of links (SignLinks): peers made after it is
 	// set forward POSTs and DELETEs on links.
 	sign SignFunc
@@ -156,11 +162,15 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		id: cfg.NodeID, advertise: cfg.Advertise, nc: cfg.Conn, js: js, kvCfg: kvCfg, kv: kv, log: cfg.Logger, roots: cfg.RootCAs, sig: newSigner(cfg.Key, cfg.NodeID),
-		known: make(map[string]knownAddr), stop: make(chan struct{}),
+		known: make(map[string]knownAddr), absent: make(map[string]time.Time), stop: make(chan struct{}),
+	}
+	if n.stream, err = js.Stream(ctx, nodesStream); err != nil {
+		return nil, fmt.Errorf("cluster: the %s bucket's stream: %w", nodesBucket, err)
 	}
 	if err := n.register(ctx); err != nil {
 		return nil, err
 	}
+	registered := time.Now()
 	if n.ps, err = newPubSub(cfg.Conn, n.id, n.log, n.sig); err != nil {
 		_ = kv.Delete(ctx, n.id)
 		return nil, err
@@ -203,6 +213,10 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Conn.FlushTimeout(kvTimeout); err != nil {
 		n.log.Warn("cluster: NATS did not confirm this node's subscriptions", "node", n.id, "err", err)
 	}
+	// No session id naming this node exists before memberSettle has passed
+	// since its entry was stored: the other nodes rely on it to share one
+	// list of the nodes among the requests of that span (Member).
+	time.Sleep(time.Until(registered.Add(memberSettle)))
 	n.done.Add(1)
 	go n.heartbeat(cfg.Heartbeat)
 	return n, nil
