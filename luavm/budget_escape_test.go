@@ -2,10 +2,14 @@ package luavm
 
 import (
 	"context"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/luamcp/luamcp/mcp"
 )
 
 // escape is a session-mode script whose tool "keep" holds on to memory in a
@@ -182,4 +186,140 @@ return {
 	if grown > 48<<20 {
 		t.Errorf("a state under a 16 MiB budget grew the heap by %d MiB (call: %.60s, %v)", grown>>20, res, err)
 	}
+}
+
+// grower is a session-mode script whose tool "grow" adds 1,000 strings of
+// 4 KB to its state, about 4 MiB a call, under a budget of MB MiB (16 in
+// TestBudgetCountsBuiltStates).
+const grower = `return {
+  route = { sessions = true, session_hibernate_ms = HIB, memory_limit_mb = MB },
+  init = function() return { name = "grower", version = "1" }, { tools = {} }, { blobs = {} } end,
+  tools = { { name = "grow", description = "grow", input_schema = { type = "object" } } },
+  handle_tool = function(_, _, _, state)
+    local n = #state.blobs
+    for i = n + 1, n + 1000 do state.blobs[i] = string.rep("x", 4000) .. i end
+    return tostring(#state.blobs)
+  end,
+}`
+
+// A session state the host built from Go (thawed when a hibernated session
+// wakes, copied into the new version's state at a reload) counts against
+// the budget as in full: the budget counted its tables as they were made,
+// not its strings, so after each wake or move the session could grow by its
+// whole limit again (20 MiB and more under 16). The state outgrows its
+// budget at the same call however it got there.
+func TestBudgetCountsBuiltStates(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		hib   int
+		after func(t *testing.T, s *Script, sess mcp.Session, file string)
+	}{
+		{"awake", 0, nil},
+		{"woken", 20, func(t *testing.T, _ *Script, sess mcp.Session, _ string) {
+			eventually(t, "hibernation", func() bool { return isAsleep(sess) })
+		}},
+		{"moved", 0, func(t *testing.T, s *Script, _ mcp.Session, file string) {
+			writeScript(t, file, growerSource(0, 16)+" -- edited")
+			if err := s.Reload(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "grower.lua")
+			writeScript(t, file, growerSource(tc.hib, 16))
+			logger, _ := newLogger()
+			s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			sess, _ := open(t, s, "a")
+			for i := 1; i <= 8; i++ {
+				if _, err := call(t, sess, "grow", `{}`); err != nil {
+					if i != 5 || !strings.Contains(err.Error(), "memory limit exceeded") {
+						t.Fatalf("call %d: %v, want memory limit exceeded at call 5", i, err)
+					}
+					return
+				}
+				if tc.after != nil {
+					tc.after(t, s, sess, file)
+				}
+			}
+			t.Fatal("the state grew to 32 MiB under a budget of 16")
+		})
+	}
+}
+
+func growerSource(hib, mb int) string {
+	return strings.NewReplacer("HIB", strconv.Itoa(hib), "MB", strconv.Itoa(mb)).Replace(grower)
+}
+
+// A reload that lowers memory_limit_mb below a hibernated session's state:
+// the session wakes with a warning and its calls fail with "memory limit
+// exceeded"; nothing of its state is lost, and a reload that gives the
+// limit back lets it go on where it was.
+func TestBudgetLoweredUnderState(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "grower.lua")
+	writeScript(t, file, growerSource(20, 64))
+	logger, logs := newLogger()
+	s, err := Load(file, Config{Dir: filepath.Dir(file), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	sess, _ := open(t, s, "a")
+	for range 3 {
+		mustCall(t, sess, "grow", `{}`)
+	}
+	reload := func(mb int) {
+		t.Helper()
+		writeScript(t, file, growerSource(20, mb))
+		if err := s.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "hibernation", func() bool { return isAsleep(sess) })
+	reload(8)
+	if _, err := call(t, sess, "grow", `{}`); err == nil || !strings.Contains(err.Error(), "memory limit exceeded") {
+		t.Fatalf("a call of a 12 MiB state under 8 MiB: %v, want memory limit exceeded\n%s", err, logs)
+	}
+	contains(t, logs.String(), `the session's state is larger than memory_limit_mb`)
+	reload(64) // awake now: its frozen form outgrows 8 MiB
+	if got := text(t, mustCall(t, sess, "grow", `{}`)); got != "4000" {
+		t.Errorf("grow once the limit is back = %q, want 4000", got)
+	}
+}
+
+// keeper keeps every text its tool "keep" is given in its state, under a
+// budget of 16 MiB: the natural notes tool.
+const keeper = `return {
+  route = { sessions = true, memory_limit_mb = 16 },
+  init = function() return { name = "keeper", version = "1" }, { tools = {} }, { notes = {} } end,
+  tools = { { name = "keep", description = "keep", input_schema = { type = "object" } } },
+  handle_tool = function(_, args, _, state)
+    state.notes[#state.notes + 1] = args.text
+    return tostring(#state.notes)
+  end,
+}`
+
+// A measure taken between two calls counts the session's state, which Go
+// holds then: the decode of a call's arguments measures the state when they
+// need more room than the budget has left, and that measure left the state
+// out, so the count restarted from an empty state at every such call, and
+// a client sending large arguments to a tool that keeps them grew the state
+// without bound (30 MiB and more under 16).
+func TestBudgetCountsStateBetweenCalls(t *testing.T) {
+	s, _ := loadSource(t, "keeper.lua", keeper)
+	sess, _ := open(t, s, "a")
+	args := `{"text":"` + strings.Repeat("x", 3<<19) + `"}` // 1.5 MiB
+	for i := 1; i <= 20; i++ {
+		if _, err := call(t, sess, "keep", args); err != nil {
+			if !strings.Contains(err.Error(), "memory limit exceeded") || i > 12 {
+				t.Fatalf("call %d: %v, want memory limit exceeded by call 12 (16 MiB of 1.5 MiB notes)", i, err)
+			}
+			return
+		}
+	}
+	t.Fatal("the state grew to 30 MiB under a budget of 16")
 }

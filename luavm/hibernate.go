@@ -187,6 +187,7 @@ func (ss *session) wake(ctx context.Context) error {
 		v.close()
 		return fmt.Errorf("%s: waking the session: %w", ss.script.name, err)
 	}
+	v.overBudget(ss.id, v.account(state))
 	if ss.s != ver {
 		// A reload committed while the session hibernated and found it busy.
 		ss.movedAsleep(ver)

@@ -215,6 +215,7 @@ func (ss *session) migrate(ctx context.Context, target *Version) error {
 		nv.close()
 		return fmt.Errorf("copying the state: %w", err)
 	}
+	nv.overBudget(ss.id, nv.account(state))
 	if err := nv.checkCapabilities(ss.has); err != nil {
 		ss.script.logger.Warn("the new version lacks callbacks the session advertised", "session", logcap.Session(ss.id), "error", err)
 	}

@@ -139,6 +139,9 @@ func (ss *session) init(ctx context.Context, params json.RawMessage, sessionID s
 	}
 	ss.has = res.Has
 	ss.state = rets[2]
+	if ss.owned {
+		v.hold(ss.state)
+	}
 	return res, nil
 }
 
@@ -332,6 +335,7 @@ func (ss *session) end(c *op, err error) {
 		ss.mu.Unlock()
 	}
 	if ss.owned {
+		ss.v.hold(ss.state)
 		ss.lastRun.Store(clock()) // before the unlock: the sweeper reads it under work
 	}
 	ss.work.Unlock()

@@ -166,6 +166,32 @@ func (v *vm) limitMemory() error {
 	return nil
 }
 
+// hold makes the state's memory budget count a session's state, which Go
+// keeps between calls (ss.state) and Lua reaches only during them: a measure
+// taken between calls (a decode's, waking's) would leave it out, and the
+// budget's count would restart without it (lua.LState.SetMemoryRoot).
+func (v *vm) hold(state lua.LValue) { v.L.SetMemoryRoot(state) }
+
+// account holds a session state that Go code built in the state (Thaw, when
+// a hibernated session wakes; CopyTo, when a reload moves it) and measures
+// it: the budget counted its tables as they were made, but not its strings,
+// which are most of a state. It reports the state's size.
+func (v *vm) account(state lua.LValue) int64 {
+	v.hold(state)
+	return v.L.MemoryUsage()
+}
+
+// overBudget logs a session state that is larger than its state's budget
+// once built (account): the limit was lowered by a reload. The session goes
+// on; its allocations fail with "memory limit exceeded" until its script
+// lets go of enough.
+func (v *vm) overBudget(id string, used int64) {
+	if limit := v.L.MemoryLimit(); limit > 0 && used > limit {
+		v.s.Script.logger.Warn("the session's state is larger than memory_limit_mb: its calls fail with \"memory limit exceeded\" until it shrinks",
+			"session", logcap.Session(id), "MiB", used>>20, "memory_limit_mb", limit>>20)
+	}
+}
+
 // backup returns a deep copy of a session state, taken before a call so that
 // a crash can put it back. The copy is kept and patched from one call to the
 // next (bridge.Mirror), so an unchanged state costs a read, not a rebuild.

@@ -282,6 +282,7 @@ func (b *Baseline) Reset(ls *LState) {
 	ls.SetRandomState(b.random)
 	bu := &ls.G.budget
 	bu.used, bu.measured = b.used, b.measured
+	bu.root = nil // the last client's (SetMemoryRoot)
 	bu.steps = 0
 	bu.published.Store(b.used)
 	bu.setNext()

@@ -94,6 +94,9 @@ type memoryBudget struct {
 	steps int
 	// published is used as of the last publication.
 	published atomic.Int64
+	// root is a value the host keeps outside Lua for the state, which the
+	// measure counts as reachable (SetMemoryRoot); nil when none.
+	root LValue
 }
 
 // init makes a budget without a limit.
@@ -133,6 +136,20 @@ func (ls *LState) MemoryUsage() int64 {
 	b.published.Store(live)
 	b.setNext()
 	return live
+}
+
+// SetMemoryRoot makes the state's measure count v, a value the host keeps
+// outside Lua and lends to it in calls (luamcp: a session's state between
+// two calls), as if Lua reached it: a measure taken while Lua does not reach
+// it (a host's MemoryUsage between calls, a decode's) would otherwise leave
+// it out, and the budget's count would restart without it, letting the
+// state grow by its whole limit again. nil or LNil forgets it. Patched for
+// luamcp.
+func (ls *LState) SetMemoryRoot(v LValue) {
+	if v == LNil {
+		v = nil
+	}
+	ls.G.budget.root = v
 }
 
 // MemoryAccounted returns the state's accounted size: its last measured size
@@ -485,6 +502,9 @@ func (ls *LState) measure() (size int64, done bool) {
 	w := walker{mark: b.mark}
 	w.value(g.Registry)
 	w.value(g.Global)
+	if b.root != nil {
+		w.value(b.root)
+	}
 	for _, mt := range g.builtinMts {
 		w.value(mt)
 	}

@@ -163,6 +163,39 @@ func TestBudgetMeasure(t *testing.T) {
 	}
 }
 
+// TestBudgetMemoryRoot: a value the host keeps outside Lua counts in the
+// measure once it is the state's memory root (patched for luamcp), and no
+// longer once forgotten or once a baseline Reset the state.
+func TestBudgetMemoryRoot(t *testing.T) {
+	L := budgetState(t, 0)
+	if err := L.DoString(`function build() local t = {} for i = 1, 1e3 do t[i] = string.rep("x", 1000) .. i end return t end`); err != nil {
+		t.Fatal(err)
+	}
+	base := L.NewBaseline()
+	empty := L.MemoryUsage()
+	if err := L.CallByParam(P{Fn: L.GetGlobal("build"), NRet: 1}); err != nil {
+		t.Fatal(err)
+	}
+	kept := L.Get(-1)
+	L.Pop(1) // only Go holds it now
+	if got := L.MemoryUsage(); got-empty > 100<<10 {
+		t.Fatalf("a value only Go holds measured %d bytes", got-empty)
+	}
+	L.SetMemoryRoot(kept)
+	if got := L.MemoryUsage(); got-empty < 1e6 {
+		t.Errorf("the memory root measured %d bytes, want 1 MB and more", got-empty)
+	}
+	L.SetMemoryRoot(LNil)
+	if got := L.MemoryUsage(); got-empty > 100<<10 {
+		t.Errorf("a forgotten memory root measured %d bytes", got-empty)
+	}
+	L.SetMemoryRoot(kept)
+	base.Reset(L)
+	if got := L.MemoryUsage(); got-empty > 100<<10 {
+		t.Errorf("after Reset the memory root measured %d bytes", got-empty)
+	}
+}
+
 // Pattern matching, sorting and the other library loops stop when the
 // state's context is cancelled.
 func TestLibraryLoopsHonourCancellation(t *testing.T) {
