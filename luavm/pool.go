@@ -443,6 +443,7 @@ func (p *pool) getSpare(ctx context.Context) (*vm, error) {
 // put back as its snapshot has them, if its work ended cleanly; closed
 // otherwise.
 func (p *pool) release(v *vm) {
+	v.hold(nil) // the request's state goes with it
 	if v.broken || v.closed || !v.isolate() {
 		v.close()
 		return

@@ -139,9 +139,7 @@ func (ss *session) init(ctx context.Context, params json.RawMessage, sessionID s
 	}
 	ss.has = res.Has
 	ss.state = rets[2]
-	if ss.owned {
-		v.hold(ss.state)
-	}
+	v.hold(ss.state)
 	return res, nil
 }
 
@@ -334,8 +332,8 @@ func (ss *session) end(c *op, err error) {
 		ss.state = ss.v.rollback()
 		ss.mu.Unlock()
 	}
+	ss.v.hold(ss.state)
 	if ss.owned {
-		ss.v.hold(ss.state)
 		ss.lastRun.Store(clock()) // before the unlock: the sweeper reads it under work
 	}
 	ss.work.Unlock()
@@ -799,6 +797,7 @@ func (ss *session) Snapshot(ctx context.Context) (mcp.Session, error) {
 		ss.script.logger.Error("snapshot of the session state failed", "error", err)
 		return nil, fmt.Errorf("%s: snapshot: %w", ss.script.name, err)
 	}
+	nv.account(state)
 	return &session{script: ss.script, id: ss.id, s: ver, v: nv, has: ss.has, state: state}, nil
 }
 

@@ -169,7 +169,8 @@ func (v *vm) limitMemory() error {
 // hold makes the state's memory budget count a session's state, which Go
 // keeps between calls (ss.state) and Lua reaches only during them: a measure
 // taken between calls (a decode's, waking's) would leave it out, and the
-// budget's count would restart without it (lua.LState.SetMemoryRoot).
+// budget's count would restart without it (lua.LState.SetMemoryRoot). nil
+// forgets it.
 func (v *vm) hold(state lua.LValue) { v.L.SetMemoryRoot(state) }
 
 // account holds a session state that Go code built in the state (Thaw, when
