@@ -36,7 +36,9 @@ const version = "0.1.0-dev"
 // HTTP server limits. There is no ReadTimeout or WriteTimeout: event streams
 // and long tool calls stay open as long as they need (sessions have their own
 // idle TTL), and package mcp bounds each POST body read and each write to a
-// client itself (mcp.Options.BodyTimeout, WriteTimeout).
+// client itself (mcp.Options.BodyTimeout, WriteTimeout). An HTTP/2
+// connection, whose streams share one writer, is closed when it takes no
+// byte for as long as one write may take (edge.Config.WriteTimeout).
 const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 2 * time.Minute
@@ -294,7 +296,7 @@ func serve(c *cli.Context) error {
 	defer systemd.close()
 	srv, err := edge.Listen(edge.Config{
 		Addr: c.String("addr"), Listener: activated, CertFile: c.String("tls-cert"), KeyFile: c.String("tls-key"), HTTP3: c.Bool("http3"),
-		Logger: logger, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+		Logger: logger, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, WriteTimeout: mcp.DefaultWriteTimeout,
 		MaxConnections: c.Int("max-connections"), MaxHeaderBytes: headerKB << 10,
 	})
 	if err != nil {

@@ -77,6 +77,10 @@ type Config struct {
 	// connection that has had no request in flight for that long (every
 	// protocol). Zero: no bound.
 	ReadHeaderTimeout, IdleTimeout time.Duration
+	// WriteTimeout closes an HTTP/2 connection that takes no byte of what
+	// the server has to send it for that long (http.HTTP2Config's
+	// WriteByteTimeout). Zero: no bound. See streamCap.
+	WriteTimeout time.Duration
 	// MaxConnections caps the open TCP connections (limit.go); past it new
 	// ones wait. 0 means DefaultMaxConnections(); negative, no cap.
 	MaxConnections int
@@ -90,8 +94,10 @@ type Config struct {
 // KiB, where net/http's default is 1 MiB. Every connection may hold that
 // much while its headers arrive (a slow client has ReadHeaderTimeout to send
 // them), so the cap times MaxConnections bounds what a connection flood can
-// make the process hold; MCP requests carry a few hundred bytes of headers,
-// a bearer token a few KiB, and Node's HTTP server refuses past 16 KiB.
+// make the process hold (times streamCap on HTTP/2 and HTTP/3, whose
+// connections carry that many requests at once); MCP requests carry a few
+// hundred bytes of headers, a bearer token a few KiB, and Node's HTTP server
+// refuses past 16 KiB.
 const DefaultMaxHeaderBytes = 64 << 10
 
 // protocols validates the TLS and HTTP/3 settings.
@@ -108,6 +114,24 @@ func (c *Config) protocols() (Protocols, error) {
 	}
 	return HTTPS, nil
 }
+
+// streamCap is how many requests one HTTP/2 or HTTP/3 connection may have
+// in flight at once: quic-go's default, which net/http's 250 is brought down
+// to. Each holds its headers (up to MaxHeaderBytes), a goroutine and its
+// buffers, so a connection costs up to streamCap times what an HTTP/1.1 one
+// does: 250 requests waiting for bodies they announced held 16 MiB per
+// HTTP/2 connection, 100 hold 6.5 MiB. 100 is the least RFC 9113 advises,
+// and an MCP client keeps a few requests open at a time.
+//
+// The streams of an HTTP/2 connection share one TCP connection and one
+// goroutine that writes to it. A client that stops reading its socket
+// blocks that goroutine: each request's own write deadline (package mcp's)
+// then queues a reset that is never written, its handler never returns, and
+// the connection, its slot under MaxConnections and every handler on it
+// stay for ever (250 handlers still blocked 20 s after a 2 s deadline).
+// WriteTimeout (WriteByteTimeout) closes such a connection instead. HTTP/3
+// streams have no writer in common: each write's deadline is enough.
+const streamCap = 100
 
 // quicKeepAlive is how often the server pings its HTTP/3 connections. QUIC
 // closes a connection that carried nothing for its idle timeout (30 s by
@@ -156,6 +180,7 @@ func Listen(cfg Config) (*Server, error) {
 			IdleTimeout:       cfg.IdleTimeout,
 			MaxHeaderBytes:    maxHeader,
 			ErrorLog:          newServerLog(logger),
+			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: streamCap, WriteByteTimeout: cfg.WriteTimeout},
 		},
 	}
 	var tlsConf *tls.Config
@@ -191,7 +216,7 @@ func Listen(cfg Config) (*Server, error) {
 		}
 		s.h3 = &http3.Server{
 			TLSConfig:      tlsConf.Clone(), // Serve offers h3 by ALPN on it
-			QUICConfig:     &quic.Config{KeepAlivePeriod: quicKeepAlive},
+			QUICConfig:     &quic.Config{KeepAlivePeriod: quicKeepAlive, MaxIncomingStreams: streamCap},
 			IdleTimeout:    cfg.IdleTimeout,
 			MaxHeaderBytes: maxHeader,
 			Logger:         logger,
