@@ -150,8 +150,19 @@ type tlsServer struct {
 // HTTP/3 with h3). edit, if set, changes the host's configuration.
 func startTLS(t *testing.T, h3 bool, edit func(*host.Config), variants ...string) *tlsServer {
 	t.Helper()
+	return startTLSWith(t, h3, nil, edit, variants...)
+}
+
+// startTLSWith is startTLS with editEdge, if set, changing the front's
+// configuration (its timeouts, its caps).
+func startTLSWith(t *testing.T, h3 bool, editEdge func(*edge.Config), edit func(*host.Config), variants ...string) *tlsServer {
+	t.Helper()
 	ca := newTestCA(t)
-	srv, err := edge.Listen(edge.Config{Addr: "127.0.0.1:0", CertFile: ca.certFile, KeyFile: ca.keyFile, HTTP3: h3})
+	ecfg := edge.Config{Addr: "127.0.0.1:0", CertFile: ca.certFile, KeyFile: ca.keyFile, HTTP3: h3}
+	if editEdge != nil {
+		editEdge(&ecfg)
+	}
+	srv, err := edge.Listen(ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}
