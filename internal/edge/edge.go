@@ -133,6 +133,15 @@ func (c *Config) protocols() (Protocols, error) {
 // streams have no writer in common: each write's deadline is enough.
 const streamCap = 100
 
+// maxFrameSize is the largest HTTP/2 frame the server reads: the protocol's
+// default and least, where net/http's is 1 MiB. The framer allocates a
+// frame's whole length as soon as its header arrives, so a client that
+// announces a 1 MiB DATA frame and sends one byte of it a minute made a
+// connection hold 1 MiB (50 of them: 52 MiB) where an HTTP/1.1 one holds
+// its headers. Every client splits what it sends into frames of this size
+// unless told it may send larger ones.
+const maxFrameSize = 16 << 10
+
 // quicKeepAlive is how often the server pings its HTTP/3 connections. QUIC
 // closes a connection that carried nothing for its idle timeout (30 s by
 // default), and an event stream may stay quiet far longer
@@ -180,7 +189,11 @@ func Listen(cfg Config) (*Server, error) {
 			IdleTimeout:       cfg.IdleTimeout,
 			MaxHeaderBytes:    maxHeader,
 			ErrorLog:          newServerLog(logger),
-			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: streamCap, WriteByteTimeout: cfg.WriteTimeout},
+			HTTP2: &http.HTTP2Config{
+				MaxConcurrentStreams: streamCap,
+				MaxReadFrameSize:     maxFrameSize,
+				WriteByteTimeout:     cfg.WriteTimeout,
+			},
 		},
 	}
 	var tlsConf *tls.Config

@@ -132,6 +132,46 @@ func TestStreamCap(t *testing.T) {
 	}
 }
 
+// TestHTTP2FrameSize: the server reads HTTP/2 frames of at most 16 KiB
+// (the protocol's default), not net/http's 1 MiB: the framer allocates a
+// frame's whole length when its header arrives, so a client that announced
+// a 1 MiB DATA frame and sent one byte of it held 1 MiB of the server's
+// memory per connection (50 such connections: 52 MiB). A larger frame ends
+// the connection at once.
+func TestHTTP2FrameSize(t *testing.T) {
+	s, pool := listenTLS(t, false, nil)
+	go s.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	c, settings := dialH2(t, &net.Dialer{}, s, pool)
+	if v, ok := settings.Value(http2.SettingMaxFrameSize); !ok || v != maxFrameSize {
+		t.Errorf("SETTINGS_MAX_FRAME_SIZE %d (sent: %v), want %d", v, ok, maxFrameSize)
+	}
+	var block []byte
+	enc := hpack.NewEncoder(sliceWriter{&block})
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "127.0.0.1"}, {":path", "/"}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	// A DATA frame's header announcing 1 MiB less a byte, and one byte of it.
+	if _, err := c.conn.Write([]byte{0x0f, 0xff, 0xff, byte(http2.FrameData), 0, 0, 0, 0, 1, 'x'}); err != nil {
+		t.Fatal(err)
+	}
+	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second)) // the answer comes at once
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("the connection ended without a GOAWAY: %v", err)
+		}
+		if g, ok := f.(*http2.GoAwayFrame); ok {
+			if g.ErrCode != http2.ErrCodeFrameSize {
+				t.Errorf("GOAWAY %v, want FRAME_SIZE_ERROR", g.ErrCode)
+			}
+			return
+		}
+	}
+}
+
 // TestHTTP2ConnectionNotReadingClosed: a client that grants all the window
 // there is, then stops reading its socket, blocks the connection's writer.
 // The handlers' own write deadlines cannot end their streams then (the
