@@ -289,6 +289,7 @@ func (s *Server) RegisterOnShutdown(f func()) {
 // [http.ErrServerClosed]; it returns another error when one of the
 // protocols fails, having closed the others. Call it once.
 func (s *Server) Serve(h http.Handler) error {
+	h = dropGETBodies(h)
 	s.http.Handler = h
 	if s.h3 != nil {
 		s.h3.Handler = watchRequests(h)
@@ -319,6 +320,32 @@ func (s *Server) Serve(h http.Handler) error {
 		return first
 	}
 	return http.ErrServerClosed
+}
+
+// dropGETBodies discards the body of a GET or HEAD request over HTTP/2
+// before h runs. Such content has no meaning (RFC 9110, 9.3.1) and no route
+// reads it, but net/http keeps what a client sends on a stream until its
+// handler reads it or returns, up to the connection's flow-control window
+// (1 MiB): a session's GET channel, which stays open, held 1.1 MiB per
+// connection that way. Once the body is closed, what comes is dropped and
+// its window given back. A client's GET without a body (its HEADERS end the
+// stream) already has http.NoBody and is left alone.
+//
+// HTTP/1.1 is left alone too: what it does not read stays in the kernel,
+// and closing a body there reads it. So is HTTP/3: quic-go gives every
+// request a body, and closing it cancels the stream's reading with
+// H3_REQUEST_CANCELLED, which a client still sending its request's end may
+// take as the request cancelled. What it keeps is bounded by the stream's
+// window, 512 KiB, and the connection's, 768 KiB.
+func dropGETBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Body != nil && r.Body != http.NoBody {
+			r.Body.Close()
+			r = r.WithContext(r.Context()) // a copy: the caller's request is not changed
+			r.Body = http.NoBody
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // announce adds the Alt-Svc header that tells TCP clients about HTTP/3.

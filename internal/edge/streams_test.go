@@ -228,3 +228,61 @@ func TestHTTP2ConnectionNotReadingClosed(t *testing.T) {
 		t.Errorf("reading the connection to its end: %v, want it closed by the server", err)
 	}
 }
+
+// TestHTTP2GETBodyDropped: a GET whose HEADERS leave the stream open, and
+// whose DATA then comes, reaches its handler without a body, and the data
+// is dropped rather than kept while the handler (an event stream) runs: the
+// server gives the connection's flow-control window for it back at once.
+func TestHTTP2GETBodyDropped(t *testing.T) {
+	s, pool := listenTLS(t, false, nil)
+	sawBody := make(chan bool, 1)
+	go s.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawBody <- r.Body != http.NoBody
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done() // an event stream: open until the client goes
+	}))
+	c, _ := dialH2(t, &net.Dialer{}, s, pool)
+	var block []byte
+	enc := hpack.NewEncoder(sliceWriter{&block})
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "127.0.0.1"}, {":path", "/"}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case saw := <-sawBody:
+		if saw {
+			t.Error("the handler got the GET's body")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the GET did not reach its handler")
+	}
+	// The answer's headers come after the window the server grants at the
+	// start of the connection, which is not what is looked for below.
+	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no answer to the GET: %v", err)
+		}
+		if h, ok := f.(*http2.HeadersFrame); ok && h.StreamID == 1 {
+			break
+		}
+	}
+	const n = 16 << 10
+	if err := c.fr.WriteData(1, false, make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	c.conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("the connection's window for the GET's %d bytes of data not given back: %v", n, err)
+		}
+		if u, ok := f.(*http2.WindowUpdateFrame); ok && u.StreamID == 0 && u.Increment >= n {
+			return
+		}
+	}
+}
