@@ -199,7 +199,15 @@ func (c *h2Raw) post(path, sid string, body any) (uint32, error) {
 	if err != nil {
 		return id, err
 	}
-	return id, c.write(func() error { return c.fr.WriteData(id, true, b) })
+	return id, c.write(func() error {
+		for { // in frames of the size every server reads (16 KiB)
+			n := min(len(b), 16<<10)
+			if err := c.fr.WriteData(id, n == len(b), b[:n]); err != nil || n == len(b) {
+				return err
+			}
+			b = b[n:]
+		}
+	})
 }
 
 // waitFor waits until cond, checked under the lock, holds, or fails the
