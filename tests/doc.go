@@ -26,4 +26,11 @@
 // builds with a tag:
 //
 //	go test -tags eraproof -race -run TestEraProof .
+//
+// soak/ is no test but a command: a chaos soak of a real `luamcp serve`
+// built with the race detector, for the races, panics, deadlocks and leaks
+// that only many minutes of mixed traffic, hot reloads and a restart bring
+// out, more than CI can afford. Run it by hand (see its doc comment):
+//
+//	go build -race -o /tmp/luamcp-race . && cd tests && nice -n 10 go run ./soak -bin /tmp/luamcp-race
 package tests
