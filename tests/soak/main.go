@@ -19,7 +19,8 @@
 // session that answers 404 soon after a success is reported as lost. At
 // -restart-at it restarts the server (SIGTERM, --sessions-file) and checks
 // the sessions come back with their state; with -under-load, without
-// pausing the clients. At the end, with the load stopped and the sessions
+// pausing the clients. With -tls it serves HTTPS (a self-signed
+// certificate) and the clients speak HTTP/2. At the end, with the load stopped and the sessions
 // deleted or expired, it compares goroutines, descriptors and Lua states
 // with the baseline, ends the server with SIGQUIT for a goroutine dump, and
 // counts DATA RACE, panic and fatal error in its log.
@@ -29,13 +30,22 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"embed"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/big"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,6 +75,7 @@ var (
 	addr      = flag.String("addr", "127.0.0.1:18750", "the server's address")
 	maddr     = flag.String("metrics", "127.0.0.1:19464", "the server's --metrics-addr")
 	logPath   = flag.String("log", "soak-server.log", "where the server's output goes")
+	useTLS    = flag.Bool("tls", false, "serve HTTPS with a self-signed certificate: the clients speak HTTP/2")
 	restartAt = flag.Float64("restart-at", 0.5, "fraction of dur at which to restart (0: never)")
 	underLoad = flag.Bool("under-load", false, "restart without pausing the load")
 )
@@ -123,6 +134,9 @@ func startServer() *server {
 	fmt.Fprintf(lf, "\n===== start %s =====\n", time.Now().Format(time.RFC3339))
 	cmd := exec.Command(*bin, "serve", "--addr", *addr, "--metrics-addr", *maddr,
 		"--sessions-file", sessFile, "--log-level", "info", "--max-running", "8", dir)
+	if tlsFiles != nil {
+		cmd.Args = append(cmd.Args[:len(cmd.Args)-1], "--tls-cert", tlsFiles[0], "--tls-key", tlsFiles[1], dir)
+	}
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=0 history_size=2")
 	cmd.Stdout = lf
 	cmd.Stderr = lf
@@ -134,7 +148,7 @@ func startServer() *server {
 	go func() { s.err = cmd.Wait(); lf.Close(); close(s.done) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		r, err := http.Get(base + "/readyz")
+		r, err := client.Get(base + "/readyz")
 		if err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
@@ -1371,6 +1385,34 @@ func (s snapshot) String() string {
 		s.goroutines, s.fds, s.procFDs, s.heap/1048576, s.luaStates, s.sessions, b.String())
 }
 
+// tlsFiles are the certificate and key of -tls.
+var tlsFiles []string
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
+// into dir.
+func selfSigned(dir string) []string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "soak"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(crand.Reader, tpl, tpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		panic(err)
+	}
+	files := []string{filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")}
+	os.WriteFile(files[0], pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(files[1], pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	return files
+}
+
 // ---- main ----
 
 func main() {
@@ -1380,6 +1422,9 @@ func main() {
 		os.Exit(2)
 	}
 	base = "http://" + *addr
+	if *useTLS {
+		base = "https://" + *addr
+	}
 	tmp, err := os.MkdirTemp("", "luamcp-soak-")
 	if err != nil {
 		panic(err)
@@ -1388,6 +1433,11 @@ func main() {
 	dir, sessFile = filepath.Join(tmp, "scripts"), filepath.Join(tmp, "sessions.json")
 	if err := os.CopyFS(tmp, scripts); err != nil {
 		panic(err)
+	}
+	if *useTLS {
+		tlsFiles = selfSigned(tmp)
+		client.Transport = &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 5 * time.Second,
+			ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 	}
 	os.Remove(*logPath)
 	hotPath := filepath.Join(dir, "hot.lua")
