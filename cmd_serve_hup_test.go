@@ -105,3 +105,21 @@ func TestServeSIGHUPWhileLoading(t *testing.T) {
 	}
 	run.stop(t)
 }
+
+// TestServeSIGHUPAfterShutdown: a SIGHUP that comes once serve has shut
+// down (a late `systemctl reload`, while the process finishes its deferred
+// work) is ignored; given back its default action, it killed the process
+// (here the test binary) with exit status 129.
+func TestServeSIGHUPAfterShutdown(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	run := startServe(t, io.Discard, "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch")
+	go func() {
+		for run.out.Scan() {
+		}
+	}()
+	run.stop(t)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the signal's delivery: a killed process ends here
+}

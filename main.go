@@ -347,7 +347,11 @@ func serve(c *cli.Context) error {
 	}()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	// Ignored from then on, not given back its default action: the
+	// deferred calls that run after (leaving the cluster) may take a while,
+	// and a reload sent meanwhile would kill a process that has saved its
+	// sessions and stops cleanly, and make the stop look failed (exit 129).
+	defer signal.Ignore(syscall.SIGHUP)
 	watch := !c.Bool("no-watch")
 	table := &routeTable{w: c.App.Writer, base: srv.URL(), systemd: systemd}
 	h, err := host.New(host.Config{
