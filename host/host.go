@@ -86,6 +86,10 @@ type Config struct {
 	// for clients to read or resume (0 = mcp.DefaultReplayBudget; negative:
 	// no bound; see mcp.Hub.SetReplayBudget).
 	ReplayBudget int64
+	// BodyBudget bounds the bytes the POST bodies all routes together are
+	// reading hold, with the requests waiting for them (0 =
+	// mcp.DefaultBodyBudget; negative: no bound; see mcp.Hub.SetBodyBudget).
+	BodyBudget int64
 	// SessionsFile, when set, makes sessions outlive the process: Shutdown
 	// saves the live sessions of every session-mode route to it, and New
 	// resumes them from it, then removes it (sessions.go).
@@ -314,6 +318,9 @@ func New(cfg Config) (*Host, error) {
 	}
 	if n := cfg.ReplayBudget; n != 0 {
 		h.hub.SetReplayBudget(max(n, 0))
+	}
+	if n := cfg.BodyBudget; n != 0 {
+		h.hub.SetBodyBudget(max(n, 0))
 	}
 	h.routes.Store(&routeTable{router: mux.NewRouter()})
 	h.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

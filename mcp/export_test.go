@@ -56,6 +56,10 @@ func (h *Hub) SessionSlots() int64 { return h.sessionSlots.n.Load() }
 // budget.
 func (h *Hub) BodyBytes() int64 { return h.bodies.n.Load() }
 
+// RequestCost is what a request waiting for its body counts against the
+// body budget.
+var RequestCost = requestCost
+
 // QueueBacking reports the length and capacity of the slice that holds
 // session sid's queue (served slots included), or -1, -1 for an unknown
 // session.

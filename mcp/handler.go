@@ -525,17 +525,22 @@ func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 		// io.ErrUnexpectedEOF and never delivers more.
 		max = n
 	}
+	// The request itself is charged to the hub's body budget before a byte
+	// of its body arrives (its headers: see bodyBudget), then what the
+	// buffer grows by.
+	var budget *bodyBudget
+	var held int64
+	if h.hub != nil {
+		budget = &h.hub.bodies
+		held = requestCost(r)
+		if !budget.take(held, 0) {
+			return nil, errBodiesOverBudget
+		}
+	}
+	defer func() { budget.give(held) }()
 	b := getBuf()
 	defer putBuf(b)
 	buf := *b
-	// What the buffer grows by is charged to the hub's body budget (the
-	// pooled buffer it starts from is not).
-	var budget *bodyBudget
-	if h.hub != nil {
-		budget = &h.hub.bodies
-	}
-	var held int64
-	defer func() { budget.give(held) }()
 	lr := io.LimitedReader{R: r.Body, N: max + 1} // a value: no allocation
 	for {
 		if len(buf) == cap(buf) {

@@ -71,6 +71,14 @@ func newRouteOver(t *testing.T, srv mcp.Server, f *fakeServer, opts mcp.Options)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+		// So does every request to the body budget.
+		for n := hub.BodyBytes(); n != 0; n = hub.BodyBytes() {
+			if ctx.Err() != nil {
+				t.Errorf("after Shutdown the hub still counts %d bytes of requests and bodies", n)
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	})
 	return rt
 }

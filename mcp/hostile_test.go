@@ -813,7 +813,10 @@ func TestLongProgressTokenIsNone(t *testing.T) {
 // is gone a body larger than the whole budget, alone, is read.
 func TestBodiesShareABudget(t *testing.T) {
 	rt := newRoute(t, newFakeServer(), mcp.Options{})
-	rt.hub.SetBodyBudget(1 << 20)
+	// The slow body's buffer grows to 1 MiB, and each request counts its
+	// headers and 16 KiB besides (TestStalledRequestsShareTheBodyBudget):
+	// 1.5 MiB leaves room for a small body, not for another of 600 KiB.
+	rt.hub.SetBodyBudget(3 << 19)
 	padded := func(n int) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", n) + `"}}`
 	}
@@ -841,6 +844,56 @@ func TestBodiesShareABudget(t *testing.T) {
 		r := rt.post(padded(3 << 20))
 		return r.status == 200 && r.errorCode() == 0
 	})
+}
+
+// TestStalledRequestsShareTheBodyBudget: a request waiting for its body
+// holds its headers and its goroutine, and HTTP/2 and HTTP/3 carry 100 of
+// them per connection; they count against the body budget from before the
+// body's first byte, so past it the next one gets the body budget's 503 at
+// once, not after BodyTimeout, and they give back what they counted when
+// they end. A request alone always fits, whatever its headers.
+func TestStalledRequestsShareTheBodyBudget(t *testing.T) {
+	rt := newRoute(t, newFakeServer(), mcp.Options{})
+	pad := strings.Repeat("x", 40<<10)
+	head := []string{"Content-Type: application/json", "Accept: application/json, text/event-stream",
+		"Content-Length: 100", "X-Pad: " + pad}
+	// What the server sees of such a request: the cost of one.
+	req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	req.Host = "127.0.0.1"
+	for _, h := range head {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Add(k, v)
+	}
+	cost := mcp.RequestCost(req)
+	if cost < 56<<10 || cost > 57<<10 {
+		t.Fatalf("a request with 40 KiB of headers costs %d bytes, want its headers and 16 KiB", cost)
+	}
+	rt.hub.SetBodyBudget(4*cost + cost/2)
+	for i := range 4 {
+		rc := dialRaw(t, rt)
+		rc.send("POST", "/mcp", head, "")
+		eventually(t, fmt.Sprintf("stalled request %d counted", i+1), func() bool { return rt.hub.BodyBytes() == int64(i+1)*cost })
+	}
+	start := time.Now()
+	rc := dialRaw(t, rt)
+	rc.send("POST", "/mcp", head, "")
+	resp := rc.response()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"message":"Server at capacity"`) {
+		t.Fatalf("a request past the budget: %d %s", resp.StatusCode, body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refused after %v, want at once", d)
+	}
+	if n := rt.hub.BodyBytes(); n != 4*cost {
+		t.Errorf("after the refusal the budget counts %d bytes, want the 4 stalled requests' %d", n, 4*cost)
+	}
+	rt.hub.SetBodyBudget(1 << 10)
+	rt.srv.CloseClientConnections()
+	eventually(t, "the stalled requests give back what they counted", func() bool { return rt.hub.BodyBytes() == 0 })
+	if r := rt.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, "X-Pad: "+pad); r.status != 200 || r.errorCode() != 0 {
+		t.Errorf("a request alone, its headers past the budget: %d %s", r.status, r.body)
+	}
 }
 
 // TestLargeCapabilitiesRefused: a session keeps its client's capabilities

@@ -174,14 +174,22 @@ func (c *h2Raw) headerBlock(method, path string, header ...string) []byte {
 }
 
 // open sends a request's HEADERS on a new stream and returns its id;
-// endStream says the request has no body.
+// endStream says the request has no body. A header block past 16 KiB, the
+// frame size every server reads, goes on in CONTINUATION frames.
 func (c *h2Raw) open(method, path string, endStream bool, header ...string) (uint32, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	id := c.nextID
 	c.nextID += 2
 	block := c.headerBlock(method, path, header...)
-	return id, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: endStream, EndHeaders: true})
+	const frame = 16 << 10
+	n := min(len(block), frame)
+	err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block[:n], EndStream: endStream, EndHeaders: n == len(block)})
+	for block = block[n:]; err == nil && len(block) > 0; block = block[n:] {
+		n = min(len(block), frame)
+		err = c.fr.WriteContinuation(id, n == len(block), block[:n])
+	}
+	return id, err
 }
 
 // post opens a stream carrying a JSON-RPC POST: its headers and body.
