@@ -3,7 +3,9 @@ package mcp
 import (
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultBodyBudget is the bytes of POST bodies, and of the requests
@@ -32,9 +34,113 @@ var errBodiesOverBudget = errors.New("mcp: request bodies past the process's bud
 // too: taken before the first byte, given back with the body's bytes once the
 // body is read, so that past the budget a new request is refused at once and
 // lets its headers go rather than holding them for BodyTimeout.
+//
+// Refusing new requests alone would let a few hundred such connections
+// keep every other client's POST refused for as long as they stall (200
+// connections of 100 streams with small headers: 216 of 251 pings refused). So past the budget the requests that
+// have waited longest for their bodies, over stallAfter, are cut to make
+// room (their read ends at once, with the same 503), and the new request is
+// read: a client whose body follows its headers, as every real one's does,
+// is served, and a stalled request holds its place for stallAfter at least.
 type bodyBudget struct {
 	n   atomic.Int64 // bytes held by bodies being read
 	max atomic.Int64 // bound on n; 0 means none
+
+	mu         sync.Mutex
+	head, tail *bodyWait // the requests reading their bodies, oldest first
+}
+
+// stallAfter is how long a request may wait for its body before it may be
+// cut to make room in a full budget: a body sent with its request arrives
+// far sooner, unless it is megabytes over a slow link.
+const stallAfter = time.Second
+
+// A bodyWait is a request whose body is being read, in its budget's list.
+type bodyWait struct {
+	prev, next *bodyWait
+	since      time.Time
+	held       atomic.Int64 // bytes it counts in the budget
+	cut        func()       // makes its body's read fail at once
+	listed     bool         // in the list; guarded by the budget's mu
+	wasCut     bool         // guarded by the budget's mu
+}
+
+// enter counts cost for w, a request about to read its body, and lists it
+// if it can be cut (w.cut is set). Past the budget it cuts the requests
+// listed longest, if they have waited stallAfter, until what they hold makes
+// room for cost; if they cannot, it cuts them all the same and reports
+// false, counting nothing. A nil budget counts nothing.
+func (b *bodyBudget) enter(w *bodyWait, cost int64) bool {
+	if b == nil {
+		return true
+	}
+	ok := b.take(cost, 0)
+	if w.cut == nil { // a writer without deadlines: it cannot be cut
+		if ok {
+			w.held.Store(cost)
+		}
+		return ok
+	}
+	w.since = time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !ok {
+		need := b.n.Load() + cost - b.max.Load()
+		for x := b.head; x != nil && need > 0 && w.since.Sub(x.since) >= stallAfter; x = x.next {
+			if !x.wasCut {
+				x.wasCut = true
+				x.cut()
+				need -= x.held.Load()
+			}
+		}
+		if need > 0 {
+			return false
+		}
+		// Counted past the bound until the cut requests give back what
+		// they hold, within moments.
+		b.n.Add(cost)
+	}
+	w.held.Store(cost)
+	w.listed = true
+	w.prev = b.tail
+	if b.tail != nil {
+		b.tail.next = w
+	} else {
+		b.head = w
+	}
+	b.tail = w
+	return true
+}
+
+// leave gives back what w holds and unlists it; it reports whether w was
+// cut to make room.
+func (b *bodyBudget) leave(w *bodyWait) (cut bool) {
+	if b == nil {
+		return false
+	}
+	if w.cut == nil {
+		b.give(w.held.Load())
+		return false
+	}
+	b.mu.Lock()
+	if !w.listed {
+		b.mu.Unlock()
+		return false
+	}
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		b.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		b.tail = w.prev
+	}
+	cut = w.wasCut
+	b.mu.Unlock()
+	b.give(w.held.Load())
+	return cut
 }
 
 // take counts n more bytes held by a body that holds mine already, or
@@ -88,6 +194,8 @@ func requestCost(r *http.Request) int64 {
 // SetBodyBudget bounds the bytes that the POST bodies every route served
 // through h is reading hold at once, together with the requests waiting for
 // them (their headers; see [requestCost]): [DefaultBodyBudget] at first;
-// n <= 0 means no bound. Past it a request that arrives, or whose body grows,
-// gets 503, unless it is the only one whose body is being read.
+// n <= 0 means no bound. Past it a request whose body grows gets 503,
+// unless it is the only one whose body is being read; a request that
+// arrives cuts those that have waited over a second for their bodies (they
+// get the 503) to make room, and gets the 503 itself when they are too few.
 func (h *Hub) SetBodyBudget(n int64) { h.bodies.max.Store(max(n, 0)) }

@@ -56,7 +56,7 @@ func TestReadBodyGrowsAsBytesArrive(t *testing.T) {
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			got, err := h.readBodyBytes(r)
+			got, err := h.readBodyBytes(r, nil)
 			runtime.ReadMemStats(&after)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {

@@ -60,6 +60,10 @@ func (h *Hub) BodyBytes() int64 { return h.bodies.n.Load() }
 // body budget.
 var RequestCost = requestCost
 
+// StallAfter is how long a request waits for its body before a full body
+// budget may cut it.
+const StallAfter = stallAfter
+
 // QueueBacking reports the length and capacity of the slice that holds
 // session sid's queue (served slots included), or -1, -1 for an unknown
 // session.

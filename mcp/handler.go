@@ -493,9 +493,11 @@ var errBodyTooLarge = errors.New("mcp: request body too large")
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	if rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout)) != nil {
-		return h.readBodyBytes(r) // a writer without deadlines (tests, wrappers)
+		return h.readBodyBytes(r, nil) // a writer without deadlines (tests, wrappers)
 	}
-	body, err := h.readBodyBytes(r)
+	// A full body budget may cut the read short from another request's
+	// goroutine (bodyBudget.enter): a deadline in the past ends it.
+	body, err := h.readBodyBytes(r, func() { _ = rc.SetReadDeadline(time.Now()) })
 	if err != nil {
 		// The deadline stays: net/http reads what is left of a body before it
 		// answers, and that read must fail at once, not wait for the client.
@@ -514,8 +516,9 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 // readBodyBytes reads the body into a buffer that grows as bytes arrive,
 // even when the length is announced: a client that announces MaxBodyBytes
 // and sends nothing must not make the server hold MaxBodyBytes for
-// BodyTimeout (32 such connections held 128 MiB).
-func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
+// BodyTimeout (32 such connections held 128 MiB). cut, when set, ends the
+// read at once: the body budget may call it to make room.
+func (h *Handler) readBodyBytes(r *http.Request, cut func()) (_ []byte, err error) {
 	max := h.opts.MaxBodyBytes
 	if n := r.ContentLength; n >= 0 {
 		if n > max {
@@ -529,15 +532,18 @@ func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 	// of its body arrives (its headers: see bodyBudget), then what the
 	// buffer grows by.
 	var budget *bodyBudget
-	var held int64
+	wait := &bodyWait{cut: cut}
 	if h.hub != nil {
 		budget = &h.hub.bodies
-		held = requestCost(r)
-		if !budget.take(held, 0) {
+		if !budget.enter(wait, requestCost(r)) {
 			return nil, errBodiesOverBudget
 		}
 	}
-	defer func() { budget.give(held) }()
+	defer func() {
+		if budget.leave(wait) && err != nil {
+			err = errBodiesOverBudget // cut to make room
+		}
+	}()
 	b := getBuf()
 	defer putBuf(b)
 	buf := *b
@@ -552,10 +558,10 @@ func (h *Handler) readBodyBytes(r *http.Request) ([]byte, error) {
 				c = max + 1
 			}
 			grow := c - int64(cap(buf))
-			if !budget.take(grow, held) {
+			if !budget.take(grow, wait.held.Load()) {
 				return nil, errBodiesOverBudget
 			}
-			held += grow
+			wait.held.Add(grow)
 			buf = append(make([]byte, 0, c), buf...)
 		}
 		n, err := lr.Read(buf[len(buf):cap(buf)])

@@ -851,7 +851,10 @@ func TestBodiesShareABudget(t *testing.T) {
 // them per connection; they count against the body budget from before the
 // body's first byte, so past it the next one gets the body budget's 503 at
 // once, not after BodyTimeout, and they give back what they counted when
-// they end. A request alone always fits, whatever its headers.
+// they end. Once they have stalled for mcp.StallAfter, a new request makes
+// room by cutting the oldest (503 too), so that stalled requests cannot keep
+// every other client refused. A request alone always fits, whatever its
+// headers.
 func TestStalledRequestsShareTheBodyBudget(t *testing.T) {
 	rt := newRoute(t, newFakeServer(), mcp.Options{})
 	pad := strings.Repeat("x", 40<<10)
@@ -869,9 +872,11 @@ func TestStalledRequestsShareTheBodyBudget(t *testing.T) {
 		t.Fatalf("a request with 40 KiB of headers costs %d bytes, want its headers and 16 KiB", cost)
 	}
 	rt.hub.SetBodyBudget(4*cost + cost/2)
+	var stalled []*rawConn
 	for i := range 4 {
 		rc := dialRaw(t, rt)
 		rc.send("POST", "/mcp", head, "")
+		stalled = append(stalled, rc)
 		eventually(t, fmt.Sprintf("stalled request %d counted", i+1), func() bool { return rt.hub.BodyBytes() == int64(i+1)*cost })
 	}
 	start := time.Now()
@@ -888,10 +893,25 @@ func TestStalledRequestsShareTheBodyBudget(t *testing.T) {
 	if n := rt.hub.BodyBytes(); n != 4*cost {
 		t.Errorf("after the refusal the budget counts %d bytes, want the 4 stalled requests' %d", n, 4*cost)
 	}
+
+	time.Sleep(mcp.StallAfter)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	if r := rt.post(ping, "X-Pad: "+pad); r.status != 200 || r.errorCode() != 0 {
+		t.Errorf("a request once the others stalled %v: %d %s", mcp.StallAfter, r.status, r.body)
+	}
+	resp = stalled[0].response()
+	body, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"message":"Server at capacity"`) {
+		t.Errorf("the oldest stalled request, cut to make room: %d %s", resp.StatusCode, body)
+	}
+	eventually(t, "the cut request gives back what it counted", func() bool { return rt.hub.BodyBytes() == 3*cost })
+
 	rt.hub.SetBodyBudget(1 << 10)
-	rt.srv.CloseClientConnections()
+	for _, rc := range stalled {
+		rc.c.Close()
+	}
 	eventually(t, "the stalled requests give back what they counted", func() bool { return rt.hub.BodyBytes() == 0 })
-	if r := rt.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, "X-Pad: "+pad); r.status != 200 || r.errorCode() != 0 {
+	if r := rt.post(ping, "X-Pad: "+pad); r.status != 200 || r.errorCode() != 0 {
 		t.Errorf("a request alone, its headers past the budget: %d %s", r.status, r.body)
 	}
 }

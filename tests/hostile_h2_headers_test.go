@@ -63,10 +63,22 @@ func TestHTTP2StalledHeadersRefused(t *testing.T) {
 		t.Error("no GOAWAY after the refusal")
 	}
 	c.mu.Unlock()
-	// Once the stalled streams are gone, what they held is given back.
-	c.conn.Close()
+	// Once they have stalled for a second, a client whose body follows its
+	// headers is served, as large as theirs: the oldest of them are cut to
+	// make room (503 too).
 	tr := s.h2Transport()
 	t.Cleanup(tr.CloseIdleConnections)
+	time.Sleep(time.Second)
+	refused := c.answered(http.StatusServiceUnavailable)
+	if st := postStatus(t, tr, s.url("stateless"), "X-Pad", strings.Repeat("y", pad)); st != http.StatusOK {
+		t.Errorf("a well-behaved request beside the stalled streams: %d", st)
+	}
+	c.waitFor(waitLong, "a stalled stream cut", func() bool { return len(c.status) > refused })
+	if n, all := c.answered(http.StatusServiceUnavailable), len(c.status); n != all {
+		t.Errorf("%d stalled streams answered, %d of them with 503; want all refused", all, n)
+	}
+	// Once the stalled streams are gone, what they held is given back.
+	c.conn.Close()
 	for deadline := time.Now().Add(waitLong); ; time.Sleep(50 * time.Millisecond) {
 		st := postStatus(t, tr, s.url("stateless"))
 		if st == http.StatusOK {
@@ -78,14 +90,18 @@ func TestHTTP2StalledHeadersRefused(t *testing.T) {
 	}
 }
 
-// postStatus posts a ping to url through rt and returns the status.
-func postStatus(t *testing.T, rt http.RoundTripper, url string) int {
+// postStatus posts a ping to url through rt, with more header fields (name,
+// value, ...), and returns the status.
+func postStatus(t *testing.T, rt http.RoundTripper, url string, header ...string) int {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", acceptBoth)
 	req.Header.Set("MCP-Protocol-Version", latestVersion)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := (&http.Client{Transport: rt, Timeout: waitLong}).Do(req)
 	if err != nil {
 		t.Fatal(err)
