@@ -56,17 +56,45 @@ type bodyBudget struct {
 const stallAfter = time.Second
 
 // A bodyWait is a request whose body is being read, in its budget's list.
+// They are pooled (bodyWaits): one is taken for every POST.
 type bodyWait struct {
 	prev, next *bodyWait
 	since      time.Time
 	held       atomic.Int64 // bytes it counts in the budget
-	cut        func()       // makes its body's read fail at once
-	listed     bool         // in the list; guarded by the budget's mu
-	wasCut     bool         // guarded by the budget's mu
+	// w is the request's writer, whose read deadline cut sets; nil when it
+	// has none (tests, wrappers): the request cannot be cut.
+	w      http.ResponseWriter
+	listed bool // in the list; guarded by the budget's mu
+	wasCut bool // guarded by the budget's mu
+}
+
+// bodyWaits pools the bodyWaits: a POST's is put back once it left its
+// budget's list, where only the budget's mu reached it.
+var bodyWaits = sync.Pool{New: func() any { return new(bodyWait) }}
+
+// newBodyWait returns a bodyWait for a request whose writer is w (nil: it
+// cannot be cut); free gives it back.
+func newBodyWait(w http.ResponseWriter) *bodyWait {
+	x := bodyWaits.Get().(*bodyWait)
+	x.w = w
+	return x
+}
+
+// free puts x back in the pool, once it has left its budget (or never
+// entered one).
+func (x *bodyWait) free() {
+	x.prev, x.next, x.since, x.w, x.listed, x.wasCut = nil, nil, time.Time{}, nil, false, false
+	x.held.Store(0)
+	bodyWaits.Put(x)
+}
+
+// cut makes the request's body read fail at once: a deadline in the past.
+func (x *bodyWait) cut() {
+	_ = http.NewResponseController(x.w).SetReadDeadline(time.Now())
 }
 
 // enter counts cost for w, a request about to read its body, and lists it
-// if it can be cut (w.cut is set). Past the budget it cuts the requests
+// if it can be cut (it has a writer). Past the budget it cuts the requests
 // listed longest, if they have waited stallAfter, until what they hold makes
 // room for cost; if they cannot, it cuts them all the same and reports
 // false, counting nothing. A nil budget counts nothing.
@@ -75,7 +103,7 @@ func (b *bodyBudget) enter(w *bodyWait, cost int64) bool {
 		return true
 	}
 	ok := b.take(cost, 0)
-	if w.cut == nil { // a writer without deadlines: it cannot be cut
+	if w.w == nil { // a writer without deadlines: it cannot be cut
 		if ok {
 			w.held.Store(cost)
 		}
@@ -118,7 +146,7 @@ func (b *bodyBudget) leave(w *bodyWait) (cut bool) {
 	if b == nil {
 		return false
 	}
-	if w.cut == nil {
+	if w.w == nil {
 		b.give(w.held.Load())
 		return false
 	}

@@ -497,7 +497,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	}
 	// A full body budget may cut the read short from another request's
 	// goroutine (bodyBudget.enter): a deadline in the past ends it.
-	body, err := h.readBodyBytes(r, func() { _ = rc.SetReadDeadline(time.Now()) })
+	body, err := h.readBodyBytes(r, w)
 	if err != nil {
 		// The deadline stays: net/http reads what is left of a body before it
 		// answers, and that read must fail at once, not wait for the client.
@@ -516,9 +516,10 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 // readBodyBytes reads the body into a buffer that grows as bytes arrive,
 // even when the length is announced: a client that announces MaxBodyBytes
 // and sends nothing must not make the server hold MaxBodyBytes for
-// BodyTimeout (32 such connections held 128 MiB). cut, when set, ends the
-// read at once: the body budget may call it to make room.
-func (h *Handler) readBodyBytes(r *http.Request, cut func()) (_ []byte, err error) {
+// BodyTimeout (32 such connections held 128 MiB). w, when set, is the
+// writer whose read deadline the body budget may set to now to make room
+// (bodyWait.cut); nil for a writer without deadlines.
+func (h *Handler) readBodyBytes(r *http.Request, w http.ResponseWriter) (_ []byte, err error) {
 	max := h.opts.MaxBodyBytes
 	if n := r.ContentLength; n >= 0 {
 		if n > max {
@@ -532,7 +533,8 @@ func (h *Handler) readBodyBytes(r *http.Request, cut func()) (_ []byte, err erro
 	// of its body arrives (its headers: see bodyBudget), then what the
 	// buffer grows by.
 	var budget *bodyBudget
-	wait := &bodyWait{cut: cut}
+	wait := newBodyWait(w)
+	defer wait.free() // after it left the budget (the defer below)
 	if h.hub != nil {
 		budget = &h.hub.bodies
 		if !budget.enter(wait, requestCost(r)) {
