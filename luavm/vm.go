@@ -183,9 +183,10 @@ func (v *vm) account(state lua.LValue) int64 {
 }
 
 // overBudget logs a session state that is larger than its state's budget
-// once built (account): the limit was lowered by a reload. The session goes
-// on; its allocations fail with "memory limit exceeded" until its script
-// lets go of enough.
+// once built (account): a reload lowered the limit. The session goes on,
+// its state intact, but its calls fail with "memory limit exceeded" (their
+// arguments' decode first) until a reload raises the limit again or the
+// session ends.
 func (v *vm) overBudget(id string, used int64) {
 	if limit := v.L.MemoryLimit(); limit > 0 && used > limit {
 		v.s.Script.logger.Warn("the session's state is larger than memory_limit_mb: its calls fail with \"memory limit exceeded\" until it shrinks",
