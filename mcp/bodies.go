@@ -193,6 +193,15 @@ func (b *bodyBudget) give(n int64) {
 	}
 }
 
+// bodies returns the body budget of h's hub, nil without a hub (tests):
+// a nil budget counts nothing.
+func (h *Handler) bodies() *bodyBudget {
+	if h.hub == nil {
+		return nil
+	}
+	return &h.hub.bodies
+}
+
 // requestOverhead is what a request in flight holds whatever its headers:
 // its goroutine's stack, the request and response writer with their
 // buffers, and the pooled buffer its body is read into. Measured: 5,000
@@ -226,4 +235,6 @@ func requestCost(r *http.Request) int64 {
 // unless it is the only one whose body is being read; a request that
 // arrives cuts those that have waited over a second for their bodies (they
 // get the 503) to make room, and gets the 503 itself when they are too few.
+// A call waiting in its session's queue counts its request and its body too,
+// until it runs (session.admit): past the budget it is refused with the 503.
 func (h *Hub) SetBodyBudget(n int64) { h.bodies.max.Store(max(n, 0)) }

@@ -532,14 +532,11 @@ func (h *Handler) readBodyBytes(r *http.Request, w http.ResponseWriter) (_ []byt
 	// The request itself is charged to the hub's body budget before a byte
 	// of its body arrives (its headers: see bodyBudget), then what the
 	// buffer grows by.
-	var budget *bodyBudget
+	budget := h.bodies()
 	wait := newBodyWait(w)
 	defer wait.free() // after it left the budget (the defer below)
-	if h.hub != nil {
-		budget = &h.hub.bodies
-		if !budget.enter(wait, requestCost(r)) {
-			return nil, errBodiesOverBudget
-		}
+	if !budget.enter(wait, requestCost(r)) {
+		return nil, errBodiesOverBudget
 	}
 	defer func() {
 		if budget.leave(wait) && err != nil {
@@ -958,7 +955,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 		j.call.tasks, j.out.tasks, j.mayInline = ts, ts, false
 	}
 	gen, wake := j.rp.attach(w)
-	switch s.admit(j) {
+	switch s.admit(j, r) {
 	case admitInline:
 		h.serveInline(r, s, j, gen, wake)
 		return
@@ -966,6 +963,11 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 		j.rp.detach(gen)
 		h.refused(GateSessionPending)
 		h.writeAnswerError(w, acc, m.id, CodeInternalError, msgOverloaded)
+		return
+	case admitOverBudget:
+		j.rp.detach(gen)
+		h.refused(GateProcessBodies)
+		writeJSONError(w, http.StatusServiceUnavailable, nil, CodeInternalError, "Server at capacity")
 		return
 	case admitEnded:
 		j.rp.detach(gen)

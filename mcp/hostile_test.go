@@ -945,3 +945,55 @@ func TestLargeCapabilitiesRefused(t *testing.T) {
 		t.Errorf("60 KiB of capabilities in _meta: %d %.200s", r.status, r.body)
 	}
 }
+
+// TestQueuedCallsShareTheBodyBudget: a call that waits in its session's
+// queue counts its request and its body in the body budget until it runs:
+// session_max_pending bounds one session's queue, not all of them (100
+// calls of 4 MiB behind a slow tool on each of 10,000 sessions), so past the
+// budget a call that would wait gets 503 "Server at capacity"; those queued
+// run once the session is free and give back what they counted.
+func TestQueuedCallsShareTheBodyBudget(t *testing.T) {
+	f := newFakeServer()
+	rt := newRoute(t, f, mcp.Options{Sessions: true})
+	sid := rt.initialize()
+	held := make(chan reply, 1)
+	go func() { held <- rt.call(sid, 1, "tools/call", `{"name":"wait"}`) }()
+	eventually(t, "the call holding the session runs", func() bool { return f.activeCalls() == 1 })
+
+	args := `{"name":"echo","arguments":{"pad":"` + strings.Repeat("x", 100<<10) + `"}}`
+	rt.hub.SetBodyBudget(400 << 10) // room for three such calls to wait, not eight
+	const calls = 8
+	replies := make(chan reply, calls)
+	for i := range calls {
+		go func() { replies <- rt.call(sid, i+2, "tools/call", args) }()
+		time.Sleep(20 * time.Millisecond) // each queued, or refused, before the next
+	}
+	eventually(t, "the calls queued or refused", func() bool {
+		return mcp.QueueLen(rt.h, sid)+len(replies) == calls
+	})
+	if n := mcp.QueueLen(rt.h, sid); n == 0 || n == calls {
+		t.Fatalf("%d of %d calls wait in the queue, want some, not all", n, calls)
+	}
+	if rt.hub.BodyBytes() < int64(mcp.QueueLen(rt.h, sid))*(100<<10) {
+		t.Errorf("the budget counts %d bytes for %d queued calls of 100 KiB", rt.hub.BodyBytes(), mcp.QueueLen(rt.h, sid))
+	}
+	f.release <- struct{}{}
+	if r := <-held; r.text() != "released" {
+		t.Fatalf("the call holding the session: %s", r.body)
+	}
+	served, refused := 0, 0
+	for range calls {
+		switch r := <-replies; {
+		case r.status == http.StatusOK && r.errorCode() == 0:
+			served++
+		case r.status == http.StatusServiceUnavailable && strings.Contains(r.body, `"message":"Server at capacity"`):
+			refused++
+		default:
+			t.Errorf("a call: %d %s", r.status, r.body)
+		}
+	}
+	if served == 0 || refused == 0 || served+refused != calls {
+		t.Errorf("%d served, %d refused, want both", served, refused)
+	}
+	eventually(t, "the queued calls give back what they counted", func() bool { return rt.hub.BodyBytes() == 0 })
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,9 @@ type job struct {
 	state  jobState
 	ctx    context.Context // the running call's; set with cancel
 	cancel context.CancelFunc
+	// queued is what the job counts in the hub's body budget while it waits
+	// in the queue (session.admit); 0 once it left the queue.
+	queued int64
 }
 
 // newJob prepares a call of request m from a client that accepts acc.
@@ -286,6 +290,7 @@ const (
 	admitted    = iota // queued, or started beside the queue
 	admitInline        // j holds the session's state: its handler runs it now
 	admitOverloaded
+	admitOverBudget // the hub's body budget has no room for it to wait
 	admitEnded
 )
 
@@ -293,7 +298,14 @@ const (
 // a request that may run inline (see [Handler.serveInline]) and finds nothing
 // running or queued is to run on its handler's goroutine (admitInline); any other request
 // joins the FIFO queue. Past SessionMaxPending it is refused.
-func (s *session) admit(j *job) int {
+//
+// A request that waits in the queue holds its request (r's headers, the
+// goroutine and buffers of a request in flight) and its body, as one whose
+// body is still being read does: both count in the hub's body budget until
+// it leaves the queue (unqueuedLocked). SessionMaxPending bounds a session's
+// queue, not the sessions': 100 calls of 4 MiB behind a slow tool on each of
+// 10,000 sessions is 4 TiB. Past the budget it is refused (admitOverBudget).
+func (s *session) admit(j *job, r *http.Request) int {
 	s.mu.Lock()
 	if s.state != sessionLive {
 		s.mu.Unlock()
@@ -321,11 +333,24 @@ func (s *session) admit(j *job) int {
 		s.mu.Unlock()
 		return admitInline
 	}
+	cost := requestCost(r) + int64(len(j.msg.params))
+	if !s.h.bodies().take(cost, 0) {
+		s.mu.Unlock()
+		return admitOverBudget
+	}
+	j.queued = cost
 	j.state = jobQueued
 	s.queue = append(s.queue, j)
 	s.kickLocked()
 	s.mu.Unlock()
 	return admitted
+}
+
+// unqueuedLocked gives back what j counted in the body budget while it
+// waited in the queue: it runs, was removed, or its session ended.
+func (s *session) unqueuedLocked(j *job) {
+	s.h.bodies().give(j.queued)
+	j.queued = 0
 }
 
 // kickLocked gets the worker going on the queue: it starts one, or wakes a
@@ -357,6 +382,7 @@ func (s *session) removeQueuedLocked(j *job) bool {
 			s.queue[len(s.queue)-1] = nil
 			s.queue = s.queue[:len(s.queue)-1]
 			j.state = jobFinished
+			s.unqueuedLocked(j)
 			s.touchLocked()
 			return true
 		}
@@ -460,6 +486,7 @@ func (s *session) runQueue() {
 			s.queue, s.qhead = s.queue[:n], 0
 		}
 		j.state = jobRunning
+		s.unqueuedLocked(j)
 		s.running = j
 		j.ctx, j.cancel = context.WithCancel(s.ctx)
 		s.mu.Unlock()
@@ -999,6 +1026,7 @@ func (s *session) end(reason string, keep func(*SavedSession, func(reason string
 	queued := s.queue[s.qhead:]
 	for _, j := range queued {
 		j.state = jobFinished
+		s.unqueuedLocked(j)
 	}
 	s.queue, s.qhead = nil, 0
 	side := append([]*job(nil), s.side...)
