@@ -593,8 +593,7 @@ func (h *Handler) readPost(w http.ResponseWriter, r *http.Request) ([]byte, bool
 		case errors.Is(err, errBodyTooLarge):
 			writeJSONError(w, http.StatusRequestEntityTooLarge, nil, CodeInvalidRequest, "Request body too large")
 		case errors.Is(err, errBodiesOverBudget):
-			h.refused(GateProcessBodies)
-			writeJSONError(w, http.StatusServiceUnavailable, nil, CodeInternalError, "Server at capacity")
+			h.refuseOverBudget(w)
 		default:
 			h.log.Debug("mcp: reading the request body failed", "err", err)
 			w.WriteHeader(http.StatusBadRequest)
@@ -602,6 +601,13 @@ func (h *Handler) readPost(w http.ResponseWriter, r *http.Request) ([]byte, bool
 		return nil, false
 	}
 	return body, true
+}
+
+// refuseOverBudget answers a request the hub's body budget has no room
+// for: its body as it arrives, or its call to wait in its session's queue.
+func (h *Handler) refuseOverBudget(w http.ResponseWriter) {
+	h.refused(GateProcessBodies)
+	writeJSONError(w, http.StatusServiceUnavailable, nil, CodeInternalError, msgAtCapacity)
 }
 
 func (h *Handler) servePost(w http.ResponseWriter, r *http.Request) {
@@ -966,8 +972,7 @@ func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	case admitOverBudget:
 		j.rp.detach(gen)
-		h.refused(GateProcessBodies)
-		writeJSONError(w, http.StatusServiceUnavailable, nil, CodeInternalError, "Server at capacity")
+		h.refuseOverBudget(w)
 		return
 	case admitEnded:
 		j.rp.detach(gen)

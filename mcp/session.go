@@ -543,7 +543,7 @@ const (
 	msgOverloaded   = "Session overloaded"
 	msgSessionEnded = "Session ended"
 	msgShuttingDown = "Server shutting down"
-	msgAtCapacity   = "Server at capacity" // a cap on sessions or listen streams (503)
+	msgAtCapacity   = "Server at capacity" // a cap on sessions or listen streams, the body budget (503)
 )
 
 // endSide forgets a snapshot call that returned.
