@@ -83,6 +83,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.IntFlag{Name: "max-listens", Value: mcp.DefaultMaxListens, Usage: "open subscriptions/listen streams (2026-07-28) across all routes; a listen past it gets 503"},
 					&cli.IntFlag{Name: "max-stateless", Value: mcp.DefaultMaxStateless, Usage: "open requests served without a session (stateless routes, 2026-07-28) across all routes; one past it gets 503"},
 					&cli.IntFlag{Name: "replay-budget-mb", Value: mcp.DefaultReplayBudget >> 20, Usage: "events (MiB) all sessions and listen streams together keep for clients to read or resume; past it a stream pushed to gives up its own oldest events"},
+					&cli.IntFlag{Name: "body-budget-mb", Value: mcp.DefaultBodyBudget >> 20, Usage: "POST bodies (MiB) all routes together hold while they arrive, with their requests' headers, and calls waiting in their session's queue; past it a request gets 503"},
 					&cli.IntFlag{Name: "max-connections", Usage: "open TCP connections; past it new ones wait for one to close. 0: three quarters of the open-file limit"},
 					&cli.IntFlag{Name: "max-header-kb", Value: edge.DefaultMaxHeaderBytes >> 10, Usage: "a request's headers (KiB); past it HTTP/1.1 answers 431, and HTTP/2 and HTTP/3 tell the client the limit"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: luavm.DefaultMemoryLimit >> 20, Usage: "process heap (MiB) past which the Lua call holding the most memory is cancelled"},
@@ -275,6 +276,10 @@ func serve(c *cli.Context) error {
 	if replayBudget < 1 || replayBudget > maxMiB {
 		return fmt.Errorf("--replay-budget-mb must be from 1 to %d, not %d", maxMiB, replayBudget)
 	}
+	bodyBudget := c.Int("body-budget-mb")
+	if bodyBudget < 1 || bodyBudget > maxMiB {
+		return fmt.Errorf("--body-budget-mb must be from 1 to %d, not %d", maxMiB, bodyBudget)
+	}
 	memory := c.Int("memory-limit-mb")
 	if memory < 1 || memory > maxMiB {
 		return fmt.Errorf("--memory-limit-mb must be from 1 to %d, got %d", maxMiB, memory)
@@ -357,7 +362,7 @@ func serve(c *cli.Context) error {
 	h, err := host.New(host.Config{
 		Dir: dir, Logger: logger, Watch: watch, WatchPoll: watchPoll,
 		CallTimeout: callTimeout, MaxRunning: maxRunning, MaxSessions: caps["max-sessions"], MaxListens: caps["max-listens"], MaxStateless: caps["max-stateless"],
-		SessionsFile: c.String("sessions-file"), ReplayBudget: int64(replayBudget) << 20, MemoryLimit: int64(memory) << 20, StateKey: stateKey,
+		SessionsFile: c.String("sessions-file"), ReplayBudget: int64(replayBudget) << 20, BodyBudget: int64(bodyBudget) << 20, MemoryLimit: int64(memory) << 20, StateKey: stateKey,
 		Observer: ms.observer(), Changed: table.print, PubSub: node.pubsub(), Cluster: node.cluster(),
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"flag"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -125,6 +126,8 @@ func TestServeErrors(t *testing.T) {
 		{"memory limit past int64 bytes", []string{"--dir", scripts, "--memory-limit-mb", "8796093022208"}, "--memory-limit-mb must be from 1"},
 		{"replay budget", []string{"--dir", scripts, "--replay-budget-mb", "0"}, "--replay-budget-mb must be from 1 to 1073741824"},
 		{"replay budget past int64 bytes", []string{"--dir", scripts, "--replay-budget-mb", "8796093022208"}, "--replay-budget-mb must be from 1"},
+		{"body budget", []string{"--dir", scripts, "--body-budget-mb", "0"}, "--body-budget-mb must be from 1 to 1073741824"},
+		{"body budget past int64 bytes", []string{"--dir", scripts, "--body-budget-mb", "8796093022208"}, "--body-budget-mb must be from 1"},
 		{"sessions file", []string{"--dir", scripts, "--addr", "127.0.0.1:0", "--sessions-file", filepath.Join(empty, "absent", "sessions.json")}, "sessions file: its folder is not writable"},
 		{"state key file missing", []string{"--dir", scripts, "--state-key-file", filepath.Join(empty, "absent.key")}, "--state-key-file"},
 		{"state key short", []string{"--dir", scripts, "--state-key-file", shortKey}, "has 4 bytes; it needs at least 16"},
@@ -960,4 +963,49 @@ func TestServeDrain(t *testing.T) {
 	case <-time.After(30 * time.Second): // liveness bound only
 		t.Fatal("serve did not stop after draining")
 	}
+}
+
+// TestServeBodyBudget: --body-budget-mb bounds the POST bodies all routes
+// hold while they arrive: past 1 MiB held by a body that stopped coming, a
+// new request gets 503 "Server at capacity" (under the default 256 MiB it
+// would be served).
+func TestServeBodyBudget(t *testing.T) {
+	dir := writeScripts(t, map[string]string{"s.lua": sessionScript})
+	run := startServe(t, io.Discard, "--dir", dir, "--addr", "127.0.0.1:0", "--no-watch", "--body-budget-mb", "1")
+	m := regexp.MustCompile(`^(http://(127\.0\.0\.1:\d+))(/mcp/s) +session`).FindStringSubmatch(run.lines(t, 1)[0])
+	if m == nil {
+		t.Fatal("no route line for s.lua")
+	}
+	c, err := net.Dial("tcp", m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A body of 2 MiB announced, 1.25 MiB of it sent: the budget's one body
+	// may pass it, the next request may not.
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", m[3], m[2], 2<<20)
+	if _, err := c.Write(bytes.Repeat([]byte(" "), 5<<18)); err != nil {
+		t.Fatal(err)
+	}
+	// Asked again until the server has read what came, within the second
+	// after which the stalled body may be cut to make room.
+	var resp *http.Response
+	var body []byte
+	for deadline := time.Now().Add(900 * time.Millisecond); ; {
+		resp, err = http.DefaultClient.Do(mcpRequest(m[1]+m[3], "", initializeBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"message":"Server at capacity"`) {
+		t.Errorf("a request while 1.25 MiB of another's body is held under --body-budget-mb 1: %d %s", resp.StatusCode, body)
+	}
+	c.Close()
+	run.stop(t)
 }
