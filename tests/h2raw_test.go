@@ -259,7 +259,7 @@ type latencies struct {
 	done  chan struct{}
 }
 
-func probe(t *testing.T, rt http.RoundTripper, url string, interval time.Duration, stop <-chan struct{}) *latencies {
+func probe(t testing.TB, rt http.RoundTripper, url string, interval time.Duration, stop <-chan struct{}) *latencies {
 	l := &latencies{done: make(chan struct{})}
 	client := &http.Client{Transport: rt, Timeout: 15 * time.Second}
 	go func() {

@@ -14,7 +14,7 @@ import (
 
 // stallStreams opens n streams on c, each a POST to path with pad bytes of
 // an extra header, announcing a body of 100 bytes and sending none.
-func stallStreams(t *testing.T, c *h2Raw, path string, n, pad int) {
+func stallStreams(t testing.TB, c *h2Raw, path string, n, pad int) {
 	t.Helper()
 	x := strings.Repeat("x", pad)
 	for range n {
@@ -110,16 +110,16 @@ func postStatus(t *testing.T, rt http.RoundTripper, url string, header ...string
 	return resp.StatusCode
 }
 
-// TestHTTP2StalledHeadersMeasure measures what streams that announce a
-// body and send none make the process hold, and a well-behaved client's
-// latency meanwhile: LUAMCP_MEASURE_CONNS connections (50) of 100 such
-// streams with LUAMCP_MEASURE_PAD bytes of headers (56 KiB), under
-// LUAMCP_MEASURE_BUDGET_MB (the default budget; negative: none, as before
-// headers counted). Only with LUAMCP_MEASURE set.
-func TestHTTP2StalledHeadersMeasure(t *testing.T) {
-	if os.Getenv("LUAMCP_MEASURE") == "" {
-		t.Skip("a measurement: set LUAMCP_MEASURE=1")
-	}
+// BenchmarkHTTP2StalledHeaders measures what streams that announce a body
+// and send none make the process hold, and a well-behaved client's latency
+// meanwhile (one round, whatever b.N): LUAMCP_MEASURE_CONNS connections
+// (50) of 100 such streams with LUAMCP_MEASURE_PAD bytes of headers (56
+// KiB), under LUAMCP_MEASURE_BUDGET_MB (the default budget; negative: none,
+// as before headers counted). README's TLS section quotes it:
+//
+//	cd tests && go test -run '^$' -bench HTTP2StalledHeaders -benchtime 1x .
+func BenchmarkHTTP2StalledHeaders(b *testing.B) {
+	t := b
 	env := func(name string, def int) int {
 		if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
 			return n
@@ -154,6 +154,8 @@ func TestHTTP2StalledHeadersMeasure(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	close(stop)
 	n, fails, p50, p99, maxd, last := l.summary()
+	b.ReportMetric(float64(held)/(1<<20), "MiB-held")
+	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
 	t.Logf("%d connections × 100 streams, %d bytes of headers each, budget %d MiB: %d refused (503) in %v; heap and stacks held %.1f MiB (%.1f KiB per waiting stream); the other client: %d pings ok, %d failed (last: %v), p50 %v, p99 %v, max %v",
 		conns, pad, budgetMB, refused, time.Since(start), float64(held)/(1<<20), float64(held)/1024/float64(max(1, conns*100-refused)), n, fails, last, p50, p99, maxd)
 }

@@ -139,7 +139,7 @@ func (s *testServer) close() {
 	})
 }
 
-func copyDir(t *testing.T, from, to string) {
+func copyDir(t testing.TB, from, to string) {
 	t.Helper()
 	entries, err := os.ReadDir(from)
 	if err != nil {
@@ -157,7 +157,7 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-func copyFile(t *testing.T, from, to string) {
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	data, err := os.ReadFile(from)
 	if err != nil {

@@ -43,7 +43,7 @@ type testCA struct {
 	keyFile  string         // the server's private key, PEM
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	t.Helper()
 	dir := t.TempDir()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -103,7 +103,7 @@ func newTestCA(t *testing.T) *testCA {
 	return ca
 }
 
-func writePEM(t *testing.T, file, typ string, der []byte) {
+func writePEM(t testing.TB, file, typ string, der []byte) {
 	t.Helper()
 	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
@@ -148,14 +148,14 @@ type tlsServer struct {
 
 // startTLS mounts the fixture variants and serves them over HTTPS (and
 // HTTP/3 with h3). edit, if set, changes the host's configuration.
-func startTLS(t *testing.T, h3 bool, edit func(*host.Config), variants ...string) *tlsServer {
+func startTLS(t testing.TB, h3 bool, edit func(*host.Config), variants ...string) *tlsServer {
 	t.Helper()
 	return startTLSWith(t, h3, nil, edit, variants...)
 }
 
 // startTLSWith is startTLS with editEdge, if set, changing the front's
 // configuration (its timeouts, its caps).
-func startTLSWith(t *testing.T, h3 bool, editEdge func(*edge.Config), edit func(*host.Config), variants ...string) *tlsServer {
+func startTLSWith(t testing.TB, h3 bool, editEdge func(*edge.Config), edit func(*host.Config), variants ...string) *tlsServer {
 	t.Helper()
 	ca := newTestCA(t)
 	ecfg := edge.Config{Addr: "127.0.0.1:0", CertFile: ca.certFile, KeyFile: ca.keyFile, HTTP3: h3}
